@@ -1,0 +1,122 @@
+//! Stable error and rejection codes shared by verdicts and thrown errors.
+//!
+//! Every code is a stable, SCREAMING_SNAKE string that JavaScript sees as
+//! `error.code` / `verdict.code`. Codes are never renamed; new ones are only added.
+
+use thiserror::Error;
+
+/// A stable code naming why an operation was rejected or failed.
+///
+/// The numeric discriminants are the wire values the binding layer returns to
+/// its JavaScript wrapper on the hot path (`status - 2 == code index`); they are
+/// internal and may change, the string names (see [`Code::as_str`]) may not.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+#[repr(u8)]
+pub enum Code {
+    /// The token was `undefined` / `null` / absent (DESIGN R4).
+    MissingToken = 0,
+    /// The token was present but not a valid epoch (R4: not a safe integer ≥ 1,
+    /// not a bigint in 1..2^64−1, or text outside the canonical decimal grammar).
+    MalformedToken = 1,
+    /// token < mark: an older ownership epoch (the seed's core rule, R2).
+    StaleToken = 2,
+    /// token == mark under the `strict` same-epoch policy (R2).
+    SameEpochRejected = 3,
+    /// Stored state could not be decoded: unknown version, damaged field (R6).
+    CorruptState = 4,
+    /// A host storage callback failed; the error carries the cause.
+    StoreError = 5,
+    /// The compare-and-set kept conflicting after the bounded number of retries.
+    CommitConflict = 6,
+    /// The host could not say whether the commit happened (timeout, lost reply).
+    CommitUnknown = 7,
+    /// A lease is held by another holder.
+    LeaseHeld = 8,
+    /// The lease has expired or was superseded.
+    LeaseExpired = 9,
+    /// The next epoch would not be representable exactly.
+    EpochOverflow = 10,
+    /// A signed token's signature did not verify.
+    BadSignature = 11,
+    /// A token issued for another scope.
+    WrongScope = 12,
+    /// An argument other than the token had the wrong type or value
+    /// (a key that is not a string, an unknown policy name).
+    InvalidArgument = 13,
+    /// The API was used before the WebAssembly module was initialised (`await init()`).
+    NotInitialized = 14,
+}
+
+impl Code {
+    /// Every code, in discriminant order.
+    pub const ALL: [Code; 15] = [
+        Code::MissingToken,
+        Code::MalformedToken,
+        Code::StaleToken,
+        Code::SameEpochRejected,
+        Code::CorruptState,
+        Code::StoreError,
+        Code::CommitConflict,
+        Code::CommitUnknown,
+        Code::LeaseHeld,
+        Code::LeaseExpired,
+        Code::EpochOverflow,
+        Code::BadSignature,
+        Code::WrongScope,
+        Code::InvalidArgument,
+        Code::NotInitialized,
+    ];
+
+    /// The stable string JavaScript sees.
+    pub const fn as_str(self) -> &'static str {
+        match self {
+            Code::MissingToken => "MISSING_TOKEN",
+            Code::MalformedToken => "MALFORMED_TOKEN",
+            Code::StaleToken => "STALE_TOKEN",
+            Code::SameEpochRejected => "SAME_EPOCH_REJECTED",
+            Code::CorruptState => "CORRUPT_STATE",
+            Code::StoreError => "STORE_ERROR",
+            Code::CommitConflict => "COMMIT_CONFLICT",
+            Code::CommitUnknown => "COMMIT_UNKNOWN",
+            Code::LeaseHeld => "LEASE_HELD",
+            Code::LeaseExpired => "LEASE_EXPIRED",
+            Code::EpochOverflow => "EPOCH_OVERFLOW",
+            Code::BadSignature => "BAD_SIGNATURE",
+            Code::WrongScope => "WRONG_SCOPE",
+            Code::InvalidArgument => "INVALID_ARGUMENT",
+            Code::NotInitialized => "NOT_INITIALIZED",
+        }
+    }
+}
+
+impl std::fmt::Display for Code {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+/// Why a token value is not a valid epoch.
+#[derive(Clone, Debug, PartialEq, Eq, Error)]
+pub enum TokenError {
+    /// No token at all (`undefined`, `null`, an absent argument or header).
+    #[error("missing fence token")]
+    Missing,
+    /// A token that is present but is not an epoch; the text says which rule it broke.
+    #[error("malformed fence token: {0}")]
+    Malformed(&'static str),
+}
+
+impl TokenError {
+    /// The stable code for this error.
+    pub const fn code(&self) -> Code {
+        match self {
+            TokenError::Missing => Code::MissingToken,
+            TokenError::Malformed(_) => Code::MalformedToken,
+        }
+    }
+}
+
+/// Why stored state could not be decoded (always [`Code::CorruptState`]).
+#[derive(Clone, Debug, PartialEq, Eq, Error)]
+#[error("corrupt fencing state: {0}")]
+pub struct StateError(pub String);

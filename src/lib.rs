@@ -1,0 +1,23 @@
+//! fencegate: the resource-side check for fencing tokens.
+//!
+//! When a lease expires its former holder may only be paused; when it wakes it
+//! still sends writes. A fencing token (epoch) grows on every acquisition, and
+//! the *resource* keeps the highest epoch it has accepted (the high-water mark)
+//! and refuses smaller ones, in the same atomic step as the data change.
+//!
+//! This crate is the pure core (no `JsValue`): [`token`] validation,
+//! [`decision`] (advance / accept / reject), [`state`] encoding and the
+//! in-memory [`store`]. The [`wasm`] module is the only code that touches
+//! JavaScript.
+
+pub mod decision;
+pub mod error;
+pub mod state;
+pub mod store;
+pub mod token;
+pub mod wasm;
+
+pub use decision::{decide, Operation, Outcome, SameEpoch, Verdict};
+pub use error::{Code, StateError, TokenError};
+pub use state::ResourceState;
+pub use token::{epoch_from_f64, epoch_from_u64, parse_token, MAX_SAFE_INTEGER};

@@ -1,0 +1,166 @@
+//! The embedded in-memory store: one mark and one value per resource key,
+//! checked and changed in one step.
+//!
+//! The whole check-and-apply happens inside one `&mut self` call, so there is
+//! no window between the comparison and the write (DESIGN R1). A rejection
+//! returns before anything is touched (R3); the mark only moves up (R5).
+
+use std::collections::HashMap;
+
+use crate::decision::{decide, Operation, SameEpoch, Verdict};
+use crate::error::TokenError;
+use crate::state::ResourceState;
+
+/// One resource key's state and protected value.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Entry<V> {
+    /// The decoded state (the mark).
+    pub state: ResourceState,
+    /// The protected value; `None` until the first applied write
+    /// (an `establish` alone records a mark but no value).
+    pub value: Option<V>,
+}
+
+/// An in-memory fenced store over values of type `V`.
+#[derive(Clone, Debug)]
+pub struct MemoryStore<V> {
+    policy: SameEpoch,
+    entries: HashMap<String, Entry<V>>,
+}
+
+impl<V> MemoryStore<V> {
+    /// An empty store with the given same-epoch policy.
+    pub fn new(policy: SameEpoch) -> Self {
+        MemoryStore {
+            policy,
+            entries: HashMap::new(),
+        }
+    }
+
+    /// The same-epoch policy in force.
+    pub fn policy(&self) -> SameEpoch {
+        self.policy
+    }
+
+    /// Fenced write: applies `value` to `key` when the token advances or is
+    /// accepted; a rejected write (including a missing/malformed token) changes nothing.
+    pub fn write(&mut self, key: &str, token: Result<u64, TokenError>, value: V) -> Verdict {
+        self.apply(key, token, Operation::Write, Some(value))
+    }
+
+    /// Establish: raise the mark of `key` to `token` with no data change.
+    pub fn establish(&mut self, key: &str, token: Result<u64, TokenError>) -> Verdict {
+        self.apply(key, token, Operation::Establish, None)
+    }
+
+    fn apply(
+        &mut self,
+        key: &str,
+        token: Result<u64, TokenError>,
+        op: Operation,
+        value: Option<V>,
+    ) -> Verdict {
+        let mark = self.mark(key);
+        let token = match token {
+            Ok(t) => t,
+            Err(e) => return Verdict::invalid_token(mark, &e),
+        };
+        let verdict = decide(mark, token, self.policy, op);
+        if verdict.applies() {
+            let entry = match self.entries.get_mut(key) {
+                Some(entry) => entry,
+                None => self.entries.entry(key.to_owned()).or_insert(Entry {
+                    state: ResourceState::default(),
+                    value: None,
+                }),
+            };
+            entry.state.mark = verdict.mark_after;
+            if value.is_some() {
+                entry.value = value;
+            }
+        }
+        verdict
+    }
+
+    /// The mark of `key` (0 = never written).
+    pub fn mark(&self, key: &str) -> u64 {
+        self.entries.get(key).map_or(0, |e| e.state.mark)
+    }
+
+    /// The entry of `key`, if any operation was ever applied to it.
+    pub fn get(&self, key: &str) -> Option<&Entry<V>> {
+        self.entries.get(key)
+    }
+
+    /// All keys that have an entry, in no particular order.
+    pub fn keys(&self) -> impl Iterator<Item = &str> {
+        self.entries.keys().map(String::as_str)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::decision::Outcome;
+    use crate::error::Code;
+
+    /// The seed article's fencing.py, step by step.
+    #[test]
+    fn seed_scenario() {
+        let mut r: MemoryStore<&str> = MemoryStore::new(SameEpoch::Allow);
+        let (old, new) = (1, 2);
+        assert_eq!(
+            r.write("k", Ok(old), "arrived-before-new-epoch").outcome,
+            Outcome::Advance
+        );
+        assert_eq!(
+            r.write("k", Ok(new), "from-new-leader").outcome,
+            Outcome::Advance
+        );
+        let v = r.write("k", Ok(old), "must-not-land");
+        assert_eq!((v.code, v.mark_after), (Some(Code::StaleToken), 2));
+        assert_eq!(r.get("k").unwrap().value, Some("from-new-leader"));
+        assert_eq!(
+            r.write("k", Ok(new), "second-write-in-same-epoch").outcome,
+            Outcome::Accept
+        );
+        let v = r.write("k", Err(TokenError::Missing), "must-not-land");
+        assert_eq!(v.code, Some(Code::MissingToken));
+        assert_eq!(r.write("k", Ok(3), "newest").outcome, Outcome::Advance);
+        assert_eq!(
+            r.write("k", Ok(new), "must-not-land").code,
+            Some(Code::StaleToken)
+        );
+        assert_eq!(
+            (r.mark("k"), r.get("k").unwrap().value),
+            (3, Some("newest"))
+        );
+    }
+
+    #[test]
+    fn keys_are_independent_and_establish_has_no_data() {
+        let mut r: MemoryStore<u32> = MemoryStore::new(SameEpoch::Allow);
+        assert_eq!(r.establish("a", Ok(7)).outcome, Outcome::Advance);
+        assert_eq!(r.mark("a"), 7);
+        assert_eq!(r.get("a").unwrap().value, None);
+        assert_eq!(r.mark("b"), 0);
+        assert!(r.get("b").is_none());
+        assert_eq!(r.write("a", Ok(6), 1).code, Some(Code::StaleToken));
+        assert_eq!(r.get("a").unwrap().value, None);
+    }
+
+    #[test]
+    fn rejected_first_write_creates_nothing() {
+        let mut r: MemoryStore<u32> = MemoryStore::new(SameEpoch::Strict);
+        let v = r.write("k", Err(TokenError::Malformed("x")), 1);
+        assert_eq!(
+            (v.code, v.mark_before, v.mark_after),
+            (Some(Code::MalformedToken), 0, 0)
+        );
+        assert!(r.get("k").is_none());
+        r.write("k", Ok(2), 1);
+        let v = r.write("k", Ok(2), 5);
+        assert_eq!(v.code, Some(Code::SameEpochRejected));
+        assert_eq!(r.get("k").unwrap().value, Some(1));
+    }
+}

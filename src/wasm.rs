@@ -1,0 +1,321 @@
+//! The binding layer: the only code that knows JavaScript.
+//!
+//! It converts JS values to epochs (numbers and bigints on a fast path that
+//! never goes through serde), calls the pure core, and turns failures into
+//! `FencegateError` objects with a stable `code`. The hand-written JS wrapper in
+//! `pkg/lib/core.mjs` dispatches on the token's JS type before calling in.
+
+use std::cell::RefCell;
+
+use js_sys::{Array, Function, Object, Reflect};
+use serde::Serialize;
+use wasm_bindgen::prelude::*;
+
+use crate::decision::{SameEpoch, Verdict};
+use crate::error::{Code, StateError, TokenError};
+use crate::state::{check_version, ResourceState, WireState, WireVersion};
+use crate::store::MemoryStore;
+use crate::token::{epoch_from_f64, epoch_from_u64, parse_token, MAX_SAFE_INTEGER};
+
+thread_local! {
+    static ERROR_CLASS: RefCell<Option<Function>> = const { RefCell::new(None) };
+}
+
+/// Registers the JS `FencegateError` class that errors are built with.
+/// Called once by the package's entry files right after the module is initialised.
+#[wasm_bindgen(js_name = "__setErrorClass")]
+pub fn set_error_class(class: Function) {
+    ERROR_CLASS.with(|c| *c.borrow_mut() = Some(class));
+}
+
+/// Builds a `FencegateError(code, message, details)`; a plain `Error` with
+/// `code` when the class was not registered.
+pub(crate) fn error(code: Code, message: &str, details: &[(&str, JsValue)]) -> JsValue {
+    let fields = Object::new();
+    for (k, v) in details {
+        let _ = Reflect::set(&fields, &JsValue::from_str(k), v);
+    }
+    let class = ERROR_CLASS.with(|c| c.borrow().clone());
+    if let Some(class) = class {
+        let args = Array::of3(
+            &JsValue::from_str(code.as_str()),
+            &JsValue::from_str(message),
+            &fields,
+        );
+        if let Ok(e) = Reflect::construct(&class, &args) {
+            return e;
+        }
+    }
+    let e = js_sys::Error::new(message);
+    let _ = Reflect::set(
+        &e,
+        &JsValue::from_str("code"),
+        &JsValue::from_str(code.as_str()),
+    );
+    e.into()
+}
+
+fn token_error(e: &TokenError, token: &JsValue) -> JsValue {
+    error(e.code(), &e.to_string(), &[("token", token.clone())])
+}
+
+fn state_error(e: &StateError) -> JsValue {
+    error(Code::CorruptState, &e.to_string(), &[])
+}
+
+/// An epoch as a JS value: a number when ≤ 2^53−1, a bigint above (canonical,
+/// so equal epochs are always `===`).
+pub(crate) fn epoch_to_js(epoch: u64) -> JsValue {
+    if epoch <= MAX_SAFE_INTEGER {
+        JsValue::from_f64(epoch as f64)
+    } else {
+        JsValue::from(epoch)
+    }
+}
+
+/// The slow path for any JS value: undefined/null are missing; numbers and
+/// bigints are checked exactly; everything else (strings, booleans, objects,
+/// arrays, symbols) is malformed.
+pub(crate) fn token_from_js(value: &JsValue) -> Result<u64, TokenError> {
+    if value.is_undefined() || value.is_null() {
+        return Err(TokenError::Missing);
+    }
+    if let Some(n) = value.as_f64() {
+        return epoch_from_f64(n);
+    }
+    if value.is_bigint() {
+        let exact = u64::try_from(value.clone())
+            .map_err(|_| TokenError::Malformed("a bigint token must be in 1..2^64−1"))?;
+        return epoch_from_u64(exact);
+    }
+    if value.is_string() {
+        return Err(TokenError::Malformed(
+            "a token must be a number or a bigint; parse header/JSON text with parseToken()",
+        ));
+    }
+    Err(TokenError::Malformed(
+        "a token must be a number or a bigint",
+    ))
+}
+
+/// Validates any JS value as a fencing token and returns the canonical epoch
+/// (number ≤ 2^53−1, bigint above). Throws MISSING_TOKEN / MALFORMED_TOKEN.
+#[wasm_bindgen(js_name = "toToken")]
+pub fn to_token(value: JsValue) -> Result<JsValue, JsValue> {
+    token_from_js(&value)
+        .map(epoch_to_js)
+        .map_err(|e| token_error(&e, &value))
+}
+
+/// Parses header/JSON text with the canonical decimal grammar `[1-9][0-9]*`
+/// (≤ 2^64−1). Throws MISSING_TOKEN for undefined/null, MALFORMED_TOKEN otherwise.
+#[wasm_bindgen(js_name = "parseToken")]
+pub fn parse_token_js(text: JsValue) -> Result<JsValue, JsValue> {
+    if text.is_undefined() || text.is_null() {
+        return Err(token_error(&TokenError::Missing, &text));
+    }
+    let Some(s) = text.as_string() else {
+        return Err(token_error(
+            &TokenError::Malformed("parseToken takes a string"),
+            &text,
+        ));
+    };
+    parse_token(&s)
+        .map(epoch_to_js)
+        .map_err(|e| token_error(&e, &text))
+}
+
+fn serializer() -> serde_wasm_bindgen::Serializer {
+    serde_wasm_bindgen::Serializer::json_compatible()
+}
+
+fn wire_to_js(wire: &WireState) -> JsValue {
+    // Serialising two plain fields cannot fail; fall back to undefined rather than panic.
+    wire.serialize(&serializer()).unwrap_or(JsValue::UNDEFINED)
+}
+
+/// Decodes persisted state (the wire object, or its JSON text) to `{ mark }`.
+pub(crate) fn decode_state_js(value: &JsValue) -> Result<ResourceState, StateError> {
+    let parsed;
+    let value = if let Some(text) = value.as_string() {
+        parsed = js_sys::JSON::parse(&text)
+            .map_err(|_| StateError("state text is not JSON".to_owned()))?;
+        &parsed
+    } else {
+        value
+    };
+    if !value.is_object() || Array::is_array(value) {
+        return Err(StateError("state must be an object {v, mark}".to_owned()));
+    }
+    let version: WireVersion = serde_wasm_bindgen::from_value(value.clone())
+        .map_err(|e| StateError(format!("state has no numeric version field v: {e}")))?;
+    check_version(version.v)?;
+    let wire: WireState =
+        serde_wasm_bindgen::from_value(value.clone()).map_err(|e| StateError(e.to_string()))?;
+    ResourceState::from_wire(&wire)
+}
+
+/// Decodes persisted state (`{"v":1,"mark":"41"}` as an object or JSON text)
+/// and returns `{ mark }`. Throws CORRUPT_STATE for anything else.
+#[wasm_bindgen(js_name = "decodeState")]
+pub fn decode_state(value: JsValue) -> Result<JsValue, JsValue> {
+    let state = decode_state_js(&value).map_err(|e| state_error(&e))?;
+    let out = Object::new();
+    let _ = Reflect::set(&out, &JsValue::from_str("mark"), &epoch_to_js(state.mark));
+    Ok(out.into())
+}
+
+/// Encodes a mark (a number or bigint ≥ 0) as the persisted wire object
+/// `{ v: 1, mark: "<decimal>" }`.
+#[wasm_bindgen(js_name = "encodeState")]
+pub fn encode_state(mark: JsValue) -> Result<JsValue, JsValue> {
+    let mark = match token_from_js(&mark) {
+        Ok(m) => m,
+        Err(_) if mark.as_f64() == Some(0.0) || mark == JsValue::from(0u64) => 0,
+        Err(e) => {
+            return Err(error(
+                Code::InvalidArgument,
+                &format!("encodeState: mark must be an epoch or 0 ({e})"),
+                &[("mark", mark)],
+            ))
+        }
+    };
+    Ok(wire_to_js(&ResourceState { mark }.to_wire()))
+}
+
+/// The embedded in-memory gate: marks and values per key, checked and changed
+/// in one step. JS callers use the `MemoryGate` wrapper in `pkg/lib/core.mjs`.
+#[wasm_bindgen]
+pub struct RawMemoryGate {
+    store: MemoryStore<JsValue>,
+    last: Verdict,
+}
+
+#[wasm_bindgen]
+impl RawMemoryGate {
+    /// A gate with the same-epoch policy `"allow"` or `"strict"`.
+    #[wasm_bindgen(constructor)]
+    pub fn new(strict: bool) -> RawMemoryGate {
+        let policy = if strict {
+            SameEpoch::Strict
+        } else {
+            SameEpoch::Allow
+        };
+        RawMemoryGate {
+            store: MemoryStore::new(policy),
+            last: Verdict::invalid_token(0, &TokenError::Missing),
+        }
+    }
+
+    fn done(&mut self, verdict: Verdict) -> u32 {
+        self.last = verdict;
+        verdict.status()
+    }
+
+    /// Fenced write with a number token (fast path). Returns the status.
+    pub fn write_n(&mut self, key: &str, token: f64, value: JsValue) -> u32 {
+        let v = self.store.write(key, epoch_from_f64(token), value);
+        self.done(v)
+    }
+
+    /// Fenced write with a bigint token already checked to be in 0..2^64−1.
+    pub fn write_b(&mut self, key: &str, token: u64, value: JsValue) -> u32 {
+        let v = self.store.write(key, epoch_from_u64(token), value);
+        self.done(v)
+    }
+
+    /// Fenced write with any other token value (slow path, always rejected
+    /// unless it is a valid number or bigint).
+    pub fn write_any(&mut self, key: &str, token: JsValue, value: JsValue) -> u32 {
+        let v = self.store.write(key, token_from_js(&token), value);
+        self.done(v)
+    }
+
+    /// Establish with a number token.
+    pub fn establish_n(&mut self, key: &str, token: f64) -> u32 {
+        let v = self.store.establish(key, epoch_from_f64(token));
+        self.done(v)
+    }
+
+    /// Establish with a bigint token in 0..2^64−1.
+    pub fn establish_b(&mut self, key: &str, token: u64) -> u32 {
+        let v = self.store.establish(key, epoch_from_u64(token));
+        self.done(v)
+    }
+
+    /// Establish with any other token value.
+    pub fn establish_any(&mut self, key: &str, token: JsValue) -> u32 {
+        let v = self.store.establish(key, token_from_js(&token));
+        self.done(v)
+    }
+
+    /// The last verdict's mark before, or −1 when it is above 2^53−1 (then use `before_b`).
+    pub fn before_n(&self) -> f64 {
+        small(self.last.mark_before)
+    }
+
+    /// The last verdict's mark before, exactly.
+    pub fn before_b(&self) -> u64 {
+        self.last.mark_before
+    }
+
+    /// The last verdict's mark after, or −1 when above 2^53−1 (then use `after_b`).
+    pub fn after_n(&self) -> f64 {
+        small(self.last.mark_after)
+    }
+
+    /// The last verdict's mark after, exactly.
+    pub fn after_b(&self) -> u64 {
+        self.last.mark_after
+    }
+
+    /// The last verdict's validated token as a canonical JS epoch, or `null`.
+    pub fn token(&self) -> JsValue {
+        self.last.token.map_or(JsValue::NULL, epoch_to_js)
+    }
+
+    /// The mark of `key`, or −1 when above 2^53−1 (then use `mark_b`).
+    pub fn mark_n(&self, key: &str) -> f64 {
+        small(self.store.mark(key))
+    }
+
+    /// The mark of `key`, exactly.
+    pub fn mark_b(&self, key: &str) -> u64 {
+        self.store.mark(key)
+    }
+
+    /// The value of `key`, or `undefined` when nothing was written.
+    pub fn value(&self, key: &str) -> JsValue {
+        self.store
+            .get(key)
+            .and_then(|e| e.value.clone())
+            .unwrap_or(JsValue::UNDEFINED)
+    }
+
+    /// Whether a write was ever applied to `key` (an establish alone does not count).
+    pub fn has_value(&self, key: &str) -> bool {
+        self.store.get(key).is_some_and(|e| e.value.is_some())
+    }
+
+    /// The persisted wire form of `key`'s state, or `undefined` when it has none.
+    pub fn state(&self, key: &str) -> JsValue {
+        self.store
+            .get(key)
+            .map_or(JsValue::UNDEFINED, |e| wire_to_js(&e.state.to_wire()))
+    }
+
+    /// Every key with state.
+    pub fn keys(&self) -> Vec<String> {
+        let mut keys: Vec<String> = self.store.keys().map(str::to_owned).collect();
+        keys.sort_unstable();
+        keys
+    }
+}
+
+fn small(epoch: u64) -> f64 {
+    if epoch <= MAX_SAFE_INTEGER {
+        epoch as f64
+    } else {
+        -1.0
+    }
+}
