@@ -28,6 +28,12 @@ pub fn set_error_class(class: Function) {
     ERROR_CLASS.with(|c| *c.borrow_mut() = Some(class));
 }
 
+/// Every stable code string, indexed by the hot-path status (`status - 2`).
+#[wasm_bindgen(js_name = "__codes")]
+pub fn codes() -> Vec<String> {
+    Code::ALL.iter().map(|c| c.as_str().to_owned()).collect()
+}
+
 /// Builds a `FencegateError(code, message, details)`; a plain `Error` with
 /// `code` when the class was not registered.
 pub(crate) fn error(code: Code, message: &str, details: &[(&str, JsValue)]) -> JsValue {

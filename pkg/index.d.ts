@@ -1,0 +1,171 @@
+/**
+ * fencegate — the resource-side fencing-token check.
+ *
+ * A fencing token (epoch) is an ownership generation, issued once per lease
+ * acquisition. The resource keeps its high-water mark (the largest epoch it has
+ * accepted) and decides every operation: advance (token > mark), accept
+ * (token == mark, same-epoch policy `allow`) or reject (token < mark, or a
+ * missing/malformed token, or `strict` policy on an equal token). A rejection
+ * changes nothing. Rules: the seed article (shared/seed), Kleppmann,
+ * "How to do distributed locking" (2016).
+ */
+
+/**
+ * An epoch as returned by fencegate: a `number` when ≤ 2^53−1 and a `bigint`
+ * above. The form is canonical, so equal epochs are always `===`.
+ * Valid inputs: a safe integer ≥ 1, or a bigint in 1..2^64−1.
+ */
+export type Epoch = number | bigint;
+
+/** advance: token > mark; accept: token == mark (allowed); reject: nothing changed. */
+export type Outcome = 'advance' | 'accept' | 'reject';
+
+/** Same-epoch policy: `allow` (ownership epochs, default) or `strict` (per-operation sequence numbers). */
+export type SameEpochPolicy = 'allow' | 'strict';
+
+/** Every stable code carried by verdicts (`verdict.code`) and errors (`error.code`). */
+export type ErrorCode =
+  | 'MISSING_TOKEN'
+  | 'MALFORMED_TOKEN'
+  | 'STALE_TOKEN'
+  | 'SAME_EPOCH_REJECTED'
+  | 'CORRUPT_STATE'
+  | 'STORE_ERROR'
+  | 'COMMIT_CONFLICT'
+  | 'COMMIT_UNKNOWN'
+  | 'LEASE_HELD'
+  | 'LEASE_EXPIRED'
+  | 'EPOCH_OVERFLOW'
+  | 'BAD_SIGNATURE'
+  | 'WRONG_SCOPE'
+  | 'INVALID_ARGUMENT'
+  | 'NOT_INITIALIZED';
+
+/** Codes a verdict of a fenced operation can carry. */
+export type RejectCode = 'MISSING_TOKEN' | 'MALFORMED_TOKEN' | 'STALE_TOKEN' | 'SAME_EPOCH_REJECTED';
+
+/** The answer to one fenced operation. `markAfter >= markBefore` always. */
+export interface Verdict {
+  /** The resource key. */
+  key: string;
+  /** `true` for advance and accept: the change was applied. */
+  ok: boolean;
+  outcome: Outcome;
+  /** Why it was rejected; `null` when `ok`. */
+  code: RejectCode | null;
+  /** The validated token (canonical), or `null` when it was missing/malformed. */
+  token: Epoch | null;
+  /** The mark before the operation (0 = never written). */
+  markBefore: Epoch;
+  /** The mark after: the token on advance, otherwise `markBefore`. */
+  markAfter: Epoch;
+}
+
+/**
+ * Persisted state of one resource key, format version 1: JSON-safe, exact for
+ * every u64. Example: `{"v":1,"mark":"41"}`. Anything else decodes as CORRUPT_STATE.
+ */
+export interface PersistedState {
+  /** Format version: 1. */
+  v: 1;
+  /** The high-water mark as canonical decimal text ("0" or `[1-9][0-9]*`, ≤ 2^64−1). */
+  mark: string;
+}
+
+/** The one error class fencegate throws; `code` is stable. */
+export class FencegateError extends Error {
+  constructor(code: ErrorCode, message: string, details?: Record<string, unknown>);
+  readonly name: 'FencegateError';
+  /** Stable code, see {@link ErrorCode}. */
+  readonly code: ErrorCode;
+  /** The offending token value, for MISSING_TOKEN / MALFORMED_TOKEN. */
+  readonly token?: unknown;
+  /** Other details, depending on the code. */
+  readonly [detail: string]: unknown;
+}
+
+/**
+ * Loads the WebAssembly module. Needed once on the browser/default entry
+ * (`input`: URL, Response, bytes or `WebAssembly.Module`; default: the packaged
+ * `dist/fencegate_bg.wasm`). A no-op on Node and workerd. Before it, every call
+ * throws NOT_INITIALIZED.
+ */
+export function init(input?: string | URL | Request | Response | BufferSource | WebAssembly.Module): Promise<void>;
+
+/**
+ * Parses header/JSON text as an epoch with the canonical decimal grammar
+ * `[1-9][0-9]*`, ≤ 2^64−1: no sign, leading zero, whitespace, exponent,
+ * fraction or hex. `"7"` → `7`; `"18446744073709551615"` → `18446744073709551615n`.
+ * @throws FencegateError MISSING_TOKEN (undefined/null), MALFORMED_TOKEN (anything else).
+ */
+export function parseToken(text: string | null | undefined): Epoch;
+
+/**
+ * Validates any JS value as an epoch: a safe integer ≥ 1 or a bigint in
+ * 1..2^64−1; returns it in canonical form.
+ * @throws FencegateError MISSING_TOKEN (undefined/null), MALFORMED_TOKEN (anything else).
+ */
+export function toToken(value: unknown): Epoch;
+
+/**
+ * Decodes persisted state (the object or its JSON text) to `{ mark }`.
+ * @throws FencegateError CORRUPT_STATE for unknown versions or damaged fields.
+ */
+export function decodeState(state: PersistedState | string | unknown): { mark: Epoch };
+
+/**
+ * Encodes a mark (0, a safe integer or a bigint up to 2^64−1) as {@link PersistedState}.
+ * @throws FencegateError INVALID_ARGUMENT.
+ */
+export function encodeState(mark: Epoch): PersistedState;
+
+/** Every stable code, in a fixed order. */
+export function errorCodes(): ErrorCode[];
+
+/** Options of a gate. */
+export interface GateOptions {
+  /** Equal-epoch policy; default `'allow'`. */
+  sameEpoch?: SameEpochPolicy;
+}
+
+/** A key's current mark and value. */
+export interface Reading<V = unknown> {
+  mark: Epoch;
+  /** `undefined` when no write was applied. */
+  value: V | undefined;
+  /** Whether any write was applied (an `establish` alone records only a mark). */
+  hasValue: boolean;
+}
+
+/**
+ * The embedded in-memory gate: one high-water mark and one value per resource
+ * key, checked and changed in one step. Holds WebAssembly memory: call
+ * `free()` (or `using`) when done with a short-lived gate.
+ * @throws FencegateError NOT_INITIALIZED before `init()`; INVALID_ARGUMENT for bad options.
+ */
+export class MemoryGate<V = unknown> {
+  constructor(options?: GateOptions);
+  /** The same-epoch policy in force. */
+  readonly sameEpoch: SameEpochPolicy;
+  /**
+   * Fenced write: `value` is stored on advance/accept; nothing changes on reject.
+   * @param token a safe integer ≥ 1 or a bigint in 1..2^64−1; anything else is rejected with a code.
+   * @throws FencegateError INVALID_ARGUMENT when `key` is not a string.
+   */
+  write(key: string, token: unknown, value: V): Verdict;
+  /** Raises the mark to `token` with no data change (a new owner's barrier). Equal → accept. */
+  establish(key: string, token: unknown): Verdict;
+  /** The high-water mark (0 = never written). */
+  mark(key: string): Epoch;
+  /** The protected value, or `undefined`. */
+  value(key: string): V | undefined;
+  /** Mark and value together. */
+  read(key: string): Reading<V>;
+  /** The persisted state of `key`, or `undefined` when it has none. */
+  state(key: string): PersistedState | undefined;
+  /** Keys that have state, sorted. */
+  keys(): string[];
+  /** Releases the WebAssembly memory. The gate is unusable afterwards. */
+  free(): void;
+  [Symbol.dispose](): void;
+}
