@@ -17,6 +17,8 @@ use crate::state::{check_version, ResourceState, WireState, WireVersion};
 use crate::store::MemoryStore;
 use crate::token::{epoch_from_f64, epoch_from_u64, parse_token, MAX_SAFE_INTEGER};
 
+mod host;
+
 thread_local! {
     static ERROR_CLASS: RefCell<Option<Function>> = const { RefCell::new(None) };
 }
@@ -135,7 +137,7 @@ fn serializer() -> serde_wasm_bindgen::Serializer {
     serde_wasm_bindgen::Serializer::json_compatible()
 }
 
-fn wire_to_js(wire: &WireState) -> JsValue {
+pub(crate) fn wire_to_js(wire: &WireState) -> JsValue {
     // Serialising two plain fields cannot fail; fall back to undefined rather than panic.
     wire.serialize(&serializer()).unwrap_or(JsValue::UNDEFINED)
 }
@@ -177,7 +179,7 @@ pub fn decode_state(value: JsValue) -> Result<JsValue, JsValue> {
 pub fn encode_state(mark: JsValue) -> Result<JsValue, JsValue> {
     let mark = match token_from_js(&mark) {
         Ok(m) => m,
-        Err(_) if mark.as_f64() == Some(0.0) || mark == JsValue::from(0u64) => 0,
+        Err(_) if mark.as_f64() == Some(0.0) || mark == 0u64 => 0,
         Err(e) => {
             return Err(error(
                 Code::InvalidArgument,
