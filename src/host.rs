@@ -12,6 +12,7 @@
 use crate::decision::{decide, Operation, SameEpoch, Verdict};
 use crate::error::TokenError;
 use crate::state::ResourceState;
+use crate::token::parse_token;
 
 /// The result of deciding one operation against stored state.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -48,6 +49,22 @@ pub fn decide_state(
         mark: verdict.mark_after,
     });
     HostDecision { verdict, next }
+}
+
+/// Fast path for the exact text adapters write: `{"v":1,"mark":"<canonical decimal>"}`.
+///
+/// Returns `None` for anything else (other spacing, key order, corrupt text);
+/// the caller then takes the general decoder, which accepts every valid
+/// format-v1 JSON and names the error of an invalid one. Never wrong: a `Some`
+/// is exactly what the general decoder would return.
+pub fn decode_canonical_text(text: &str) -> Option<ResourceState> {
+    let digits = text
+        .strip_prefix(r#"{"v":1,"mark":""#)?
+        .strip_suffix(r#""}"#)?;
+    if digits == "0" {
+        return Some(ResourceState { mark: 0 });
+    }
+    parse_token(digits).ok().map(|mark| ResourceState { mark })
 }
 
 #[cfg(test)]
@@ -95,7 +112,44 @@ mod tests {
         assert_eq!(d.next, s);
     }
 
+    #[test]
+    fn canonical_text_fast_path() {
+        for mark in [0, 1, 41, (1 << 53) + 1, u64::MAX] {
+            let text = format!(r#"{{"v":1,"mark":"{mark}"}}"#);
+            assert_eq!(decode_canonical_text(&text), Some(ResourceState { mark }));
+        }
+        for other in [
+            r#"{"v":1,"mark":"05"}"#,
+            r#"{"v":1,"mark":"-1"}"#,
+            r#"{"v":1,"mark":""}"#,
+            r#"{"v":1,"mark":"18446744073709551616"}"#,
+            r#"{"v":2,"mark":"5"}"#,
+            r#"{"mark":"5","v":1}"#,
+            r#"{ "v": 1, "mark": "5" }"#,
+            r#"{"v":1,"mark":"5"} "#,
+            r#"{"v":1,"mark":"5","x":1}"#,
+            r#"{"v":1,"mark":"5\\"}"#,
+            "",
+        ] {
+            assert_eq!(decode_canonical_text(other), None, "{other}");
+        }
+    }
+
     proptest! {
+        #[test]
+        fn fast_path_agrees_with_the_wire_form(mark in any::<u64>()) {
+            let text = serde_json::to_string(&ResourceState { mark }.to_wire()).unwrap();
+            prop_assert_eq!(decode_canonical_text(&text), Some(ResourceState { mark }));
+        }
+
+        #[test]
+        fn fast_path_never_accepts_what_the_full_decoder_refuses(text in r#"\{"v":1,"mark":"[0-9a-z\-]{0,22}"\}.?"#) {
+            if let Some(state) = decode_canonical_text(&text) {
+                let wire: crate::state::WireState = serde_json::from_str(&text).unwrap();
+                prop_assert_eq!(ResourceState::from_wire(&wire), Ok(state));
+            }
+        }
+
         #[test]
         fn next_state_is_max_or_nothing(mark in any::<u64>(), token in 1u64.., strict in any::<bool>()) {
             let policy = if strict { SameEpoch::Strict } else { SameEpoch::Allow };

@@ -1,7 +1,7 @@
 // The host-store protocol: fencegate decides, the host's storage commits.
 //
 // A `Gate` runs one fenced operation as: load the key's stored state → decide
-// in Wasm (`__decideState`: decode, compare, next state) → on reject return at
+// in Wasm (decode, compare, next state) → on reject return at
 // once, writing nothing → have the host commit the next state together with
 // the data change in one atomic step → on a compare-and-set conflict load and
 // decide again (bounded) → a verdict shaped like MemoryGate's.
@@ -22,6 +22,15 @@ import { FencegateError } from './errors.mjs';
 import { ready, CODES } from './runtime.mjs';
 
 const OUTCOMES = ['advance', 'accept'];
+const MAX_U64 = 0xffff_ffff_ffff_ffffn;
+const MAX_SAFE = 9007199254740991n;
+// Code indexes (status - 2) of the two token codes, whose verdicts carry `token: null`.
+const MISSING = 0;
+const MALFORMED = 1;
+
+function canonical(token) {
+  return typeof token === 'bigint' && token <= MAX_SAFE ? Number(token) : token;
+}
 const DEFAULT_MAX_RETRIES = 8;
 const NONE = Object.freeze({ kind: 'none' });
 const DELETE = Object.freeze({ kind: 'delete' });
@@ -101,13 +110,42 @@ function verdictOf(key, d) {
   };
 }
 
-function decide(key, state, token, establish, strict) {
+/** Decodes stored state in Wasm (null = no record) and remembers its mark there; throws CORRUPT_STATE. */
+function loadState(key, state) {
   try {
-    return wasm.__decideState(state, token, establish, strict);
+    if (state === null) wasm.__state_none();
+    else if (typeof state === 'string') wasm.__state_text(state);
+    else wasm.__state_any(state);
   } catch (e) {
     if (e instanceof FencegateError && e.key === undefined) e.key = key;
     throw e;
   }
+}
+
+/**
+ * The decision, in Wasm: decode the stored state, compare, and give the next
+ * state to commit (format v1 with the exact `markAfter`), or null when rejected.
+ * Numbers and bigints reach Wasm as plain numbers; no strings are built there.
+ */
+function decide(key, state, token, establish, strict) {
+  loadState(key, state);
+  const flags = (establish ? 1 : 0) | (strict ? 2 : 0);
+  let status;
+  if (typeof token === 'number') status = wasm.__decide_n(token, flags);
+  else if (typeof token === 'bigint' && token >= 0n && token <= MAX_U64) status = wasm.__decide_b(token, flags);
+  else status = wasm.__decide_any(token, flags);
+  const before = wasm.__last_before_n();
+  const after = wasm.__last_after_n();
+  const markBefore = before >= 0 ? before : wasm.__last_before_b();
+  const markAfter = after >= 0 ? after : wasm.__last_after_b();
+  const badToken = status === 2 + MISSING || status === 2 + MALFORMED;
+  return {
+    status,
+    token: badToken ? null : canonical(token),
+    markBefore,
+    markAfter,
+    next: status < 2 ? { v: 1, mark: String(markAfter) } : null,
+  };
 }
 
 /** The stored state of a loaded record: null = no fence record; a record must carry its state. */
@@ -221,15 +259,9 @@ export class Gate {
     checkKey(key);
     const record = await this.#load(key);
     const state = stateOf(key, record);
-    let mark = 0;
-    if (state !== null) {
-      try {
-        mark = wasm.decodeState(state).mark;
-      } catch (e) {
-        if (e instanceof FencegateError && e.key === undefined) e.key = key;
-        throw e;
-      }
-    }
+    loadState(key, state);
+    const m = wasm.__stored_mark_n();
+    const mark = m >= 0 ? m : wasm.__stored_mark_b();
     const hasValue = record !== null && record !== undefined && record.value !== undefined;
     return { mark, value: hasValue ? record.value : undefined, hasValue };
   }

@@ -137,7 +137,7 @@ fn serializer() -> serde_wasm_bindgen::Serializer {
     serde_wasm_bindgen::Serializer::json_compatible()
 }
 
-pub(crate) fn wire_to_js(wire: &WireState) -> JsValue {
+fn wire_to_js(wire: &WireState) -> JsValue {
     // Serialising two plain fields cannot fail; fall back to undefined rather than panic.
     wire.serialize(&serializer()).unwrap_or(JsValue::UNDEFINED)
 }
@@ -320,7 +320,7 @@ impl RawMemoryGate {
     }
 }
 
-fn small(epoch: u64) -> f64 {
+pub(crate) fn small(epoch: u64) -> f64 {
     if epoch <= MAX_SAFE_INTEGER {
         epoch as f64
     } else {
