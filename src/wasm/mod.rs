@@ -155,6 +155,15 @@ pub(crate) fn decode_state_js(value: &JsValue) -> Result<ResourceState, StateErr
     if !value.is_object() || Array::is_array(value) {
         return Err(StateError("state must be an object {v, mark}".to_owned()));
     }
+    // serde-wasm-bindgen reads only the struct's fields, so `deny_unknown_fields`
+    // does not see extra properties: count them here (format v1 has exactly two).
+    let extra = Object::keys(value.unchecked_ref::<Object>())
+        .iter()
+        .filter_map(|k| k.as_string())
+        .find(|k| k != "v" && k != "mark");
+    if let Some(k) = extra {
+        return Err(StateError(format!("unknown field {k:?} in state")));
+    }
     let version: WireVersion = serde_wasm_bindgen::from_value(value.clone())
         .map_err(|e| StateError(format!("state has no numeric version field v: {e}")))?;
     check_version(version.v)?;
