@@ -1,11 +1,11 @@
 // The adapters as a user reaches them: `fencegate/sqlite`, `/redis`,
 // `/postgres` through the package's exports map, from ESM, CommonJS and
-// TypeScript (node16 resolution), in a scratch project that links pkg/.
+// TypeScript (node16 resolution), in a scratch project that links pkg/ as
+// node_modules/fencegate.
 import { test, before, after } from 'node:test';
 import assert from 'node:assert/strict';
 import { execFileSync } from 'node:child_process';
 import { mkdtempSync, mkdirSync, rmSync, symlinkSync, writeFileSync } from 'node:fs';
-import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 
@@ -13,12 +13,11 @@ const root = fileURLToPath(new URL('../../../', import.meta.url));
 let dir;
 
 before(() => {
-  dir = mkdtempSync(join(tmpdir(), 'fencegate-exports-'));
+  // inside the repo (build/ is git-ignored) so the clients resolve from its node_modules
+  mkdirSync(join(root, 'build'), { recursive: true });
+  dir = mkdtempSync(join(root, 'build', 'exports-'));
   mkdirSync(join(dir, 'node_modules'));
   symlinkSync(join(root, 'pkg'), join(dir, 'node_modules', 'fencegate'), 'dir');
-  for (const dep of ['better-sqlite3', 'bindings', 'file-uri-to-path']) {
-    symlinkSync(join(root, 'node_modules', dep), join(dir, 'node_modules', dep), 'dir');
-  }
 });
 after(() => rmSync(dir, { recursive: true, force: true }));
 
