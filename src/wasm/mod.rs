@@ -13,7 +13,7 @@ use wasm_bindgen::prelude::*;
 
 use crate::decision::{SameEpoch, Verdict};
 use crate::error::{Code, StateError, TokenError};
-use crate::state::{check_version, ResourceState, WireState, WireVersion};
+use crate::state::{check_version, ResourceState, WireState, WireVersion, WIRE_FIELDS};
 use crate::store::MemoryStore;
 use crate::token::{epoch_from_f64, epoch_from_u64, parse_token, MAX_SAFE_INTEGER};
 
@@ -152,6 +152,12 @@ pub(crate) fn decode_state_js(value: &JsValue) -> Result<ResourceState, StateErr
     };
     if !value.is_object() || Array::is_array(value) {
         return Err(StateError("state must be an object {v, mark}".to_owned()));
+    }
+    for key in Object::keys(value.unchecked_ref::<Object>()).iter() {
+        let known = key.as_string().is_some_and(|k| WIRE_FIELDS.contains(&k.as_str()));
+        if !known {
+            return Err(StateError(format!("unknown state field {key:?}")));
+        }
     }
     let version: WireVersion = serde_wasm_bindgen::from_value(value.clone())
         .map_err(|e| StateError(format!("state has no numeric version field v: {e}")))?;
