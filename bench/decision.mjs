@@ -13,17 +13,18 @@ class PlainGate {
   marks = new Map();
   values = new Map();
   write(key, token, value) {
+    // Numbers and bigints compare exactly with each other in JS, so no conversion.
     let t;
     if (typeof token === 'number') {
       if (!Number.isSafeInteger(token) || token < 1) return { ok: false, code: 'MALFORMED_TOKEN' };
-      t = BigInt(token);
+      t = token;
     } else if (typeof token === 'bigint') {
       if (token < 1n || token > MAX_U64) return { ok: false, code: 'MALFORMED_TOKEN' };
-      t = token;
+      t = token <= 9007199254740991n ? Number(token) : token;
     } else {
       return { ok: false, code: token == null ? 'MISSING_TOKEN' : 'MALFORMED_TOKEN' };
     }
-    const mark = this.marks.get(key) ?? 0n;
+    const mark = this.marks.get(key) ?? 0;
     if (t < mark) return { key, ok: false, outcome: 'reject', code: 'STALE_TOKEN', token, markBefore: mark, markAfter: mark };
     this.marks.set(key, t);
     this.values.set(key, value);
