@@ -12,8 +12,9 @@ cargo test --quiet
 echo "== build the npm package =="
 bash scripts/build.sh
 
-echo "== JS tests against the built package, packaging test, Chromium =="
-node --test --test-concurrency=1 tests/js/ tests/pack/ tests/browser/
 
 echo "== main job: the seed scenario through the installed package =="
 bash scripts/demo.sh
+
+echo "== JS tests against the built package, packaging test, Chromium =="
+node --test --test-concurrency=1 tests/js/ tests/pack/ tests/browser/
