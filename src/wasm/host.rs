@@ -20,7 +20,7 @@ use std::cell::Cell;
 
 use wasm_bindgen::prelude::*;
 
-use super::{decode_state_js, epoch_to_js, error, small, token_from_js};
+use super::{decode_state_js, error, small, token_from_js};
 use crate::decision::{Operation, SameEpoch, Verdict};
 use crate::error::{Code, StateError, TokenError};
 use crate::host::{decide_state, decode_canonical_text};
@@ -141,12 +141,4 @@ pub fn last_after_n() -> f64 {
 #[wasm_bindgen(js_name = "__last_after_b")]
 pub fn last_after_b() -> u64 {
     LAST.with(|l| l.get()).mark_after
-}
-
-/// The last verdict's validated token as a canonical JS epoch, or `null`.
-#[wasm_bindgen(js_name = "__last_token")]
-pub fn last_token() -> JsValue {
-    LAST.with(|l| l.get())
-        .token
-        .map_or(JsValue::NULL, epoch_to_js)
 }
