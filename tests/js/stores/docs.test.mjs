@@ -45,3 +45,11 @@ for (const { name, code } of examples) {
     }
   });
 }
+
+test('the Durable Object store in docs/stores.md is the one durable-object.test.mjs runs in workerd', () => {
+  const squash = (t) => t.replace(/\/\/[^\n]*\n/g, '\n').replace(/\s+/g, ' ').trim();
+  const block = doc.slice(doc.indexOf('**Durable Objects**')).match(/```js\n([\s\S]*?)```/)[1];
+  const body = squash(block).replace(/^const gate = new Gate\(/, '').replace(/\);$/, '');
+  const tested = squash(readFileSync(join(root, 'tests/js/stores/durable-object.test.mjs'), 'utf8'));
+  assert.ok(tested.includes(`this.gate = new Gate(${body});`), body);
+});
