@@ -15,7 +15,8 @@ export const root = fileURLToPath(new URL('../../', import.meta.url));
  * repo's node_modules). Returns the directory.
  */
 export function scratchProject(prefix) {
-  const tarball = execFileSync('bash', [join(root, 'scripts/pack.sh')], { encoding: 'utf8' }).trim();
+  // FENCEGATE_TARBALL: test the examples against another build of the package
+  const tarball = process.env.FENCEGATE_TARBALL || execFileSync('bash', [join(root, 'scripts/pack.sh')], { encoding: 'utf8' }).trim();
   mkdirSync(join(root, 'build'), { recursive: true });
   const dir = mkdtempSync(join(root, 'build', prefix));
   writeFileSync(join(dir, 'package.json'), JSON.stringify({ name: 'scratch', private: true, type: 'module' }));
