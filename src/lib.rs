@@ -12,6 +12,7 @@
 
 pub mod decision;
 pub mod error;
+pub mod issuer;
 pub mod state;
 pub mod store;
 pub mod token;
