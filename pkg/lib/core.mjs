@@ -5,6 +5,7 @@ import { FencegateError } from './errors.mjs';
 import { ready, initAsync, CODES, lastMarks } from './runtime.mjs';
 
 export { FencegateError };
+export { Issuer, MemoryIssuerStore } from './issuer.mjs';
 
 const MAX_U64 = 0xffff_ffff_ffff_ffffn;
 const MAX_SAFE = 9007199254740991n;
