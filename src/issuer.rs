@@ -255,8 +255,9 @@ fn invalid(message: impl Into<String>) -> IssuerError {
 pub fn ms_from_f64(name: &str, value: f64) -> Result<u64, IssuerError> {
     if !value.is_finite() || value.fract() != 0.0 || value < 0.0 || value > MAX_SAFE_INTEGER as f64
     {
+        // The value is not printed: formatting an f64 would pull float printing into the Wasm.
         return Err(invalid(format!(
-            "{name} must be a safe integer number of milliseconds ≥ 0, got {value}"
+            "{name} must be a safe integer number of milliseconds ≥ 0 (at most 2^53−1)"
         )));
     }
     Ok(value as u64)

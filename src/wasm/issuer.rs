@@ -7,14 +7,14 @@
 //! stores anything.
 
 use js_sys::{Array, Object, Reflect};
-use serde::Serialize;
 use wasm_bindgen::prelude::*;
 
 use super::{epoch_to_js, error, token_from_js};
 use crate::error::{Code, StateError};
 use crate::issuer::{
     acquire, lease_id, ms_from_f64, raise, release, renew, AcquireRequest, EpochLimit, Grant,
-    IssuerError, IssuerResult, IssuerState, WireIssuerState, ISSUER_WIRE_FIELDS, LEASE_WIRE_FIELDS,
+    IssuerError, IssuerResult, IssuerState, WireIssuerState, WireLease, ISSUER_STATE_VERSION,
+    ISSUER_WIRE_FIELDS, LEASE_WIRE_FIELDS,
 };
 
 fn set(obj: &Object, key: &str, value: &JsValue) {
@@ -116,17 +116,67 @@ pub(crate) fn decode_issuer_state_js(value: &JsValue) -> Result<IssuerState, Sta
     if !lease.is_null() {
         check_keys(&lease, &LEASE_WIRE_FIELDS, "issuer lease")?;
     }
-    let wire: WireIssuerState = serde_wasm_bindgen::from_value(value.clone())
-        .map_err(|e| StateError(format!("issuer state: {e}")))?;
+    // Read field by field (no serde here: it would add ~20 KB of Wasm for two small structs).
+    let v = get(value, "v")
+        .as_f64()
+        .ok_or_else(|| StateError("issuer state field v must be the number 1".to_owned()))?;
+    if v != ISSUER_STATE_VERSION as f64 {
+        return Err(StateError(format!(
+            "unsupported issuer state format version (this build reads version {ISSUER_STATE_VERSION})"
+        )));
+    }
+    let text = |obj: &JsValue, field: &str| {
+        get(obj, field)
+            .as_string()
+            .ok_or_else(|| StateError(format!("issuer state field {field} must be a string")))
+    };
+    let lease = if lease.is_null() {
+        None
+    } else {
+        let request_id = get(&lease, "requestId");
+        Some(WireLease {
+            holder: text(&lease, "holder")?,
+            expires_at: text(&lease, "expiresAt")?,
+            request_id: if request_id.is_null() {
+                None
+            } else {
+                Some(request_id.as_string().ok_or_else(|| {
+                    StateError("issuer lease requestId must be a string or null".to_owned())
+                })?)
+            },
+        })
+    };
+    let wire = WireIssuerState {
+        v: ISSUER_STATE_VERSION,
+        epoch: text(value, "epoch")?,
+        lease,
+    };
     IssuerState::from_wire(&wire)
 }
 
 fn state_to_js(state: &IssuerState) -> JsValue {
-    // Plain strings and null only; cannot fail. Fall back to undefined rather than panic.
-    state
-        .to_wire()
-        .serialize(&serde_wasm_bindgen::Serializer::json_compatible())
-        .unwrap_or(JsValue::UNDEFINED)
+    let wire = state.to_wire();
+    let out = Object::new();
+    set(&out, "v", &JsValue::from_f64(wire.v as f64));
+    set(&out, "epoch", &JsValue::from_str(&wire.epoch));
+    let lease = match &wire.lease {
+        None => JsValue::NULL,
+        Some(l) => {
+            let o = Object::new();
+            set(&o, "holder", &JsValue::from_str(&l.holder));
+            set(&o, "expiresAt", &JsValue::from_str(&l.expires_at));
+            set(
+                &o,
+                "requestId",
+                &l.request_id
+                    .as_deref()
+                    .map_or(JsValue::NULL, JsValue::from_str),
+            );
+            o.into()
+        }
+    };
+    set(&out, "lease", &lease);
+    out.into()
 }
 
 fn issuer_error(e: &IssuerError, scope: &str) -> JsValue {
