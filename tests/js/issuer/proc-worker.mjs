@@ -3,7 +3,7 @@
 //   node proc-worker.mjs kill '<json config>'   acquire `before` epochs (each printed as received), then
 //                                               acquire once more and die (SIGKILL) right after the commit,
 //                                               before the reply reaches this program
-// config.store: { kind: 'file', dir } (more kinds: see openStore in stores-real.mjs when present).
+// config.store: a spec for openStore() in open-store.mjs (file, sqlite, redis, pg).
 import { Issuer } from '../../../pkg/node.mjs';
 import { openStore } from './open-store.mjs';
 
@@ -60,14 +60,23 @@ if (mode === 'race') {
     out({ op: 'acquire', ...r });
     await issuer.release({ scope, leaseId: r.leaseId });
   }
-  const killing = {
-    load: (k) => store.load(k),
-    async commit(...args) {
-      const committed = await store.commit(...args);
-      process.kill(process.pid, 'SIGKILL'); // between commit and reply
-      return committed;
-    },
-  };
+  // Dies between the host's commit and the reply, in either callback shape.
+  const killing =
+    typeof store.transaction === 'function'
+      ? {
+          async transaction(...args) {
+            await store.transaction(...args);
+            process.kill(process.pid, 'SIGKILL');
+          },
+        }
+      : {
+          load: (k) => store.load(k),
+          async commit(...args) {
+            const committed = await store.commit(...args);
+            process.kill(process.pid, 'SIGKILL');
+            return committed;
+          },
+        };
   const r = await new Issuer(killing).acquire({ scope, holder: 'victim', ttlMs, now: config.now, requestId: 'v-last' });
   out({ op: 'acquire', ...r, note: 'must never be printed' });
 }

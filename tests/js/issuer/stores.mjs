@@ -121,10 +121,10 @@ export class FaultyStore {
     this.plan = [...plan];
     this.lateMs = lateMs;
     this.late = [];
+    if (typeof inner.load === 'function') this.load = (key) => inner.load(key);
     if (typeof inner.transaction === 'function') {
       this.transaction = (key, fn) => this.#fault(() => inner.transaction(key, fn));
     } else {
-      this.load = (key) => inner.load(key);
       this.commit = (key, expected, next, change) => this.#fault(() => inner.commit(key, expected, next, change));
     }
   }
