@@ -48,21 +48,14 @@
 //! identifies, it does not authenticate (R9): anyone who knows it can renew or
 //! release, so authorise callers before they reach the issuer.
 
-use serde::{Deserialize, Serialize};
 use thiserror::Error;
 
 use crate::error::{Code, StateError};
+use crate::json::{self, Value};
 use crate::token::{parse_token, MAX_SAFE_INTEGER};
 
 /// The format version written by [`IssuerState::to_wire`].
 pub const ISSUER_STATE_VERSION: u64 = 1;
-
-/// The top-level field names of format version 1, in order. Decoders that
-/// cannot enforce `deny_unknown_fields` (serde-wasm-bindgen) check keys against it.
-pub const ISSUER_WIRE_FIELDS: [&str; 3] = ["v", "epoch", "lease"];
-
-/// The field names of a version-1 lease object, in order.
-pub const LEASE_WIRE_FIELDS: [&str; 3] = ["holder", "expiresAt", "requestId"];
 
 /// The largest epoch the issuer may hand out: decided by how the caller
 /// represents tokens, so that no epoch is ever rounded (R4).
@@ -104,30 +97,124 @@ pub struct IssuerState {
     pub lease: Option<Lease>,
 }
 
-/// The serde shape of a version-1 lease.
-#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(deny_unknown_fields, rename_all = "camelCase")]
+/// A version-1 lease as text fields (`holder`, `expiresAt`, `requestId`).
+#[derive(Clone, Debug, PartialEq, Eq)]
 pub struct WireLease {
     /// Holder id.
     pub holder: String,
     /// Expiry (ms) as canonical decimal text.
     pub expires_at: String,
     /// Request id or `null` (required, may be null).
-    #[serde(deserialize_with = "Option::deserialize")]
     pub request_id: Option<String>,
 }
 
-/// The serde shape of format version 1.
-#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(deny_unknown_fields)]
+/// Format version 1 as text fields, before validation.
+#[derive(Clone, Debug, PartialEq, Eq)]
 pub struct WireIssuerState {
     /// Format version, [`ISSUER_STATE_VERSION`].
     pub v: u64,
     /// The last epoch issued, canonical decimal text.
     pub epoch: String,
     /// The lease or `null` (required, may be null).
-    #[serde(deserialize_with = "Option::deserialize")]
     pub lease: Option<WireLease>,
+}
+
+/// The members of `value` when it is an object with exactly the keys `fields`.
+fn exact_object(value: Value, fields: &[&str], what: &str) -> Result<Vec<Value>, StateError> {
+    let Value::Obj(members) = value else {
+        return Err(StateError(format!("{what} must be an object")));
+    };
+    if let Some((k, _)) = members.iter().find(|(k, _)| !fields.contains(&k.as_str())) {
+        return Err(StateError(format!("unknown {what} field {k:?}")));
+    }
+    let mut out = Vec::with_capacity(fields.len());
+    let mut members = members;
+    for f in fields {
+        let at = members
+            .iter()
+            .position(|(k, _)| k == f)
+            .ok_or_else(|| StateError(format!("{what} has no field {f:?}")))?;
+        out.push(members.swap_remove(at).1);
+    }
+    Ok(out)
+}
+
+fn text_field(v: Value, what: &str) -> Result<String, StateError> {
+    match v {
+        Value::Str(s) => Ok(s),
+        _ => Err(StateError(format!("{what} must be a string"))),
+    }
+}
+
+impl WireIssuerState {
+    /// Reads the JSON text of a version-1 record: exactly the fields
+    /// `v` (an integer), `epoch` (a string) and `lease` (`null`, or exactly
+    /// `holder`, `expiresAt` (strings) and `requestId` (a string or `null`)).
+    pub fn from_json(text: &str) -> Result<WireIssuerState, StateError> {
+        let value = json::parse(text).map_err(|e| StateError(format!("issuer state: {e}")))?;
+        let mut f = exact_object(value, &["v", "epoch", "lease"], "issuer state")?.into_iter();
+        let (Some(v), Some(epoch), Some(lease)) = (f.next(), f.next(), f.next()) else {
+            return Err(StateError("issuer state is incomplete".to_owned()));
+        };
+        let Value::Int(v) = v else {
+            return Err(StateError(
+                "issuer state field v must be an integer".to_owned(),
+            ));
+        };
+        let lease = match lease {
+            Value::Null => None,
+            other => {
+                let mut l =
+                    exact_object(other, &["holder", "expiresAt", "requestId"], "issuer lease")?
+                        .into_iter();
+                let (Some(holder), Some(expires_at), Some(request_id)) =
+                    (l.next(), l.next(), l.next())
+                else {
+                    return Err(StateError("issuer lease is incomplete".to_owned()));
+                };
+                Some(WireLease {
+                    holder: text_field(holder, "issuer lease holder")?,
+                    expires_at: text_field(expires_at, "issuer lease expiresAt")?,
+                    request_id: match request_id {
+                        Value::Null => None,
+                        other => Some(text_field(other, "issuer lease requestId")?),
+                    },
+                })
+            }
+        };
+        Ok(WireIssuerState {
+            v,
+            epoch: text_field(epoch, "issuer state epoch")?,
+            lease,
+        })
+    }
+
+    /// The JSON text, fields in the documented order.
+    pub fn to_json(&self) -> String {
+        let mut out = String::with_capacity(96);
+        out.push_str("{\"v\":");
+        out.push_str(&self.v.to_string());
+        out.push_str(",\"epoch\":");
+        json::write_str(&mut out, &self.epoch);
+        out.push_str(",\"lease\":");
+        match &self.lease {
+            None => out.push_str("null"),
+            Some(l) => {
+                out.push_str("{\"holder\":");
+                json::write_str(&mut out, &l.holder);
+                out.push_str(",\"expiresAt\":");
+                json::write_str(&mut out, &l.expires_at);
+                out.push_str(",\"requestId\":");
+                match &l.request_id {
+                    None => out.push_str("null"),
+                    Some(r) => json::write_str(&mut out, r),
+                }
+                out.push('}');
+            }
+        }
+        out.push('}');
+        out
+    }
 }
 
 fn decimal(text: &str, what: &str) -> Result<u64, StateError> {
@@ -192,6 +279,18 @@ impl IssuerState {
             }
         };
         Ok(IssuerState { epoch, lease })
+    }
+
+    /// Decodes the JSON text of a persisted state (format version 1, strict:
+    /// every field required, no other field, no duplicate). Errors are `CORRUPT_STATE`.
+    pub fn from_json(text: &str) -> Result<IssuerState, StateError> {
+        IssuerState::from_wire(&WireIssuerState::from_json(text)?)
+    }
+
+    /// The JSON text of this state's wire form, e.g.
+    /// `{"v":1,"epoch":"41","lease":null}`.
+    pub fn to_json(&self) -> String {
+        self.to_wire().to_json()
     }
 
     /// The lease, when it is live at `now_ms` (`now < expires_at`).
@@ -626,13 +725,11 @@ mod tests {
     }
 
     fn encode(s: &IssuerState) -> String {
-        serde_json::to_string(&s.to_wire()).unwrap()
+        s.to_json()
     }
 
     fn decode(text: &str) -> Result<IssuerState, StateError> {
-        let wire: WireIssuerState =
-            serde_json::from_str(text).map_err(|e| StateError(e.to_string()))?;
-        IssuerState::from_wire(&wire)
+        IssuerState::from_json(text)
     }
 
     #[test]
@@ -659,6 +756,23 @@ mod tests {
             r#"{"v":1,"epoch":"18446744073709551615","lease":null}"#
         );
         assert_eq!(decode(&encode(&big)), Ok(big));
+        // Any valid JSON text of the same shape decodes: key order and whitespace are free.
+        assert_eq!(
+            decode(" { \"lease\" : null , \"epoch\" : \"3\" , \"v\" : 1 } "),
+            Ok(IssuerState {
+                epoch: 3,
+                lease: None
+            })
+        );
+        let escaped = IssuerState {
+            epoch: 2,
+            lease: Some(Lease {
+                holder: "a \"quoted\" \\ holder ✓ \u{1F512}".into(),
+                expires_at: 9,
+                request_id: Some("\n".into()),
+            }),
+        };
+        assert_eq!(decode(&encode(&escaped)), Ok(escaped));
         for bad in [
             r#"{"v":2,"epoch":"1","lease":null}"#,
             r#"{"v":1,"epoch":1,"lease":null}"#,
@@ -676,6 +790,11 @@ mod tests {
             r#"{"v":1,"epoch":"1","lease":{"holder":"a","expiresAt":"5","requestId":""}}"#,
             r#"{"v":1,"epoch":"1","lease":{"holder":"a","expiresAt":"5","requestId":null,"id":"s#1"}}"#,
             r#"{"v":1,"epoch":"1","lease":[]}"#,
+            r#"{"v":1,"epoch":"1","epoch":"2","lease":null}"#,
+            r#"{"v":1,"epoch":"1","lease":{"holder":"a","holder":"b","expiresAt":"5","requestId":null}}"#,
+            r#"{"v":1.5,"epoch":"1","lease":null}"#,
+            r#"{"v":1,"epoch":"1","lease":null} x"#,
+            r#""#,
             r#"[]"#,
             r#"null"#,
         ] {
@@ -962,6 +1081,33 @@ mod tests {
         ];
         // Time mostly moves forward, sometimes backwards.
         (op, -10i64..30).prop_map(|(o, dt)| (o, dt as u64))
+    }
+
+    proptest! {
+        /// Any state survives to_json → from_json exactly, and the text is
+        /// plain JSON that serde_json reads to the same fields.
+        #[test]
+        fn state_text_round_trips(
+            epoch in 1u64..,
+            holder in ".+",
+            expires_at in 0..=MAX_SAFE_INTEGER,
+            request_id in proptest::option::of(".+"),
+            leased in any::<bool>(),
+        ) {
+            let s = IssuerState {
+                epoch,
+                lease: leased.then_some(Lease { holder, expires_at, request_id }),
+            };
+            let text = s.to_json();
+            prop_assert_eq!(IssuerState::from_json(&text), Ok(s.clone()));
+            let v: serde_json::Value = serde_json::from_str(&text).unwrap();
+            prop_assert_eq!(&v["epoch"], &serde_json::Value::String(epoch.to_string()));
+            if let Some(l) = &s.lease {
+                prop_assert_eq!(&v["lease"]["holder"], &serde_json::Value::String(l.holder.clone()));
+                let again = serde_json::to_string(&v).unwrap();
+                prop_assert_eq!(IssuerState::from_json(&again), Ok(s.clone()));
+            }
+        }
     }
 
     proptest! {

@@ -13,6 +13,7 @@
 pub mod decision;
 pub mod error;
 pub mod issuer;
+pub mod json;
 pub mod state;
 pub mod store;
 pub mod token;

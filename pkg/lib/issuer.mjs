@@ -103,12 +103,79 @@ function stateOf(scope, key, record) {
   return record.state;
 }
 
-function step(state, op) {
-  return wasm.__issuerStep(state, op);
+const OPS = { acquire: 0, renew: 1, release: 2, raise: 3 };
+const KINDS = ['granted', 'held', 'renewed', 'expired', 'released', 'raised'];
+
+/** The stored state as the JSON text the Wasm decoder reads (undefined: no record). */
+function stateText(scope, key, state) {
+  if (state === null || state === undefined) return undefined;
+  if (typeof state === 'string') return state;
+  let text;
+  try {
+    text = JSON.stringify(state);
+  } catch (cause) {
+    text = undefined;
+  }
+  if (typeof text !== 'string' || typeof state !== 'object') {
+    throw new FencegateError('CORRUPT_STATE', `the stored issuer state of ${JSON.stringify(scope)} is not a JSON object or its text`, {
+      scope,
+      key,
+      state,
+    });
+  }
+  return text;
+}
+
+/** Shapes the Wasm answer `[kind, epoch, expiresAt, holder, requestId, flag, leaseId|epochBefore, nextState]`. */
+function shape(scope, a) {
+  const kind = KINDS[a[0]];
+  let result;
+  switch (kind) {
+    case 'granted':
+      result = { ok: true, code: null, scope, epoch: a[1], leaseId: a[6], holder: a[3], expiresAt: a[2], requestId: a[4], replayed: a[5] };
+      break;
+    case 'renewed':
+      result = { ok: true, code: null, scope, epoch: a[1], leaseId: a[6], holder: a[3], expiresAt: a[2], requestId: a[4] };
+      break;
+    case 'held':
+      result = { ok: false, code: 'LEASE_HELD', scope, epoch: a[1], holder: a[3], expiresAt: a[2] };
+      break;
+    case 'expired':
+      result = { ok: false, code: 'LEASE_EXPIRED', scope, epoch: a[1] };
+      break;
+    case 'released':
+      result = { ok: true, code: null, scope, released: a[5], epoch: a[1] };
+      break;
+    default:
+      result = { ok: true, code: null, scope, epochBefore: a[6], epoch: a[1] };
+  }
+  return { result, nextState: a[7] === null ? null : JSON.parse(a[7]) };
+}
+
+/** One transition on one scope's stored state: `{ result, nextState }` (nextState null: write nothing). */
+function step(scope, key, state, op) {
+  const text = stateText(scope, key, state);
+  try {
+    return shape(scope, wasm.__issuerStep(text, op.code, scope, op.arg, op.ttlMs, op.now, op.requestId, op.bigint, op.atLeast));
+  } catch (e) {
+    if (e instanceof FencegateError && e.key === undefined) e.key = key;
+    throw e;
+  }
 }
 
 function checkScope(scope) {
   if (typeof scope !== 'string' || scope === '') throw invalid('scope must be a non-empty string', { scope });
+}
+
+function checkString(name, value) {
+  if (typeof value !== 'string' || value === '') throw invalid(`${name} must be a non-empty string`, { [name]: value });
+  return value;
+}
+
+function checkMs(name, value) {
+  // Values are checked exactly (safe integer ≥ 0) in Wasm; here only the type.
+  if (typeof value !== 'number') throw invalid(`${name} must be a number of milliseconds`, { [name]: value });
+  return value;
 }
 
 function argsObject(args, method) {
@@ -221,21 +288,33 @@ export class Issuer {
   async acquire(args) {
     const { scope, holder, ttlMs, now, requestId } = argsObject(args, 'acquire');
     checkScope(scope);
-    return this.#apply(scope, { op: 'acquire', scope, holder, ttlMs, now: this.#now(now), requestId, epochs: this.#o.epochs });
+    return this.#apply(scope, {
+      code: OPS.acquire,
+      arg: checkString('holder', holder),
+      ttlMs: checkMs('ttlMs', ttlMs),
+      now: checkMs('now', this.#now(now)),
+      requestId: requestId === undefined || requestId === null ? undefined : checkString('requestId', requestId),
+      bigint: this.#o.epochs === 'bigint',
+    });
   }
 
   /** Extends the live lease `leaseId` to `now + ttlMs`; its epoch stays. LEASE_EXPIRED otherwise. */
   async renew(args) {
     const { scope, leaseId, ttlMs, now } = argsObject(args, 'renew');
     checkScope(scope);
-    return this.#apply(scope, { op: 'renew', scope, leaseId, ttlMs, now: this.#now(now) });
+    return this.#apply(scope, {
+      code: OPS.renew,
+      arg: checkString('leaseId', leaseId),
+      ttlMs: checkMs('ttlMs', ttlMs),
+      now: checkMs('now', this.#now(now)),
+    });
   }
 
   /** Frees `scope` when `leaseId` is its current lease; otherwise changes nothing (`released: false`). */
   async release(args) {
     const { scope, leaseId } = argsObject(args, 'release');
     checkScope(scope);
-    return this.#apply(scope, { op: 'release', scope, leaseId });
+    return this.#apply(scope, { code: OPS.release, arg: checkString('leaseId', leaseId), ttlMs: 0, now: 0 });
   }
 
   /**
@@ -246,19 +325,22 @@ export class Issuer {
   async raise(args) {
     const { scope, atLeast, now } = argsObject(args, 'raise');
     checkScope(scope);
-    return this.#apply(scope, { op: 'raise', scope, atLeast, now: this.#now(now) });
+    return this.#apply(scope, { code: OPS.raise, arg: '', ttlMs: 0, now: checkMs('now', this.#now(now)), atLeast });
   }
 
   /** `{ scope, epoch, lease: { leaseId, holder, expiresAt, requestId } | null }` as stored (epoch 0: never acquired). */
   async current(scope) {
     const key = this.keyOf(scope);
     const state = this.#transactional && typeof this.#store.load !== 'function' ? await this.#readViaTransaction(scope, key) : stateOf(scope, key, await this.#load(scope, key));
+    let a;
     try {
-      return wasm.__issuerDecode(state, scope);
+      a = wasm.__issuerDecode(stateText(scope, key, state), scope);
     } catch (e) {
       if (e instanceof FencegateError && e.key === undefined) e.key = key;
       throw e;
     }
+    const lease = a[1] === null ? null : { leaseId: a[4], holder: a[1], expiresAt: a[2], requestId: a[3] };
+    return { scope, epoch: a[0], lease };
   }
 
   async #readViaTransaction(scope, key) {
@@ -298,7 +380,7 @@ export class Issuer {
     const timeout = this.#o.commitTimeoutMs;
     for (let attempt = 0; attempt <= this.#o.maxRetries; attempt++) {
       const record = await this.#load(scope, key);
-      const { result, nextState } = step(stateOf(scope, key, record), op);
+      const { result, nextState } = step(scope, key, stateOf(scope, key, record), op);
       if (nextState === null) return result; // nothing changes: nothing to persist
       const expected = record === null || record === undefined ? null : record.version ?? null;
       let committed;
@@ -330,7 +412,7 @@ export class Issuer {
       outcome = null;
       ownError = null;
       try {
-        const s = step(state === undefined ? null : state, op);
+        const s = step(scope, key, state, op);
         outcome = s;
         return s.nextState === null ? null : { nextState: s.nextState, change: NONE };
       } catch (e) {
