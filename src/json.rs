@@ -297,6 +297,15 @@ mod tests {
     }
 
     proptest! {
+        /// No text makes the reader panic (arbitrary strings, and JSON-like ones).
+        #[test]
+        fn never_panics(s in any::<String>(), j in r#"[\{\}\[\]":,0-9a-z\\ .eE+-]{0,40}"#) {
+            let _ = parse(&s);
+            let _ = parse(&j);
+            let _ = crate::issuer::IssuerState::from_json(&s);
+            let _ = crate::issuer::IssuerState::from_json(&j);
+        }
+
         /// Every string survives write → parse, and matches serde_json both ways.
         #[test]
         fn strings_round_trip(s in any::<String>()) {
