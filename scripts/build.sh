@@ -18,6 +18,12 @@ npx --no-install wasm-opt -Oz \
 npx --no-install esbuild pkg/lib/cjs-entry.mjs --bundle --format=cjs --platform=node \
   --log-override:empty-import-meta=silent --outfile=pkg/dist/fencegate.cjs --log-level=warning
 cp pkg/index.d.ts pkg/dist/index.d.cts
+# CommonJS copies of the store adapters (fencegate/sqlite, /redis, /postgres); they import nothing.
+for a in sqlite redis postgres; do
+  npx --no-install esbuild "pkg/adapters/$a.mjs" --format=cjs --platform=node \
+    --outfile="pkg/dist/adapters/$a.cjs" --log-level=warning
+  cp "pkg/adapters/$a.d.ts" "pkg/dist/adapters/$a.d.cts"
+done
 raw=$(wc -c < pkg/dist/fencegate_bg.wasm)
 gz=$(gzip -9 -c pkg/dist/fencegate_bg.wasm | wc -c)
 echo "build: pkg/dist/fencegate_bg.wasm ${raw} bytes raw, ${gz} bytes gzip -9"

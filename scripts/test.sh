@@ -4,6 +4,7 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 bash scripts/setup.sh
+bash scripts/setup-system.sh
 
 echo "== cargo test (native core) =="
 cargo test --quiet
@@ -11,8 +12,9 @@ cargo test --quiet
 echo "== build the npm package =="
 bash scripts/build.sh
 
-echo "== JS tests against the built package, packaging test =="
-node --test --test-concurrency=1 tests/js/ tests/pack/
 
 echo "== main job: the seed scenario through the installed package =="
 bash scripts/demo.sh
+
+echo "== JS tests against the built package, packaging test, Chromium =="
+bash scripts/with-services.sh node --test --test-concurrency=1 tests/js/ tests/pack/ tests/browser/

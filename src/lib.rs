@@ -12,6 +12,7 @@
 
 pub mod decision;
 pub mod error;
+pub mod host;
 pub mod issuer;
 pub mod json;
 pub mod state;

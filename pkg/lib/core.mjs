@@ -5,6 +5,7 @@ import { FencegateError } from './errors.mjs';
 import { ready, initAsync, CODES, lastMarks } from './runtime.mjs';
 
 export { FencegateError };
+export { Gate } from './gate.mjs';
 export { Issuer, MemoryIssuerStore } from './issuer.mjs';
 
 const MAX_U64 = 0xffff_ffff_ffff_ffffn;
