@@ -11,7 +11,7 @@ import { fork } from 'node:child_process';
 import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
-import { Issuer, MemoryIssuerStore } from '../pkg/node.mjs';
+import { Issuer, MemoryHostStore } from '../pkg/node.mjs';
 import { openStore } from '../tests/js/issuer/open-store.mjs';
 
 const args = process.argv.slice(2);
@@ -116,7 +116,7 @@ if (args.includes('--child')) {
 } else {
   const rows = [];
   const tmp = fs.mkdtempSync(path.join(os.tmpdir(), 'fencegate-issuer-bench-'));
-  rows.push(await uncontended('in-memory (MemoryIssuerStore)', async () => ({ store: new MemoryIssuerStore(), close: async () => {} })));
+  rows.push(await uncontended('in-memory (MemoryHostStore)', async () => ({ store: new MemoryHostStore(), close: async () => {} })));
   const engines = [];
   if (fs.existsSync(new URL('../pkg/adapters/sqlite.mjs', import.meta.url))) {
     engines.push(['sqlite (better-sqlite3, WAL, transaction)', { kind: 'sqlite', file: path.join(tmp, 'bench.db') }]);

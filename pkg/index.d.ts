@@ -423,8 +423,15 @@ export class Issuer {
   }>;
 }
 
-/** The default store of `new Issuer()`: compare-and-set over a Map in this process (not durable). */
-export class MemoryIssuerStore implements IssuerCasStore {
-  load(key: string): IssuerStoredRecord | null;
-  commit(key: string, expectedVersion: unknown, nextState: PersistedIssuerState, change: { kind: 'none' }): boolean;
+/**
+ * An in-memory host store, compare-and-set shape, for one process (not
+ * durable): the default store of `new Issuer()`, and one a {@link Gate} can
+ * share with an issuer (issuer records are `issuer:<scope>`, gate records the
+ * resource keys).
+ */
+export class MemoryHostStore<V = unknown> implements CasStore<V> {
+  load(key: string): StoredRecord<V> | null;
+  commit(key: string, expectedVersion: unknown, nextState: PersistedState | PersistedIssuerState, change: Change<V>): boolean;
+  /** Keys that have a record, sorted. */
+  keys(): string[];
 }

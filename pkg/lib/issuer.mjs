@@ -184,23 +184,33 @@ function argsObject(args, method) {
 }
 
 /**
- * The default store of `new Issuer()`: compare-and-set over a Map in this
- * realm (not durable: it lives as long as the process). Records hold the
- * state as JSON text, like a real store would.
+ * An in-memory host store (compare-and-set shape) for one process: the default
+ * store of `new Issuer()`, and a store a `Gate` can share with it (the
+ * issuer's records are `issuer:<scope>`, the gate's are the resource keys).
+ * Not durable: it lives as long as the process. Records keep the state as
+ * JSON text and the value as given, like a real store would.
  */
-export class MemoryIssuerStore {
+export class MemoryHostStore {
   #records = new Map();
 
   load(key) {
     const r = this.#records.get(key);
-    return r === undefined ? null : { state: r.state, version: r.version };
+    return r === undefined ? null : { state: r.state, version: r.version, value: r.value };
   }
 
-  commit(key, expectedVersion, nextState) {
+  commit(key, expectedVersion, nextState, change) {
     const r = this.#records.get(key);
     if ((r === undefined ? null : r.version) !== expectedVersion) return false;
-    this.#records.set(key, { state: JSON.stringify(nextState), version: (r === undefined ? 0 : r.version) + 1 });
+    const next = { state: JSON.stringify(nextState), version: (r === undefined ? 0 : r.version) + 1, value: r?.value };
+    if (change?.kind === 'set') next.value = change.value;
+    else if (change?.kind === 'delete') next.value = undefined;
+    this.#records.set(key, next);
     return true;
+  }
+
+  /** Keys that have a record, sorted. */
+  keys() {
+    return [...this.#records.keys()].sort();
   }
 }
 
@@ -245,7 +255,7 @@ export class Issuer {
 
   constructor(store, options) {
     checkReady();
-    if (store === undefined || store === null) store = new MemoryIssuerStore();
+    if (store === undefined || store === null) store = new MemoryHostStore();
     if (typeof store !== 'object' && typeof store !== 'function') throw invalid('an Issuer needs a host store object', { store });
     this.#transactional = typeof store.transaction === 'function';
     if (!this.#transactional && (typeof store.load !== 'function' || typeof store.commit !== 'function')) {

@@ -36,7 +36,7 @@ function tmpdir(name) {
   return fs.mkdtempSync(path.join(os.tmpdir(), `fencegate-${name}-`));
 }
 
-for (const spec of await storeSpecs(tmpdir)) {
+for (const spec of await storeSpecs(tmpdir, { multiProcess: true })) {
   test(`${spec.name}: a process killed between commit and reply: no epoch for two holders, the counter never goes back`, async () => {
     const scope = `kill-${process.pid}-${Date.now()}`;
     const victim = await run('kill', { store: spec.store, scope, before: 3, ttlMs: 60_000, now: T0 });

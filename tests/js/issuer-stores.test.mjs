@@ -7,7 +7,7 @@ import assert from 'node:assert/strict';
 import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
-import { Issuer, MemoryGate } from '../../pkg/node.mjs';
+import { Issuer, Gate } from '../../pkg/node.mjs';
 import { openStore, storeSpecs } from './issuer/open-store.mjs';
 import { FaultyStore } from './issuer/stores.mjs';
 
@@ -27,12 +27,16 @@ for (const spec of await storeSpecs(tmpdir)) {
       assert.deepEqual(await issuer.current(scope), {
         scope, epoch: 1, lease: { leaseId: a.leaseId, holder: 'A', expiresAt: 1150, requestId: 'r' },
       });
-      const gate = new MemoryGate();
-      gate.write('res', a.epoch, 'A');
+      // A gate over the same store: the issuer's records and the resource's side by side.
+      const gate = new Gate(store);
+      const res = unique('res');
+      assert.equal((await gate.write(res, a.epoch, 'A')).outcome, 'advance');
       const b = await issuer.acquire({ scope, holder: 'B', ttlMs: 100, now: 1150 });
       assert.equal(b.epoch, 2);
-      assert.equal(gate.establish('res', b.epoch).outcome, 'advance');
-      assert.equal(gate.write('res', a.epoch, 'late A').code, 'STALE_TOKEN');
+      assert.equal((await gate.establish(res, b.epoch)).outcome, 'advance');
+      assert.equal((await gate.write(res, a.epoch, 'late A')).code, 'STALE_TOKEN');
+      assert.deepEqual(await gate.read(res), { mark: 2, value: 'A', hasValue: true });
+      assert.equal((await issuer.current(scope)).epoch, 2);
       assert.equal((await issuer.renew({ scope, leaseId: a.leaseId, ttlMs: 100, now: 1151 })).code, 'LEASE_EXPIRED');
       assert.equal((await issuer.release({ scope, leaseId: b.leaseId })).released, true);
       assert.equal((await issuer.acquire({ scope, holder: 'A', ttlMs: 100, now: 1152 })).epoch, 3);

@@ -3,7 +3,7 @@
 // every "case that must hold" of issue 4 that needs no fault injection.
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
-import { Issuer, MemoryIssuerStore, MemoryGate, FencegateError } from '../../pkg/node.mjs';
+import { Issuer, MemoryHostStore, MemoryGate, FencegateError } from '../../pkg/node.mjs';
 import { SpyStore } from './issuer/stores.mjs';
 
 const T0 = 1_700_000_000_000;
@@ -71,7 +71,7 @@ test('new Issuer() works over its own in-memory store', async () => {
   const a = await issuer.acquire({ scope: 's', holder: 'A', ttlMs: 10, now: 0 });
   const b = await issuer.acquire({ scope: 's', holder: 'B', ttlMs: 10, now: 10 });
   assert.deepEqual([a.epoch, b.epoch], [1, 2]);
-  assert.ok(new MemoryIssuerStore().load('x') === null);
+  assert.ok(new MemoryHostStore().load('x') === null);
 });
 
 test('issue 4: L1 → 33 writes, lapses; L2 → 34 writes; 33 is STALE_TOKEN; 34 writes again', async () => {

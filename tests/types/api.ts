@@ -73,7 +73,8 @@ export async function use(): Promise<void> {
 // The issuer (issue 4).
 import {
   Issuer,
-  MemoryIssuerStore,
+  Gate,
+  MemoryHostStore,
   type IssuerOptions,
   type IssuerCasStore,
   type PersistedIssuerState,
@@ -81,8 +82,11 @@ import {
 
 export async function useIssuer(): Promise<void> {
   const options: IssuerOptions = { epochs: 'bigint', commitTimeoutMs: 500, clock: () => Date.now() };
-  const store: IssuerCasStore = new MemoryIssuerStore();
+  const store = new MemoryHostStore<{ total: number }>();
   const issuer = new Issuer(store, options);
+  const shared = new Gate(store);
+  const custom: IssuerCasStore = { load: () => null, commit: async () => true };
+  new Issuer(custom);
   const plain = new Issuer();
   const a = await issuer.acquire({ scope: 'jobs', holder: 'node-a', ttlMs: 10_000, now: 1, requestId: 'r-1' });
   if (a.ok) {
@@ -92,6 +96,7 @@ export async function useIssuer(): Promise<void> {
     const replayed: boolean = a.replayed;
     const gate = new MemoryGate();
     gate.establish('jobs', a.epoch);
+    await shared.establish('jobs', a.epoch);
     const r = await issuer.renew({ scope: 'jobs', leaseId: a.leaseId, ttlMs: 10_000, now: 2 });
     if (!r.ok) {
       const c: 'LEASE_EXPIRED' = r.code;

@@ -13,6 +13,10 @@ const adapter = (name) => new URL(`../../../pkg/adapters/${name}.mjs`, import.me
 
 export async function openStore(spec) {
   switch (spec.kind) {
+    case 'memory': {
+      const { MemoryHostStore } = await import('../../../pkg/node.mjs');
+      return { store: new MemoryHostStore(), close: async () => {} };
+    }
     case 'file':
       return { store: new FileCasStore(spec.dir, { staleLockMs: spec.staleLockMs ?? 200 }), close: async () => {} };
     case 'sqlite': {
@@ -55,8 +59,9 @@ function available(module) {
  * Redis and PostgreSQL need FENCEGATE_REDIS_URL / FENCEGATE_PG_URL
  * (scripts/services.sh start); FENCEGATE_REQUIRE_SERVICES=1 makes their absence an error.
  */
-export async function storeSpecs(tmpdir) {
+export async function storeSpecs(tmpdir, { multiProcess = false } = {}) {
   const specs = [{ name: 'file compare-and-set', store: { kind: 'file', dir: tmpdir('issuer-file') } }];
+  if (!multiProcess) specs.unshift({ name: 'MemoryHostStore', store: { kind: 'memory' } });
   const adapters = existsSync(adapter('sqlite'));
   const redisUrl = process.env.FENCEGATE_REDIS_URL;
   const pgUrl = process.env.FENCEGATE_PG_URL;

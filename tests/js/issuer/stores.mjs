@@ -187,8 +187,8 @@ export class FileCasStore {
       if (e.code === 'ENOENT') return null;
       throw e;
     }
-    const { state, version } = JSON.parse(text);
-    return { state, version };
+    const { state, version, value } = JSON.parse(text);
+    return { state, version, value };
   }
 
   async #lock(key) {
@@ -211,7 +211,6 @@ export class FileCasStore {
 
   /** Writes `nextState` when the version is still `expectedVersion`. `afterWrite` runs before the unlock (fault hook). */
   async commit(key, expectedVersion, nextState, change, afterWrite) {
-    if (change.kind !== 'none') throw new Error('the issuer must only write state');
     const lock = await this.#lock(key);
     try {
       const current = this.load(key);
@@ -219,7 +218,10 @@ export class FileCasStore {
       const file = this.#file(key);
       const tmp = `${file}.${process.pid}.tmp`;
       const version = (current === null ? 0 : current.version) + 1;
-      fs.writeFileSync(tmp, JSON.stringify({ state: JSON.stringify(nextState), version }));
+      let value = current === null ? undefined : current.value;
+      if (change.kind === 'set') value = change.value;
+      else if (change.kind === 'delete') value = undefined;
+      fs.writeFileSync(tmp, JSON.stringify({ state: JSON.stringify(nextState), version, value }));
       fs.renameSync(tmp, file);
       if (afterWrite) afterWrite();
       return true;
