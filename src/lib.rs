@@ -13,6 +13,7 @@
 pub mod decision;
 pub mod error;
 pub mod host;
+pub mod ops;
 pub mod state;
 pub mod store;
 pub mod token;
