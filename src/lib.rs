@@ -15,6 +15,7 @@ pub mod error;
 pub mod host;
 pub mod issuer;
 pub mod json;
+pub mod ops;
 pub mod state;
 pub mod store;
 pub mod token;
