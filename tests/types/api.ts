@@ -80,6 +80,15 @@ import {
   type PersistedIssuerState,
 } from 'fencegate';
 
+import { SqliteStore, type SqliteDatabase } from 'fencegate/sqlite';
+import type { PostgresStore } from 'fencegate/postgres';
+
+/** The Issuer takes the shipped adapters (and shares them with a Gate). */
+export function issuerOverAdapters(db: SqliteDatabase, pgStore: PostgresStore): [Issuer, Issuer, Gate] {
+  const sqlite = new SqliteStore(db);
+  return [new Issuer(sqlite), new Issuer(pgStore, { keyPrefix: 'locks:' }), new Gate(sqlite)];
+}
+
 export async function useIssuer(): Promise<void> {
   const options: IssuerOptions = { epochs: 'bigint', commitTimeoutMs: 500, clock: () => Date.now() };
   const store = new MemoryHostStore<{ total: number }>();
