@@ -1,4 +1,5 @@
-// The issuer inside a Cloudflare Durable Object (Miniflare runs real workerd):
+// The issuer inside a Cloudflare Durable Object (Miniflare runs real workerd),
+// the object exactly as docs/issuer.md prints it:
 // the DO's transactional storage is the host store (transaction shape), the
 // package is bundled as wrangler would with the .wasm imported as a module, and
 // the counter survives a restart of the runtime (persisted storage).
@@ -11,39 +12,13 @@ import { fileURLToPath } from 'node:url';
 
 const root = path.join(path.dirname(fileURLToPath(import.meta.url)), '..', '..');
 
-const WORKER = `
-import { Issuer } from ${JSON.stringify(path.join(root, 'pkg/workerd.mjs'))};
-
-/** DO storage as a fencegate host store: transaction shape. */
-function doStore(storage) {
-  return {
-    transaction: (key, fn) =>
-      storage.transaction(async (txn) => {
-        const state = await txn.get(key);
-        const out = fn(state === undefined ? null : state);
-        if (out !== null) await txn.put(key, out.nextState);
-      }),
-    load: async (key) => {
-      const state = await storage.get(key);
-      return state === undefined ? null : { state, version: null };
-    },
-  };
-}
-
-export class IssuerObject {
-  constructor(ctx) {
-    this.issuer = new Issuer(doStore(ctx.storage));
-  }
-  async fetch(request) {
-    const { method, args } = await request.json();
-    try {
-      return Response.json(await this.issuer[method](args));
-    } catch (e) {
-      return Response.json({ thrown: e.code, message: e.message }, { status: 500 });
-    }
-  }
-}
-
+// The Durable Object of docs/issuer.md, as printed, plus a Worker that routes to it.
+const doc = fs.readFileSync(path.join(root, 'docs/issuer.md'), 'utf8');
+const block = doc.match(/```js\n\/\/ example: durable-object\n([\s\S]*?)```/);
+assert.ok(block, 'docs/issuer.md has no durable-object example');
+const WORKER =
+  block[1].replace("from 'fencegate'", `from ${JSON.stringify(path.join(root, 'pkg/workerd.mjs'))}`) +
+  `
 export default {
   fetch(request, env) {
     return env.ISSUER.get(env.ISSUER.idFromName('issuer')).fetch(request);
