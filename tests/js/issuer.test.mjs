@@ -292,3 +292,20 @@ test('raise repairs a restored issuer: detection through a lease id above the st
     ok: true, code: null, scope: 's', epochBefore: 8, epoch: 8,
   });
 });
+
+test('a gate record and an issuer record under one key never pass for each other: CORRUPT_STATE both ways, nothing written', async () => {
+  const { Gate } = await import('../../pkg/node.mjs');
+  const store = new MemoryHostStore();
+  const gate = new Gate(store);
+  const issuer = new Issuer(store);
+  await gate.write('issuer:x', 5, 'resource named like an issuer key');
+  await assert.rejects(issuer.acquire({ scope: 'x', holder: 'A', ttlMs: 10, now: 0 }), { code: 'CORRUPT_STATE' });
+  assert.deepEqual(await gate.read('issuer:x'), { mark: 5, value: 'resource named like an issuer key', hasValue: true });
+  await issuer.acquire({ scope: 'y', holder: 'A', ttlMs: 10, now: 0 });
+  await assert.rejects(gate.write('issuer:y', 9, 'x'), { code: 'CORRUPT_STATE' });
+  assert.equal((await issuer.current('y')).epoch, 1);
+  // A separate namespace avoids the clash.
+  const other = new Issuer(store, { keyPrefix: 'locks/' });
+  assert.equal((await other.acquire({ scope: 'x', holder: 'A', ttlMs: 10, now: 0 })).epoch, 1);
+  assert.deepEqual(store.keys(), ['issuer:x', 'issuer:y', 'locks/x']);
+});
