@@ -179,8 +179,12 @@ export type Change<V = unknown> = { kind: 'set'; value: V } | { kind: 'delete' }
 
 /** What a host store's `load` returns for a key that has a record. */
 export interface StoredRecord<V = unknown> {
-  /** The stored fence state: the {@link PersistedState} object or its JSON text. Never null in a record. */
-  state: PersistedState | string;
+  /**
+   * The stored fence state: the {@link PersistedState} object or its JSON text.
+   * A record whose state is missing (`undefined`/`null`) is damaged: the gate
+   * answers CORRUPT_STATE and writes nothing.
+   */
+  state: PersistedState | string | null | undefined;
   /** An opaque version the host compares in `commit` (a counter, an ETag, a revision). */
   version: unknown;
   /** The protected value, `undefined` when the key has none. */

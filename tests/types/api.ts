@@ -82,11 +82,12 @@ import {
 
 import { SqliteStore, type SqliteDatabase } from 'fencegate/sqlite';
 import type { PostgresStore } from 'fencegate/postgres';
+import type { RedisStore } from 'fencegate/redis';
 
 /** The Issuer takes the shipped adapters (and shares them with a Gate). */
-export function issuerOverAdapters(db: SqliteDatabase, pgStore: PostgresStore): [Issuer, Issuer, Gate] {
+export function issuerOverAdapters(db: SqliteDatabase, pgStore: PostgresStore, redisStore: RedisStore): [Issuer, Issuer, Gate, Gate, Issuer] {
   const sqlite = new SqliteStore(db);
-  return [new Issuer(sqlite), new Issuer(pgStore, { keyPrefix: 'locks:' }), new Gate(sqlite)];
+  return [new Issuer(sqlite), new Issuer(pgStore, { keyPrefix: 'locks:' }), new Gate(sqlite), new Gate(redisStore), new Issuer(redisStore)];
 }
 
 export async function useIssuer(): Promise<void> {
