@@ -3,7 +3,8 @@
 // transaction) against a copy of the same Worker whose Durable Object writes the
 // value in the same storage transaction with no fence check, in one run,
 // interleaved rounds. One key (one Durable Object) per connection.
-//   node bench/edge-worker.mjs [--seconds 3] [--connections 8] [--rounds 3]
+//   node bench/edge-worker.mjs [--seconds 2] [--connections 8] [--rounds 5]
+// Reports each variant's median round and the median per-round ratio to the unfenced one.
 import { mkdirSync, mkdtempSync, readFileSync, rmSync, symlinkSync, writeFileSync } from 'node:fs';
 import http from 'node:http';
 import { join } from 'node:path';
@@ -11,7 +12,7 @@ import { fileURLToPath } from 'node:url';
 import { parseArgs } from 'node:util';
 
 const root = fileURLToPath(new URL('../', import.meta.url));
-const { values: o } = parseArgs({ options: { seconds: { type: 'string', default: '3' }, connections: { type: 'string', default: '8' }, rounds: { type: 'string', default: '3' } } });
+const { values: o } = parseArgs({ options: { seconds: { type: 'string', default: '2' }, connections: { type: 'string', default: '8' }, rounds: { type: 'string', default: '5' } } });
 
 const example = readFileSync(join(root, 'examples/edge-worker/src/worker.mjs'), 'utf8');
 // The baseline: the example with its Gate replaced by a gate-shaped object that
@@ -123,16 +124,22 @@ try {
     servers[name] = String(await mf.ready);
   }
   for (const name of Object.keys(servers)) await load(servers[name]);
-  const best = { fenced: 0, unfenced: 0, storage: 0, sync: 0 };
+  const rounds = Object.fromEntries(Object.keys(servers).map((n) => [n, []]));
   for (let r = 0; r < Number(o.rounds); r++) {
-    for (const name of Object.keys(servers)) best[name] = Math.max(best[name], await load(servers[name]));
+    for (const name of Object.keys(servers)) rounds[name].push(await load(servers[name]));
   }
-  console.log(`edge-worker in workerd (Miniflare), ${o.connections} connections, one Durable Object each, best of ${o.rounds} × ${o.seconds} s`);
-  console.log(`  fenced   (Gate over the storage transaction): ${best.fenced} req/s`);
-  console.log(`  unfenced (same Worker, value put, no check):   ${best.unfenced} req/s`);
-  console.log(`  same storage ops as fenced (get state, put state + value), no fencegate: ${best.storage} req/s`);
-  console.log(`  fenced, synchronous SQLite KV API (transactionSync + storage.kv): ${best.sync} req/s`);
-  console.log(`  fenced/unfenced: ${(best.fenced / best.unfenced).toFixed(3)}; time per request added ≈ ${(1e6 / best.fenced - 1e6 / best.unfenced).toFixed(1)} µs of throughput`);
+  const median = (xs) => [...xs].sort((x, y) => x - y)[xs.length >> 1];
+  const ratio = (name) => median(rounds[name].map((x, i) => x / rounds.unfenced[i]));
+  const labels = {
+    fenced: 'fenced (the example: Gate over storage.transaction)',
+    unfenced: 'unfenced (same Worker, value put, no check)',
+    storage: 'same storage ops as fenced, no fencegate (get state, put state + value)',
+    sync: 'fenced over the synchronous SQLite API (transactionSync + storage.kv)',
+  };
+  console.log(`edge-worker in workerd (Miniflare), ${o.connections} connections, one Durable Object each, ${o.rounds} rounds × ${o.seconds} s`);
+  for (const name of Object.keys(servers)) {
+    console.log(`  ${labels[name]}: median ${median(rounds[name])} req/s, ${ratio(name).toFixed(3)} × unfenced  (rounds ${rounds[name].join(' ')})`);
+  }
 } finally {
   for (const mf of running) await mf.dispose();
   rmSync(dir, { recursive: true, force: true });

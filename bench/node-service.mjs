@@ -4,7 +4,9 @@
 // check removed (the same HTTP handler and token parsing, the gate swapped for
 // a plain SQLite upsert of the value), in one run, interleaved rounds.
 // Server in a child process; the load from this one (2 cores here: one each).
-//   node bench/node-service.mjs [--seconds 3] [--connections 8] [--rounds 3]
+//   node bench/node-service.mjs [--seconds 2] [--connections 8] [--rounds 5]
+// Reports each variant's median round and the median of the per-round ratios
+// (both variants measured back to back in every round, so drift cancels).
 // (FENCEGATE_PKG_DIR: measure another build of the package instead of pkg/)
 import { spawn } from 'node:child_process';
 import { cpSync, mkdirSync, mkdtempSync, rmSync, symlinkSync, writeFileSync } from 'node:fs';
@@ -14,7 +16,7 @@ import { fileURLToPath } from 'node:url';
 import { parseArgs } from 'node:util';
 
 const root = fileURLToPath(new URL('../', import.meta.url));
-const { values: o } = parseArgs({ options: { seconds: { type: 'string', default: '3' }, connections: { type: 'string', default: '8' }, rounds: { type: 'string', default: '3' } } });
+const { values: o } = parseArgs({ options: { seconds: { type: 'string', default: '2' }, connections: { type: 'string', default: '8' }, rounds: { type: 'string', default: '5' } } });
 
 // The baseline: the example's handler with a gate-shaped object that writes without any check.
 const UNFENCED = `
@@ -94,19 +96,26 @@ try {
   servers.push(raw.child);
   await load(fenced.base); // warm-up both
   await load(raw.base);
-  const best = { fenced: null, unfenced: null };
+  const rounds = { fenced: [], unfenced: [] };
+  const ratios = [];
   for (let r = 0; r < Number(o.rounds); r++) {
-    for (const [label, s] of [['fenced', fenced], ['unfenced', raw]]) {
-      const m = await load(s.base);
-      if (!best[label] || m.perSecond > best[label].perSecond) best[label] = m;
-    }
+    const f = await load(fenced.base);
+    const u = await load(raw.base);
+    rounds.fenced.push(f);
+    rounds.unfenced.push(u);
+    ratios.push(f.perSecond / u.perSecond);
   }
+  const median = (xs) => [...xs].sort((x, y) => x - y)[xs.length >> 1];
+  const mid = (rs) => rs.find((m) => m.perSecond === median(rs.map((x) => x.perSecond)));
+  const f = mid(rounds.fenced);
+  const u = mid(rounds.unfenced);
+  const ratio = median(ratios);
+  console.log(`node-service, ${o.connections} keep-alive connections, ${o.rounds} rounds × ${o.seconds} s each variant, SQLite in WAL mode as the example opens it`);
+  console.log(`  fenced   (gate over fencegate/sqlite): median ${f.perSecond} req/s  p50 ${f.p50us} µs  p99 ${f.p99us} µs  rounds ${rounds.fenced.map((m) => m.perSecond).join(' ')}`);
+  console.log(`  unfenced (same handler, plain upsert): median ${u.perSecond} req/s  p50 ${u.p50us} µs  p99 ${u.p99us} µs  rounds ${rounds.unfenced.map((m) => m.perSecond).join(' ')}`);
   // closed loop with the server as the bottleneck: its time per request ≈ 1 / throughput
-  const overheadUs = 1e6 / best.fenced.perSecond - 1e6 / best.unfenced.perSecond;
-  console.log(`node-service, ${o.connections} keep-alive connections, best of ${o.rounds} × ${o.seconds} s, SQLite in WAL mode as the example opens it`);
-  console.log(`  fenced   (gate over fencegate/sqlite): ${best.fenced.perSecond} req/s  p50 ${best.fenced.p50us} µs  p99 ${best.fenced.p99us} µs`);
-  console.log(`  unfenced (same handler, plain upsert): ${best.unfenced.perSecond} req/s  p50 ${best.unfenced.p50us} µs  p99 ${best.unfenced.p99us} µs`);
-  console.log(`  fenced/unfenced: ${(best.fenced.perSecond / best.unfenced.perSecond).toFixed(3)}; server time per request added by the fence ≈ ${overheadUs.toFixed(1)} µs`);
+  console.log(`  fenced/unfenced, median of paired rounds: ${ratio.toFixed(3)} (per round: ${ratios.map((x) => x.toFixed(2)).join(' ')}); ` +
+    `server time added per request ≈ ${((1 / ratio - 1) * 1e6 / u.perSecond).toFixed(1)} µs`);
 } finally {
   for (const c of servers) c.kill('SIGTERM');
   rmSync(dir, { recursive: true, force: true });
