@@ -50,10 +50,10 @@ async function readBody(req) {
 }
 
 async function readJson(req) {
+  const text = await readBody(req);
   try {
-    return JSON.parse(await readBody(req));
-  } catch (e) {
-    if (e instanceof HttpError) throw e;
+    return JSON.parse(text);
+  } catch {
     throw new HttpError(400, 'BAD_JSON', 'the body must be JSON');
   }
 }
@@ -102,6 +102,7 @@ export function createHandler(db, { gate, issuer } = {}) {
   async function leases(req, res, scope, action) {
     if (req.method !== 'POST') throw new HttpError(404, 'NOT_FOUND', 'no such route');
     const b = await readJson(req);
+    if (b === null || typeof b !== 'object') throw new HttpError(400, 'BAD_JSON', 'the body must be a JSON object');
     let r;
     if (action === undefined) r = await issuer.acquire({ scope, holder: b.holder, ttlMs: b.ttlMs, requestId: b.requestId });
     else if (action === 'renew') r = await issuer.renew({ scope, leaseId: b.leaseId, ttlMs: b.ttlMs });

@@ -98,6 +98,12 @@ test('leases: acquire grants epoch 1, a second holder gets 409 LEASE_HELD, renew
   const late = await post('/leases/orders/renew', { leaseId: 'orders#1', ttlMs: 60_000 });
   assert.deepEqual([late.status, late.body.code], [409, 'LEASE_EXPIRED']);
   assert.deepEqual((await post('/leases/orders', { holder: 'B', ttlMs: 0 })).body.code, 'INVALID_ARGUMENT');
+  assert.deepEqual((await post('/leases/orders', null)).body.code, 'BAD_JSON');
+  const notJson = await request(base, 'POST', '/leases/orders', { body: '{holder' });
+  assert.deepEqual([notJson.status, notJson.body.code], [400, 'BAD_JSON']);
+  const badValue = await request(base, 'PUT', '/kv/orders', { headers: { 'Fencing-Token': '9' }, body: 'not json' });
+  assert.deepEqual([badValue.status, badValue.body.code], [400, 'BAD_JSON']);
+  assert.deepEqual(await read('orders'), { status: 200, body: { key: 'orders', mark: '0', value: null } });
 });
 
 test('two holders: A is stopped (SIGSTOP) past its lease, B takes over, A resumes (SIGCONT) and its late write is refused 409 STALE_TOKEN', async () => {
