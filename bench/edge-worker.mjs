@@ -3,16 +3,27 @@
 // transaction) against a copy of the same Worker whose Durable Object writes the
 // value in the same storage transaction with no fence check, in one run,
 // interleaved rounds. One key (one Durable Object) per connection.
-//   node bench/edge-worker.mjs [--seconds 2] [--connections 8] [--rounds 5]
-// Reports each variant's median round and the median per-round ratio to the unfenced one.
-import { mkdirSync, mkdtempSync, readFileSync, rmSync, symlinkSync, writeFileSync } from 'node:fs';
+//   node bench/edge-worker.mjs [--requests 2000] [--connections 8] [--rounds 5]
+// Reports per variant the median round's requests/s, its median per-round ratio
+// to the unfenced Worker, and the workerd process's CPU time per request (/proc).
+import { mkdirSync, mkdtempSync, readFileSync, readdirSync, rmSync, symlinkSync, writeFileSync } from 'node:fs';
 import http from 'node:http';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { parseArgs } from 'node:util';
 
 const root = fileURLToPath(new URL('../', import.meta.url));
-const { values: o } = parseArgs({ options: { seconds: { type: 'string', default: '2' }, connections: { type: 'string', default: '8' }, rounds: { type: 'string', default: '5' } } });
+const { values: o } = parseArgs({ options: { requests: { type: 'string', default: '2000' }, connections: { type: 'string', default: '8' }, rounds: { type: 'string', default: '5' } } });
+
+const stat = (pid) => readFileSync(`/proc/${pid}/stat`, 'utf8').replace(/^.*\) /, '').split(' ');
+/** CPU time (user + system) of a process, in µs (clock ticks of 10 ms). */
+const cpuUs = (pid) => (Number(stat(pid)[11]) + Number(stat(pid)[12])) * 1e4;
+/** This process's child processes (Miniflare starts one workerd per instance). */
+function children() {
+  return readdirSync('/proc').filter((d) => /^\d+$/.test(d)).filter((d) => {
+    try { return Number(stat(d)[1]) === process.pid; } catch { return false; }
+  }).map(Number);
+}
 
 const example = readFileSync(join(root, 'examples/edge-worker/src/worker.mjs'), 'utf8');
 // The baseline: the example with its Gate replaced by a gate-shaped object that
@@ -78,20 +89,23 @@ function put(agent, base, key, token) {
   });
 }
 
-async function load(base) {
+async function load({ base, pid }) {
   const agent = new http.Agent({ keepAlive: true, maxSockets: Number(o.connections) });
-  const end = Date.now() + Number(o.seconds) * 1000;
+  const total = Number(o.requests);
   const tag = Math.random().toString(36).slice(2);
-  let n = 0;
+  let sent = 0;
+  const cpu0 = cpuUs(pid);
+  const t0 = process.hrtime.bigint();
   await Promise.all(Array.from({ length: Number(o.connections) }, async (_, c) => {
-    for (let t = 1; Date.now() < end; t++) {
+    for (let t = 1; sent < total; t++) {
+      sent++;
       const status = await put(agent, base, `k${c}-${tag}`, t);
       if (status !== 200) throw new Error(`status ${status}`);
-      n++;
     }
   }));
+  const wall = Number(process.hrtime.bigint() - t0) / 1e9;
   agent.destroy();
-  return Math.round(n / Number(o.seconds));
+  return { perSecond: Math.round(total / wall), cpuUsPerRequest: (cpuUs(pid) - cpu0) / total };
 }
 
 mkdirSync(join(root, 'build'), { recursive: true });
@@ -110,6 +124,7 @@ try {
   const wasmPath = join(dir, 'out', rel);
   const servers = {};
   for (const name of ['fenced', 'unfenced', 'storage', 'sync']) {
+    const before = new Set(children());
     const out = join(dir, 'out');
     const mf = new Miniflare({
       modulesRoot: out,
@@ -121,7 +136,10 @@ try {
       compatibilityDate: '2026-04-01', cf: false, host: '127.0.0.1', port: 0,
     });
     running.push(mf);
-    servers[name] = String(await mf.ready);
+    const base = String(await mf.ready);
+    const fresh = children().filter((p) => !before.has(p));
+    if (fresh.length !== 1) throw new Error(`expected one new workerd process, got ${fresh}`);
+    servers[name] = { base, pid: fresh[0] };
   }
   for (const name of Object.keys(servers)) await load(servers[name]);
   const rounds = Object.fromEntries(Object.keys(servers).map((n) => [n, []]));
@@ -129,16 +147,18 @@ try {
     for (const name of Object.keys(servers)) rounds[name].push(await load(servers[name]));
   }
   const median = (xs) => [...xs].sort((x, y) => x - y)[xs.length >> 1];
-  const ratio = (name) => median(rounds[name].map((x, i) => x / rounds.unfenced[i]));
+  const ratio = (name) => median(rounds[name].map((x, i) => x.perSecond / rounds.unfenced[i].perSecond));
   const labels = {
     fenced: 'fenced (the example: Gate over storage.transaction)',
     unfenced: 'unfenced (same Worker, value put, no check)',
     storage: 'same storage ops as fenced, no fencegate (get state, put state + value)',
     sync: 'fenced over the synchronous SQLite API (transactionSync + storage.kv)',
   };
-  console.log(`edge-worker in workerd (Miniflare), ${o.connections} connections, one Durable Object each, ${o.rounds} rounds × ${o.seconds} s`);
+  console.log(`edge-worker in workerd (Miniflare), ${o.connections} connections, one Durable Object each, ${o.rounds} rounds × ${o.requests} requests per variant`);
   for (const name of Object.keys(servers)) {
-    console.log(`  ${labels[name]}: median ${median(rounds[name])} req/s, ${ratio(name).toFixed(3)} × unfenced  (rounds ${rounds[name].join(' ')})`);
+    const rs = rounds[name];
+    console.log(`  ${labels[name]}: median ${median(rs.map((m) => m.perSecond))} req/s (${ratio(name).toFixed(2)} × unfenced), ` +
+      `workerd CPU ${median(rs.map((m) => m.cpuUsPerRequest)).toFixed(0)} µs/request  (rounds ${rs.map((m) => m.perSecond).join(' ')})`);
   }
 } finally {
   for (const mf of running) await mf.dispose();

@@ -4,19 +4,26 @@
 // check removed (the same HTTP handler and token parsing, the gate swapped for
 // a plain SQLite upsert of the value), in one run, interleaved rounds.
 // Server in a child process; the load from this one (2 cores here: one each).
-//   node bench/node-service.mjs [--seconds 2] [--connections 8] [--rounds 5]
-// Reports each variant's median round and the median of the per-round ratios
-// (both variants measured back to back in every round, so drift cancels).
+//   node bench/node-service.mjs [--requests 6000] [--connections 8] [--rounds 5]
+// Reports per variant the median round's requests/s and the server process's CPU
+// time per request (from /proc: steadier than throughput on shared, busy cores),
+// and the median of the per-round throughput ratios (variants run back to back).
 // (FENCEGATE_PKG_DIR: measure another build of the package instead of pkg/)
 import { spawn } from 'node:child_process';
-import { cpSync, mkdirSync, mkdtempSync, rmSync, symlinkSync, writeFileSync } from 'node:fs';
+import { cpSync, mkdirSync, mkdtempSync, readFileSync, rmSync, symlinkSync, writeFileSync } from 'node:fs';
 import http from 'node:http';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { parseArgs } from 'node:util';
 
 const root = fileURLToPath(new URL('../', import.meta.url));
-const { values: o } = parseArgs({ options: { seconds: { type: 'string', default: '2' }, connections: { type: 'string', default: '8' }, rounds: { type: 'string', default: '5' } } });
+const { values: o } = parseArgs({ options: { requests: { type: 'string', default: '6000' }, connections: { type: 'string', default: '8' }, rounds: { type: 'string', default: '5' } } });
+
+/** CPU time (user + system) a process has used, in µs, from /proc (clock ticks of 10 ms). */
+function cpuUs(pid) {
+  const f = readFileSync(`/proc/${pid}/stat`, 'utf8').replace(/^.*\) /, '').split(' ');
+  return (Number(f[11]) + Number(f[12])) * 1e4;
+}
 
 // The baseline: the example's handler with a gate-shaped object that writes without any check.
 const UNFENCED = `
@@ -60,26 +67,30 @@ function put(agent, base, key, token, body) {
   });
 }
 
-/** `connections` loops, each on its own key with rising tokens (every write advances), for `seconds`. */
-async function load(base) {
+/** `connections` loops, each on its own key with rising tokens (every write advances), `requests` in all. */
+async function load({ base, child }) {
   const agent = new http.Agent({ keepAlive: true, maxSockets: Number(o.connections) });
-  const end = Date.now() + Number(o.seconds) * 1000;
+  const total = Number(o.requests);
   const lat = [];
-  let n = 0;
+  let sent = 0;
   const body = JSON.stringify({ status: 'paid', total: 42 });
   const tag = Math.random().toString(36).slice(2);
+  const cpu0 = cpuUs(child.pid);
+  const t0 = process.hrtime.bigint();
   await Promise.all(Array.from({ length: Number(o.connections) }, async (_, c) => {
-    for (let t = 1; Date.now() < end; t++) {
-      const t0 = process.hrtime.bigint();
+    for (let t = 1; sent < total; t++) {
+      sent++;
+      const s0 = process.hrtime.bigint();
       const status = await put(agent, base, `k${c}-${tag}`, t, body);
       if (status !== 200) throw new Error(`status ${status}`);
-      lat.push(Number(process.hrtime.bigint() - t0) / 1e3);
-      n++;
+      lat.push(Number(process.hrtime.bigint() - s0) / 1e3);
     }
   }));
+  const wall = Number(process.hrtime.bigint() - t0) / 1e9;
+  const cpu = cpuUs(child.pid) - cpu0;
   agent.destroy();
   lat.sort((a, b) => a - b);
-  return { perSecond: Math.round(n / Number(o.seconds)), p50us: Math.round(lat[lat.length >> 1]), p99us: Math.round(lat[Math.floor(lat.length * 0.99)]) };
+  return { perSecond: Math.round(total / wall), cpuUsPerRequest: cpu / total, p50us: Math.round(lat[lat.length >> 1]) };
 }
 
 mkdirSync(join(root, 'build'), { recursive: true });
@@ -94,28 +105,24 @@ try {
   servers.push(fenced.child);
   const raw = await start(dir, 'unfenced.mjs', join(dir, 'raw.db'));
   servers.push(raw.child);
-  await load(fenced.base); // warm-up both
-  await load(raw.base);
+  await load(fenced); // warm-up both
+  await load(raw);
   const rounds = { fenced: [], unfenced: [] };
-  const ratios = [];
   for (let r = 0; r < Number(o.rounds); r++) {
-    const f = await load(fenced.base);
-    const u = await load(raw.base);
-    rounds.fenced.push(f);
-    rounds.unfenced.push(u);
-    ratios.push(f.perSecond / u.perSecond);
+    rounds.fenced.push(await load(fenced));
+    rounds.unfenced.push(await load(raw));
   }
   const median = (xs) => [...xs].sort((x, y) => x - y)[xs.length >> 1];
-  const mid = (rs) => rs.find((m) => m.perSecond === median(rs.map((x) => x.perSecond)));
-  const f = mid(rounds.fenced);
-  const u = mid(rounds.unfenced);
-  const ratio = median(ratios);
-  console.log(`node-service, ${o.connections} keep-alive connections, ${o.rounds} rounds × ${o.seconds} s each variant, SQLite in WAL mode as the example opens it`);
-  console.log(`  fenced   (gate over fencegate/sqlite): median ${f.perSecond} req/s  p50 ${f.p50us} µs  p99 ${f.p99us} µs  rounds ${rounds.fenced.map((m) => m.perSecond).join(' ')}`);
-  console.log(`  unfenced (same handler, plain upsert): median ${u.perSecond} req/s  p50 ${u.p50us} µs  p99 ${u.p99us} µs  rounds ${rounds.unfenced.map((m) => m.perSecond).join(' ')}`);
-  // closed loop with the server as the bottleneck: its time per request ≈ 1 / throughput
-  console.log(`  fenced/unfenced, median of paired rounds: ${ratio.toFixed(3)} (per round: ${ratios.map((x) => x.toFixed(2)).join(' ')}); ` +
-    `server time added per request ≈ ${((1 / ratio - 1) * 1e6 / u.perSecond).toFixed(1)} µs`);
+  const show = (rs) =>
+    `median ${median(rs.map((m) => m.perSecond))} req/s, server CPU ${median(rs.map((m) => m.cpuUsPerRequest)).toFixed(1)} µs/request ` +
+    `(rounds: ${rs.map((m) => m.perSecond).join(' ')} req/s; ${rs.map((m) => m.cpuUsPerRequest.toFixed(0)).join(' ')} µs)`;
+  const ratios = rounds.fenced.map((m, i) => m.perSecond / rounds.unfenced[i].perSecond);
+  const cpuF = median(rounds.fenced.map((m) => m.cpuUsPerRequest));
+  const cpuU = median(rounds.unfenced.map((m) => m.cpuUsPerRequest));
+  console.log(`node-service, ${o.connections} keep-alive connections, ${o.rounds} rounds × ${o.requests} requests per variant, SQLite in WAL mode as the example opens it`);
+  console.log(`  fenced   (gate over fencegate/sqlite): ${show(rounds.fenced)}`);
+  console.log(`  unfenced (same handler, plain upsert): ${show(rounds.unfenced)}`);
+  console.log(`  fenced/unfenced throughput, median of paired rounds: ${median(ratios).toFixed(3)}; server CPU added by the fence: ${(cpuF - cpuU).toFixed(1)} µs/request (${((cpuF / cpuU - 1) * 100).toFixed(0)} %)`);
 } finally {
   for (const c of servers) c.kill('SIGTERM');
   rmSync(dir, { recursive: true, force: true });
