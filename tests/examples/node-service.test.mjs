@@ -27,8 +27,8 @@ async function startServer() {
   base = await waitFor(() => out.match(/listening on (http:\S+)/)?.[1], 15_000, `the server to listen\n${out}`);
 }
 
-/** Starts holder.mjs; `events` fills with its JSON lines as they arrive. */
-function startHolder(args) {
+/** Starts holder.mjs; `events` fills with its JSON lines as they arrive; `onEvent` sees each at once. */
+function startHolder(args, onEvent = () => {}) {
   const child = spawn(process.execPath, ['holder.mjs', '--url', base, ...args], { cwd: project, detached: true, stdio: ['ignore', 'pipe', 'pipe'] });
   children.add(child);
   const events = [];
@@ -36,7 +36,11 @@ function startHolder(args) {
   let err = '';
   child.stdout.on('data', (c) => {
     buf += c;
-    for (let nl; (nl = buf.indexOf('\n')) >= 0; buf = buf.slice(nl + 1)) events.push(JSON.parse(buf.slice(0, nl)));
+    for (let nl; (nl = buf.indexOf('\n')) >= 0; buf = buf.slice(nl + 1)) {
+      const e = JSON.parse(buf.slice(0, nl));
+      events.push(e);
+      onEvent(e, child);
+    }
   });
   child.stderr.on('data', (c) => (err += c));
   const exited = new Promise((r) => child.on('exit', (code, signal) => r({ code, signal, err })));
@@ -107,13 +111,14 @@ test('leases: acquire grants epoch 1, a second holder gets 409 LEASE_HELD, renew
 });
 
 test('two holders: A is stopped (SIGSTOP) past its lease, B takes over, A resumes (SIGCONT) and its late write is refused 409 STALE_TOKEN', async () => {
-  const a = startHolder(['--key', 'report', '--holder', 'A', '--ttl-ms', '1500', '--writes', '3', '--work-ms', '800']);
-  // A acquires, establishes, writes once, and starts its second piece of work
+  // A acquires (lease 3 s), establishes, writes once, renews (the lease is half gone), and is
+  // stopped the moment it reports its second piece of work (1.5 s long), before that write
+  const a = startHolder(['--key', 'report', '--holder', 'A', '--ttl-ms', '3000', '--writes', '3', '--work-ms', '1500'], (e, child) => {
+    if (e.event === 'working' && e.i === 2) process.kill(child.pid, 'SIGSTOP');
+  });
   await waitFor(() => a.events.some((e) => e.event === 'working' && e.i === 2), 15_000, `A's second piece of work: ${JSON.stringify(a.events)}`);
-  process.kill(a.child.pid, 'SIGSTOP');
   await waitFor(() => procState(a.child.pid) === 'T', 2000, 'A to be stopped');
   const acquired = a.events.find((e) => e.event === 'acquired');
-  // (the lease ran low after the first 800 ms of work, so A renewed it before the second)
   assert.deepEqual(a.events.map((e) => [e.event, e.status ?? null]), [['acquired', null], ['established', 200], ['working', null], ['write', 200], ['renewed', 200], ['working', null]]);
   assert.equal(acquired.epoch, '1');
   const leaseEnd = a.events.find((e) => e.event === 'renewed').expiresAt;
