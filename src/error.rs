@@ -45,11 +45,17 @@ pub enum Code {
     InvalidArgument = 13,
     /// The API was used before the WebAssembly module was initialised (`await init()`).
     NotInitialized = 14,
+    /// Two holders presented the same epoch: the issuer handed one epoch to two
+    /// owners (a rollback or a bug). Reported, never applied (issue 6, R11).
+    EpochConflict = 15,
+    /// The operation id may already have been applied in this epoch but fell
+    /// out of the de-duplication window: the gate cannot tell, so it refuses.
+    OpIdExpired = 16,
 }
 
 impl Code {
     /// Every code, in discriminant order.
-    pub const ALL: [Code; 15] = [
+    pub const ALL: [Code; 17] = [
         Code::MissingToken,
         Code::MalformedToken,
         Code::StaleToken,
@@ -65,6 +71,8 @@ impl Code {
         Code::WrongScope,
         Code::InvalidArgument,
         Code::NotInitialized,
+        Code::EpochConflict,
+        Code::OpIdExpired,
     ];
 
     /// The stable string JavaScript sees.
@@ -85,6 +93,8 @@ impl Code {
             Code::WrongScope => "WRONG_SCOPE",
             Code::InvalidArgument => "INVALID_ARGUMENT",
             Code::NotInitialized => "NOT_INITIALIZED",
+            Code::EpochConflict => "EPOCH_CONFLICT",
+            Code::OpIdExpired => "OP_ID_EXPIRED",
         }
     }
 }
