@@ -45,11 +45,21 @@ pub enum Code {
     InvalidArgument = 13,
     /// The API was used before the WebAssembly module was initialised (`await init()`).
     NotInitialized = 14,
+    /// A signed token names a key id the resource has no key for (issue 5).
+    UnknownKey = 15,
+    /// A signed token names a key id the resource lists as retired (issue 5).
+    KeyRetired = 16,
+    /// A plain number or bigint where the gate requires a signed token (R9).
+    UnsignedToken = 17,
+    /// Higher-epoch policy `adopt-within`: the token is more than `maxJump` above the mark.
+    EpochJumpTooLarge = 18,
+    /// Higher-epoch policy `reject-future`: the token is above the established ceiling.
+    FutureEpoch = 19,
 }
 
 impl Code {
     /// Every code, in discriminant order.
-    pub const ALL: [Code; 15] = [
+    pub const ALL: [Code; 20] = [
         Code::MissingToken,
         Code::MalformedToken,
         Code::StaleToken,
@@ -65,6 +75,11 @@ impl Code {
         Code::WrongScope,
         Code::InvalidArgument,
         Code::NotInitialized,
+        Code::UnknownKey,
+        Code::KeyRetired,
+        Code::UnsignedToken,
+        Code::EpochJumpTooLarge,
+        Code::FutureEpoch,
     ];
 
     /// The stable string JavaScript sees.
@@ -85,6 +100,11 @@ impl Code {
             Code::WrongScope => "WRONG_SCOPE",
             Code::InvalidArgument => "INVALID_ARGUMENT",
             Code::NotInitialized => "NOT_INITIALIZED",
+            Code::UnknownKey => "UNKNOWN_KEY",
+            Code::KeyRetired => "KEY_RETIRED",
+            Code::UnsignedToken => "UNSIGNED_TOKEN",
+            Code::EpochJumpTooLarge => "EPOCH_JUMP_TOO_LARGE",
+            Code::FutureEpoch => "FUTURE_EPOCH",
         }
     }
 }

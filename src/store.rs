@@ -60,12 +60,40 @@ impl<V> MemoryStore<V> {
         op: Operation,
         value: Option<V>,
     ) -> Verdict {
+        let policy = self.policy;
+        self.apply_with(key, value, |mark| match token {
+            Ok(t) => decide(mark, t, policy, op),
+            Err(e) => Verdict::invalid_token(mark, &e),
+        })
+    }
+
+    /// Fenced write decided by `check`, which gets the current mark and returns
+    /// the verdict (e.g. [`crate::policy::GatePolicy::admit`] for signed tokens
+    /// and higher-epoch policies). Check and apply happen in this one `&mut`
+    /// call; a verdict that does not apply changes nothing, and the mark is only
+    /// ever set to `max(mark, verdict.mark_after)` (R5).
+    pub fn write_with(
+        &mut self,
+        key: &str,
+        value: V,
+        check: impl FnOnce(u64) -> Verdict,
+    ) -> Verdict {
+        self.apply_with(key, Some(value), check)
+    }
+
+    /// Establish decided by `check` (see [`MemoryStore::write_with`]); no data change.
+    pub fn establish_with(&mut self, key: &str, check: impl FnOnce(u64) -> Verdict) -> Verdict {
+        self.apply_with(key, None, check)
+    }
+
+    fn apply_with(
+        &mut self,
+        key: &str,
+        value: Option<V>,
+        check: impl FnOnce(u64) -> Verdict,
+    ) -> Verdict {
         let mark = self.mark(key);
-        let token = match token {
-            Ok(t) => t,
-            Err(e) => return Verdict::invalid_token(mark, &e),
-        };
-        let verdict = decide(mark, token, self.policy, op);
+        let verdict = check(mark);
         if verdict.applies() {
             let entry = match self.entries.get_mut(key) {
                 Some(entry) => entry,
@@ -74,7 +102,7 @@ impl<V> MemoryStore<V> {
                     value: None,
                 }),
             };
-            entry.state.mark = verdict.mark_after;
+            entry.state.mark = verdict.mark_after.max(mark);
             if value.is_some() {
                 entry.value = value;
             }
