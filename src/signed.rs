@@ -45,8 +45,6 @@
 //! genuine token that was minted for another scope. Epoch comparison comes after
 //! all of these (see [`crate::policy`]).
 
-use base64::engine::general_purpose::URL_SAFE_NO_PAD;
-use base64::Engine;
 use hmac::{Hmac, Mac};
 use sha2::Sha256;
 use thiserror::Error;
@@ -329,6 +327,61 @@ pub struct Parsed {
     pub signature: Vec<u8>,
 }
 
+const B64_ALPHABET: &[u8; 64] = b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-_";
+
+/// Appends the unpadded base64url (RFC 4648 §5) encoding of `bytes`.
+///
+/// A dozen lines instead of the `base64` crate: the crate's general-purpose
+/// engine added about 7 KB to the `.wasm`. The tests check this codec against
+/// the crate (`URL_SAFE_NO_PAD`) on arbitrary input.
+pub fn b64_encode(bytes: &[u8], out: &mut String) {
+    for chunk in bytes.chunks(3) {
+        let b1 = chunk.get(1).copied().unwrap_or(0);
+        let b2 = chunk.get(2).copied().unwrap_or(0);
+        let n = (u32::from(chunk[0]) << 16) | (u32::from(b1) << 8) | u32::from(b2);
+        for i in 0..=chunk.len() {
+            out.push(char::from(
+                B64_ALPHABET[((n >> (18 - 6 * i)) & 63) as usize],
+            ));
+        }
+    }
+}
+
+fn b64_value(c: u8) -> Option<u32> {
+    let v = match c {
+        b'A'..=b'Z' => c - b'A',
+        b'a'..=b'z' => c - b'a' + 26,
+        b'0'..=b'9' => c - b'0' + 52,
+        b'-' => 62,
+        b'_' => 63,
+        _ => return None,
+    };
+    Some(u32::from(v))
+}
+
+/// Decodes canonical unpadded base64url only: no padding, no other alphabet,
+/// no whitespace, no impossible length, and the unused low bits of the last
+/// character must be zero — so every byte string has exactly one accepted text.
+pub fn b64_decode_canonical(text: &[u8]) -> Option<Vec<u8>> {
+    if text.len() % 4 == 1 {
+        return None;
+    }
+    let mut out = Vec::with_capacity(text.len() / 4 * 3 + 2);
+    for chunk in text.chunks(4) {
+        let mut n = 0u32;
+        for (i, &c) in chunk.iter().enumerate() {
+            n |= b64_value(c)? << (18 - 6 * i);
+        }
+        let len = chunk.len() - 1;
+        let unused = 0x00ff_ffff >> (8 * len);
+        if n & unused != 0 {
+            return None;
+        }
+        out.extend_from_slice(&n.to_be_bytes()[1..=len]);
+    }
+    Some(out)
+}
+
 fn b64_decode(part: &str, max: usize) -> Result<Vec<u8>, SignedError> {
     if part.is_empty() {
         return Err(SignedError::Malformed("an empty part"));
@@ -336,15 +389,9 @@ fn b64_decode(part: &str, max: usize) -> Result<Vec<u8>, SignedError> {
     if part.len() > b64_len(max) {
         return Err(SignedError::Malformed("a part is too long"));
     }
-    let bytes = URL_SAFE_NO_PAD
-        .decode(part)
-        .map_err(|_| SignedError::Malformed("a part is not canonical unpadded base64url"))?;
-    // The engine already refuses padding and non-zero trailing bits; comparing
-    // with the one canonical encoding makes "refuse, never normalise" explicit.
-    if URL_SAFE_NO_PAD.encode(&bytes) != part {
-        return Err(SignedError::Malformed("a part is not canonical base64url"));
-    }
-    Ok(bytes)
+    b64_decode_canonical(part.as_bytes()).ok_or(SignedError::Malformed(
+        "a part is not canonical unpadded base64url",
+    ))
 }
 
 /// Parses the text form strictly (see the module docs). Never panics, whatever
@@ -535,9 +582,9 @@ pub fn mint(claims: &Claims, key: &Key) -> Result<String, SignedError> {
     let mut out = String::with_capacity(MAX_TEXT_LEN);
     out.push_str(VERSION_PREFIX);
     out.push('.');
-    URL_SAFE_NO_PAD.encode_string(&claim_bytes, &mut out);
+    b64_encode(&claim_bytes, &mut out);
     out.push('.');
-    URL_SAFE_NO_PAD.encode_string(&signature, &mut out);
+    b64_encode(&signature, &mut out);
     Ok(out)
 }
 
@@ -668,6 +715,8 @@ impl Keyring {
 #[cfg(test)]
 pub(crate) mod tests {
     use super::*;
+    use base64::engine::general_purpose::URL_SAFE_NO_PAD;
+    use base64::Engine;
     use proptest::prelude::*;
 
     pub(crate) const K1: &[u8; 32] = b"0123456789abcdef0123456789abcdef";
@@ -714,6 +763,7 @@ pub(crate) mod tests {
         mac.update(&expected);
         assert_eq!(parsed.signature, mac.finalize().into_bytes().to_vec());
         assert!(t.len() <= MAX_TEXT_LEN);
+        assert_eq!(MAX_TEXT_LEN, 1058);
     }
 
     #[test]
@@ -935,6 +985,62 @@ pub(crate) mod tests {
         assert!(!looks_signed("fgx"));
     }
 
+    #[cfg(feature = "ed25519")]
+    fn hex32(s: &str) -> [u8; 32] {
+        let mut out = [0u8; 32];
+        for (i, o) in out.iter_mut().enumerate() {
+            *o = u8::from_str_radix(&s[2 * i..2 * i + 2], 16).unwrap();
+        }
+        out
+    }
+
+    #[cfg(feature = "ed25519")]
+    #[test]
+    fn ed25519_resource_verifies_without_minting() {
+        // RFC 8032 §7.1 test 1: the seed and the public key it derives.
+        let seed = hex32("9d61b19deffd5a60ba844af492ec2cc44449c5697b326919703bac031cae7f60");
+        let public = hex32("d75a980182b10ab7d54bfed3c964073a0ee172f3daa62325af021a68f707511a");
+        let secret = Key::ed25519_secret(&seed).unwrap();
+        assert_eq!(secret.ed25519_public_bytes(), Some(public));
+        let mut issuer = Keyring::new();
+        issuer.insert("ed-1", secret).unwrap();
+        let t = issuer.mint("ed-1", &claims("s", 3)).unwrap();
+        assert_eq!(parse(&t).unwrap().signature.len(), 64);
+
+        let mut resource = Keyring::new();
+        resource
+            .insert("ed-1", Key::ed25519_public(&public).unwrap())
+            .unwrap();
+        let c = resource.verify(&t, Some("s")).unwrap();
+        assert_eq!((c.alg, c.epoch), (Algorithm::Ed25519, 3));
+        assert_eq!(
+            resource.mint("ed-1", &claims("s", 4)).unwrap_err().code(),
+            Code::InvalidArgument
+        );
+        // Algorithm confusion: an HMAC token keyed with the public key bytes.
+        let mut c = claims("s", 1 << 62);
+        c.kid = "ed-1".to_owned();
+        let confused = mint(&c, &Key::hmac(&public).unwrap()).unwrap();
+        assert_eq!(
+            resource.verify(&confused, Some("s")),
+            Err(SignedError::BadSignature)
+        );
+        // Any flipped signature bit.
+        let p = parse(&t).unwrap();
+        for i in 0..64 * 8 {
+            let mut sig = p.signature.clone();
+            sig[i / 8] ^= 1 << (i % 8);
+            let text = format!(
+                "fg1.{}.{}",
+                URL_SAFE_NO_PAD.encode(&p.claim_bytes),
+                URL_SAFE_NO_PAD.encode(&sig)
+            );
+            assert!(resource.verify(&text, Some("s")).is_err(), "bit {i}");
+        }
+        assert!(Key::ed25519_public(&[0u8; 31]).is_err());
+        assert!(Key::ed25519_secret(&[0u8; 33]).is_err());
+    }
+
     fn arb_claims() -> impl Strategy<Value = Claims> {
         (
             1u64..,
@@ -992,6 +1098,23 @@ pub(crate) mod tests {
             prop_assert!(r.verify(&t[..n], None).is_err());
             let longer = format!("{t}{extra}");
             prop_assert!(r.verify(&longer, None).is_err());
+        }
+
+        #[test]
+        fn prop_b64_matches_the_base64_crate(bytes in proptest::collection::vec(any::<u8>(), 0..200)) {
+            let mut ours = String::new();
+            b64_encode(&bytes, &mut ours);
+            prop_assert_eq!(&ours, &URL_SAFE_NO_PAD.encode(&bytes));
+            prop_assert_eq!(b64_decode_canonical(ours.as_bytes()), Some(bytes));
+        }
+
+        #[test]
+        fn prop_b64_decode_accepts_exactly_what_the_crate_accepts_canonically(text in "[A-Za-z0-9_=+/ -]{0,40}") {
+            let crate_canonical = URL_SAFE_NO_PAD
+                .decode(&text)
+                .ok()
+                .filter(|b| URL_SAFE_NO_PAD.encode(b) == text);
+            prop_assert_eq!(b64_decode_canonical(text.as_bytes()), crate_canonical);
         }
 
         #[test]

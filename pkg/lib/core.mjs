@@ -3,8 +3,10 @@
 import * as wasm from '../dist/fencegate.js';
 import { FencegateError } from './errors.mjs';
 import { ready, initAsync, CODES } from './runtime.mjs';
+import { policyFromOptions, applyWithPolicy, setPolicyCeiling } from './signed.mjs';
 
 export { FencegateError };
+export { mintToken, verifyToken, ed25519PublicKey, features } from './signed.mjs';
 
 const MAX_U64 = 0xffff_ffff_ffff_ffffn;
 const MAX_SAFE = 9007199254740991n;
@@ -100,10 +102,12 @@ function verdictOf(raw, key, status, token) {
 export class MemoryGate {
   #raw;
   #strict;
+  #policy;
 
   constructor(options) {
     if (!ready) notReady();
     this.#strict = policyFlag(options);
+    this.#policy = policyFromOptions(options);
     this.#raw = new wasm.RawMemoryGate(this.#strict);
   }
 
@@ -116,6 +120,7 @@ export class MemoryGate {
   write(key, token, value) {
     checkKey(key);
     const raw = this.#raw;
+    if (this.#policy !== null) return applyWithPolicy(raw, this.#policy, key, token, true, value);
     let status;
     if (typeof token === 'number') status = raw.write_n(key, token, value);
     else if (typeof token === 'bigint' && token >= 0n && token <= MAX_U64) status = raw.write_b(key, token, value);
@@ -127,6 +132,7 @@ export class MemoryGate {
   establish(key, token) {
     checkKey(key);
     const raw = this.#raw;
+    if (this.#policy !== null) return applyWithPolicy(raw, this.#policy, key, token, false);
     let status;
     if (typeof token === 'number') status = raw.establish_n(key, token);
     else if (typeof token === 'bigint' && token >= 0n && token <= MAX_U64) status = raw.establish_b(key, token);
@@ -163,9 +169,18 @@ export class MemoryGate {
     return this.#raw.keys();
   }
 
+  /**
+   * Sets the ceiling of a `reject-future` gate (the issuer's current epoch, say),
+   * or clears it with `null`. Replaces a `higherEpoch.ceiling` function.
+   */
+  setCeiling(ceiling) {
+    setPolicyCeiling(this.#policy, ceiling);
+  }
+
   /** Releases the gate's WebAssembly memory now (also done by `using`). */
   free() {
     this.#raw.free();
+    if (this.#policy !== null) this.#policy.raw.free();
   }
 }
 

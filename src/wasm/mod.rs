@@ -17,6 +17,8 @@ use crate::state::{check_version, ResourceState, WireState, WireVersion};
 use crate::store::MemoryStore;
 use crate::token::{epoch_from_f64, epoch_from_u64, parse_token, MAX_SAFE_INTEGER};
 
+mod signed;
+
 thread_local! {
     static ERROR_CLASS: RefCell<Option<Function>> = const { RefCell::new(None) };
 }
@@ -177,7 +179,7 @@ pub fn decode_state(value: JsValue) -> Result<JsValue, JsValue> {
 pub fn encode_state(mark: JsValue) -> Result<JsValue, JsValue> {
     let mark = match token_from_js(&mark) {
         Ok(m) => m,
-        Err(_) if mark.as_f64() == Some(0.0) || mark == JsValue::from(0u64) => 0,
+        Err(_) if mark.as_f64() == Some(0.0) || mark == 0u64 => 0,
         Err(e) => {
             return Err(error(
                 Code::InvalidArgument,
@@ -193,8 +195,8 @@ pub fn encode_state(mark: JsValue) -> Result<JsValue, JsValue> {
 /// in one step. JS callers use the `MemoryGate` wrapper in `pkg/lib/core.mjs`.
 #[wasm_bindgen]
 pub struct RawMemoryGate {
-    store: MemoryStore<JsValue>,
-    last: Verdict,
+    pub(crate) store: MemoryStore<JsValue>,
+    pub(crate) last: Verdict,
 }
 
 #[wasm_bindgen]
@@ -213,7 +215,7 @@ impl RawMemoryGate {
         }
     }
 
-    fn done(&mut self, verdict: Verdict) -> u32 {
+    pub(crate) fn done(&mut self, verdict: Verdict) -> u32 {
         self.last = verdict;
         verdict.status()
     }

@@ -1,0 +1,223 @@
+// Signed, scoped fence tokens and gate policies (issue 5). The checks live in
+// Rust (src/signed.rs, src/policy.rs); this file validates option shapes and
+// shapes results.
+import * as wasm from '../dist/fencegate.js';
+import { FencegateError } from './errors.mjs';
+import { ready, CODES } from './runtime.mjs';
+
+const MODES = { adopt: 0, 'adopt-within': 1, 'reject-future': 2 };
+
+function notReady() {
+  throw new FencegateError(
+    'NOT_INITIALIZED',
+    "fencegate's WebAssembly module is not loaded yet: call `await init()` first (browser and default entries)",
+  );
+}
+
+function invalid(message, details) {
+  return new FencegateError('INVALID_ARGUMENT', message, details);
+}
+
+function isBytes(v) {
+  return v instanceof Uint8Array;
+}
+
+function wellFormed(s) {
+  return typeof s === 'string' && (typeof s.isWellFormed !== 'function' || s.isWellFormed());
+}
+
+function checkText(value, what) {
+  if (!wellFormed(value)) throw invalid(`${what} must be a well-formed string`, { [what]: value });
+}
+
+/** Adds `keys` ({ kid: secret | {hmac} | {ed25519} }) and `retired` ([kid]) to a RawPolicy. */
+function addKeys(raw, keys, retired) {
+  // Retired ids first, so a key id listed in both is refused (INVALID_ARGUMENT).
+  if (retired !== undefined) {
+    if (!Array.isArray(retired)) throw invalid('retired must be an array of key ids', { retired });
+    for (const kid of retired) {
+      if (typeof kid !== 'string') throw invalid('a retired key id must be a string', { kid });
+      raw.retire(kid);
+    }
+  }
+  if (keys !== undefined) {
+    if (keys === null || typeof keys !== 'object' || Array.isArray(keys)) {
+      throw invalid('keys must be an object { keyId: key }', { keys });
+    }
+    for (const kid of Object.keys(keys)) {
+      const k = keys[kid];
+      if (isBytes(k)) raw.add_key(kid, 'hmac-sha256', k);
+      else if (k && typeof k === 'object' && isBytes(k.hmac)) raw.add_key(kid, 'hmac-sha256', k.hmac);
+      else if (k && typeof k === 'object' && isBytes(k.ed25519)) raw.add_key(kid, 'ed25519-public', k.ed25519);
+      else {
+        throw invalid(
+          `key ${kid}: an HMAC secret (Uint8Array, or { hmac: Uint8Array }) or { ed25519: publicKey Uint8Array }`,
+          { kid },
+        );
+      }
+    }
+  }
+}
+
+function higherEpochOf(h) {
+  if (h === undefined || h === null) return { mode: 'adopt' };
+  if (typeof h === 'string') h = { mode: h };
+  if (typeof h !== 'object') throw invalid('higherEpoch must be an object { mode, maxJump, ceiling }', { higherEpoch: h });
+  const mode = h.mode === undefined ? 'adopt' : h.mode;
+  if (!Object.prototype.hasOwnProperty.call(MODES, mode)) {
+    throw invalid(`higherEpoch.mode must be 'adopt', 'adopt-within' or 'reject-future', got ${String(mode)}`, { mode });
+  }
+  if (mode === 'adopt-within' && h.maxJump === undefined) {
+    throw invalid("higherEpoch.maxJump (epochs) is required for 'adopt-within'");
+  }
+  if (mode !== 'adopt-within' && h.maxJump !== undefined) {
+    throw invalid("higherEpoch.maxJump applies only to 'adopt-within'");
+  }
+  if (mode !== 'reject-future' && h.ceiling !== undefined) {
+    throw invalid("higherEpoch.ceiling applies only to 'reject-future'");
+  }
+  return { mode, maxJump: h.maxJump, ceiling: h.ceiling };
+}
+
+/**
+ * Builds the policy part of gate options, or `null` when the options ask for
+ * the plain fence check (no keys, no requireSigned, higherEpoch 'adopt').
+ * Returns `{ raw, scopeOf, ceilingFn, mode }`.
+ * @internal used by gates
+ */
+export function policyFromOptions(options) {
+  if (options === undefined || options === null) return null;
+  const { requireSigned, keys, retired, scope, higherEpoch } = options;
+  const plain =
+    requireSigned === undefined && keys === undefined && retired === undefined &&
+    scope === undefined && higherEpoch === undefined;
+  if (plain) return null;
+  if (requireSigned !== undefined && typeof requireSigned !== 'boolean') {
+    throw invalid('requireSigned must be a boolean', { requireSigned });
+  }
+  if (requireSigned && (keys === undefined || Object.keys(keys ?? {}).length === 0)) {
+    throw invalid('requireSigned needs at least one key in keys');
+  }
+  let scopeOf;
+  if (scope === undefined) scopeOf = (key) => key;
+  else if (typeof scope === 'function') {
+    scopeOf = (key) => {
+      const s = scope(key);
+      checkText(s, 'scope');
+      return s;
+    };
+  } else {
+    checkText(scope, 'scope');
+    if (scope.length === 0) throw invalid('scope must not be empty');
+    scopeOf = () => scope;
+  }
+  const h = higherEpochOf(higherEpoch);
+  const raw = new wasm.RawPolicy(requireSigned === true, MODES[h.mode], h.maxJump);
+  try {
+    addKeys(raw, keys, retired);
+    let ceilingFn = null;
+    if (typeof h.ceiling === 'function') ceilingFn = h.ceiling;
+    else if (h.ceiling !== undefined) raw.set_ceiling(h.ceiling);
+    return { raw, scopeOf, ceilingFn, mode: h.mode };
+  } catch (e) {
+    raw.free();
+    throw e;
+  }
+}
+
+function refreshCeiling(p) {
+  if (p.ceilingFn === null) return;
+  const c = p.ceilingFn();
+  if (c !== null && typeof c === 'object' && typeof c.then === 'function') {
+    throw invalid('higherEpoch.ceiling() must return an epoch synchronously for a MemoryGate');
+  }
+  p.raw.set_ceiling(c);
+}
+
+/**
+ * Runs one write (`value` given) or establish under a policy on a RawMemoryGate.
+ * @internal used by MemoryGate
+ */
+export function applyWithPolicy(raw, p, key, token, write, value) {
+  refreshCeiling(p);
+  const scope = p.scopeOf(key);
+  const status = write ? raw.write_p(p.raw, key, scope, token, value) : raw.establish_p(p.raw, key, scope, token);
+  const rejected = status >= 2;
+  const before = raw.before_n();
+  const after = raw.after_n();
+  return {
+    key,
+    ok: !rejected,
+    outcome: rejected ? 'reject' : status === 0 ? 'advance' : 'accept',
+    code: rejected ? CODES[status - 2] : null,
+    token: raw.token(),
+    markBefore: before >= 0 ? before : raw.before_b(),
+    markAfter: after >= 0 ? after : raw.after_b(),
+    claims: p.raw.last_claims(),
+  };
+}
+
+/** Sets (or clears with `null`) the ceiling of a reject-future policy. @internal */
+export function setPolicyCeiling(p, ceiling) {
+  if (p === null || p.mode !== 'reject-future') {
+    throw invalid("setCeiling needs higherEpoch mode 'reject-future'");
+  }
+  p.ceilingFn = null;
+  p.raw.set_ceiling(ceiling);
+}
+
+function signingKey(key) {
+  if (key === null || typeof key !== 'object') {
+    throw invalid('key must be { kid, hmac: Uint8Array } or { kid, ed25519Seed: Uint8Array }');
+  }
+  if (typeof key.kid !== 'string') throw invalid('key.kid must be a string', { kid: key.kid });
+  if (isBytes(key.hmac) && key.ed25519Seed === undefined) return ['hmac-sha256', key.hmac];
+  if (isBytes(key.ed25519Seed) && key.hmac === undefined) return ['ed25519-seed', key.ed25519Seed];
+  throw invalid('key must have exactly one of hmac (Uint8Array) or ed25519Seed (Uint8Array)');
+}
+
+/**
+ * Mints a signed fence token (text form `fg1.<claims>.<signature>`). For the
+ * issuer side: it needs the secret (HMAC) or the Ed25519 seed.
+ */
+export function mintToken(claims, key) {
+  if (!ready) notReady();
+  if (claims === null || typeof claims !== 'object') throw invalid('claims must be an object { scope, epoch, leaseId, generation }');
+  const { scope, epoch, leaseId = '', generation = 0 } = claims;
+  checkText(scope, 'scope');
+  checkText(leaseId, 'leaseId');
+  const [alg, bytes] = signingKey(key);
+  return wasm.__mintToken(scope, epoch, leaseId, generation, key.kid, alg, bytes);
+}
+
+/**
+ * Verifies a signed token's text against `keys` (and `retired`) and returns its
+ * claims. `scope` is required: the scope the token must name, or `null` to skip
+ * that check (inspection tools only).
+ */
+export function verifyToken(text, options) {
+  if (!ready) notReady();
+  if (options === null || typeof options !== 'object') throw invalid('options must be { keys, retired?, scope }');
+  const { keys, retired, scope } = options;
+  if (scope !== null) checkText(scope, 'scope');
+  const raw = new wasm.RawPolicy(false, 0, undefined);
+  try {
+    addKeys(raw, keys, retired);
+    return raw.verify(text, scope === null ? undefined : scope);
+  } finally {
+    raw.free();
+  }
+}
+
+/** The 32-byte Ed25519 public key for a 32-byte seed (Ed25519 builds only). */
+export function ed25519PublicKey(seed) {
+  if (!ready) notReady();
+  if (!isBytes(seed)) throw invalid('seed must be a Uint8Array of 32 bytes');
+  return wasm.__ed25519PublicKey(seed);
+}
+
+/** Optional algorithms compiled into this build: `['ed25519']` or `[]`. */
+export function features() {
+  if (!ready) notReady();
+  return wasm.__features();
+}

@@ -1,0 +1,317 @@
+//! Bindings for signed tokens and gate policies (issue 5).
+//!
+//! `RawPolicy` holds a parsed [`GatePolicy`] (keyring, `requireSigned`,
+//! higher-epoch mode) plus the host's ceiling; gates take it by reference, so a
+//! host-store gate can reuse it. `mintToken` / `verifyToken` are thin wrappers
+//! over [`crate::signed`]. The JS wrapper (`pkg/lib/signed.mjs`) validates
+//! option shapes before calling in.
+
+use js_sys::{Object, Reflect};
+use wasm_bindgen::prelude::*;
+
+use super::{epoch_to_js, error, token_from_js, RawMemoryGate};
+use crate::decision::Operation;
+use crate::error::{Code, TokenError};
+use crate::policy::{GatePolicy, HigherEpoch, Presented};
+use crate::signed::{Claims, Key, SignedError};
+use crate::token::{epoch_from_f64, epoch_from_u64};
+
+fn signed_error(e: &SignedError) -> JsValue {
+    let mut details: Vec<(&str, JsValue)> = Vec::new();
+    match e {
+        SignedError::UnknownKey(kid) | SignedError::KeyRetired(kid) => {
+            details.push(("kid", JsValue::from_str(kid)));
+        }
+        SignedError::WrongScope { expected, found } => {
+            details.push(("expected", JsValue::from_str(expected)));
+            details.push(("scope", JsValue::from_str(found)));
+        }
+        _ => {}
+    }
+    error(e.code(), &e.to_string(), &details)
+}
+
+fn invalid(message: &str) -> JsValue {
+    error(Code::InvalidArgument, message, &[])
+}
+
+/// A u64 from a JS number (safe integer ≥ 0) or bigint (0..2^64−1), for
+/// fields where 0 is allowed (issuer generation, ceilings).
+fn u64_from_js(value: &JsValue, what: &str) -> Result<u64, JsValue> {
+    if let Some(n) = value.as_f64() {
+        if n == 0.0 {
+            return Ok(0);
+        }
+        return epoch_from_f64(n)
+            .map_err(|e| invalid(&format!("{what} must be an integer ≥ 0 ({e})")));
+    }
+    if value.is_bigint() {
+        return u64::try_from(value.clone())
+            .map_err(|_| invalid(&format!("{what} must be a bigint in 0..2^64−1")));
+    }
+    Err(invalid(&format!("{what} must be a number or a bigint")))
+}
+
+fn claims_to_js(c: &Claims) -> JsValue {
+    let out = Object::new();
+    let set = |k: &str, v: JsValue| {
+        let _ = Reflect::set(&out, &JsValue::from_str(k), &v);
+    };
+    set("alg", JsValue::from_str(c.alg.as_str()));
+    set("kid", JsValue::from_str(&c.kid));
+    set("scope", JsValue::from_str(&c.scope));
+    set("epoch", epoch_to_js(c.epoch));
+    set("leaseId", JsValue::from_str(&c.lease_id));
+    set("generation", epoch_to_js(c.generation));
+    out.into()
+}
+
+/// Which optional algorithms this build has: `["ed25519"]` or `[]`.
+#[wasm_bindgen(js_name = "__features")]
+pub fn features() -> Vec<String> {
+    let mut f = Vec::new();
+    if cfg!(feature = "ed25519") {
+        f.push("ed25519".to_owned());
+    }
+    f
+}
+
+fn make_key(alg: &str, bytes: &[u8]) -> Result<Key, SignedError> {
+    match alg {
+        "hmac-sha256" => Key::hmac(bytes),
+        #[cfg(feature = "ed25519")]
+        "ed25519-public" => Key::ed25519_public(bytes),
+        #[cfg(feature = "ed25519")]
+        "ed25519-seed" => Key::ed25519_secret(bytes),
+        #[cfg(not(feature = "ed25519"))]
+        "ed25519-public" | "ed25519-seed" => Err(SignedError::InvalidArgument(
+            "this build has no Ed25519 support: use the fencegate/ed25519 entry".to_owned(),
+        )),
+        _ => Err(SignedError::InvalidArgument(format!(
+            "unknown key type {alg:?}"
+        ))),
+    }
+}
+
+/// A gate policy: keyring, `requireSigned`, the higher-epoch mode and the
+/// host's ceiling. Built by the JS wrapper from gate options; holds key
+/// material in WebAssembly memory until `free()`.
+#[wasm_bindgen]
+pub struct RawPolicy {
+    policy: GatePolicy,
+    ceiling: Option<u64>,
+    last_claims: Option<Claims>,
+}
+
+#[wasm_bindgen]
+impl RawPolicy {
+    /// `mode`: 0 adopt, 1 adopt-within (`max_jump` epochs), 2 reject-future.
+    #[wasm_bindgen(constructor)]
+    pub fn new(require_signed: bool, mode: u8, max_jump: JsValue) -> Result<RawPolicy, JsValue> {
+        let higher = match mode {
+            0 => HigherEpoch::Adopt,
+            1 => HigherEpoch::AdoptWithin {
+                max_jump: u64_from_js(&max_jump, "higherEpoch.maxJump")?,
+            },
+            2 => HigherEpoch::RejectFuture,
+            _ => return Err(invalid("unknown higher-epoch mode")),
+        };
+        Ok(RawPolicy {
+            policy: GatePolicy {
+                require_signed,
+                higher,
+                ..GatePolicy::default()
+            },
+            ceiling: None,
+            last_claims: None,
+        })
+    }
+
+    /// Adds a key: `alg` is `"hmac-sha256"` (the secret), `"ed25519-public"`
+    /// (a 32-byte public key) or `"ed25519-seed"` (a 32-byte seed). Throws
+    /// INVALID_ARGUMENT for bad ids, lengths, duplicates or retired ids.
+    pub fn add_key(&mut self, kid: &str, alg: &str, bytes: &[u8]) -> Result<(), JsValue> {
+        make_key(alg, bytes)
+            .and_then(|key| self.policy.keyring.insert(kid, key))
+            .map_err(|e| signed_error(&e))
+    }
+
+    /// Retires a key id (KEY_RETIRED from now on).
+    pub fn retire(&mut self, kid: &str) -> Result<(), JsValue> {
+        self.policy
+            .keyring
+            .retire(kid)
+            .map_err(|e| signed_error(&e))
+    }
+
+    /// Sets the host's ceiling for reject-future (a number or bigint ≥ 0), or
+    /// clears it with `undefined` / `null`.
+    pub fn set_ceiling(&mut self, ceiling: JsValue) -> Result<(), JsValue> {
+        self.ceiling = if ceiling.is_undefined() || ceiling.is_null() {
+            None
+        } else {
+            Some(u64_from_js(&ceiling, "higherEpoch.ceiling")?)
+        };
+        Ok(())
+    }
+
+    /// The claims of the last signed token a gate verified with this policy,
+    /// or `null` (unsigned token, or refused before verification finished).
+    pub fn last_claims(&self) -> JsValue {
+        self.last_claims
+            .as_ref()
+            .map_or(JsValue::NULL, claims_to_js)
+    }
+
+    /// Verifies `text` and returns its claims `{ alg, kid, scope, epoch,
+    /// leaseId, generation }`; `scope` undefined skips the scope check. Throws
+    /// MALFORMED_TOKEN / KEY_RETIRED / UNKNOWN_KEY / BAD_SIGNATURE / WRONG_SCOPE.
+    pub fn verify(&self, text: JsValue, scope: Option<String>) -> Result<JsValue, JsValue> {
+        let Some(text) = text.as_string() else {
+            let e = if text.is_undefined() || text.is_null() {
+                TokenError::Missing
+            } else {
+                TokenError::Malformed("a signed token is a string")
+            };
+            return Err(error(e.code(), &e.to_string(), &[("token", text)]));
+        };
+        self.policy
+            .keyring
+            .verify(&text, scope.as_deref())
+            .map(|c| claims_to_js(&c))
+            .map_err(|e| signed_error(&e))
+    }
+}
+
+fn presented(token: &JsValue, text: &mut Option<String>) -> Result<u64, TokenError> {
+    if let Some(n) = token.as_f64() {
+        return epoch_from_f64(n);
+    }
+    if token.is_bigint() {
+        return u64::try_from(token.clone())
+            .map_err(|_| TokenError::Malformed("a bigint token must be in 1..2^64−1"))
+            .and_then(epoch_from_u64);
+    }
+    if let Some(s) = token.as_string() {
+        *text = Some(s);
+        return Ok(0);
+    }
+    token_from_js(token)
+}
+
+impl RawMemoryGate {
+    fn apply_policy(
+        &mut self,
+        policy: &mut RawPolicy,
+        key: &str,
+        scope: &str,
+        token: &JsValue,
+        op: Operation,
+        value: Option<JsValue>,
+    ) -> u32 {
+        let mut text = None;
+        let plain = presented(token, &mut text);
+        let p = match &text {
+            Some(t) => Presented::Signed(t),
+            None => Presented::Plain(plain),
+        };
+        policy.policy.same_epoch = self.store.policy();
+        let (rp, ceiling) = (&policy.policy, policy.ceiling);
+        let mut claims = None;
+        let check = |mark| {
+            let (v, c) = rp.admit(mark, p, scope, op, ceiling);
+            claims = c;
+            v
+        };
+        let verdict = match value {
+            Some(value) => self.store.write_with(key, value, check),
+            None => self.store.establish_with(key, check),
+        };
+        policy.last_claims = claims;
+        self.done(verdict)
+    }
+}
+
+#[wasm_bindgen]
+impl RawMemoryGate {
+    /// Fenced write under a policy: `token` is a number, a bigint or a signed
+    /// token's text; `scope` is what a signed token must name. Returns the status.
+    pub fn write_p(
+        &mut self,
+        policy: &mut RawPolicy,
+        key: &str,
+        scope: &str,
+        token: JsValue,
+        value: JsValue,
+    ) -> u32 {
+        self.apply_policy(policy, key, scope, &token, Operation::Write, Some(value))
+    }
+
+    /// Establish under a policy (see `write_p`).
+    pub fn establish_p(
+        &mut self,
+        policy: &mut RawPolicy,
+        key: &str,
+        scope: &str,
+        token: JsValue,
+    ) -> u32 {
+        self.apply_policy(policy, key, scope, &token, Operation::Establish, None)
+    }
+}
+
+/// Mints a signed token's text form.
+///
+/// `alg` is `"hmac-sha256"` (key = the secret, 32..=1024 bytes) or
+/// `"ed25519-seed"` (key = the 32-byte seed; Ed25519 builds only). `epoch` is
+/// an epoch (number or bigint ≥ 1), `generation` a number or bigint ≥ 0.
+/// Throws INVALID_ARGUMENT for a claim that breaks its rule.
+#[wasm_bindgen(js_name = "__mintToken")]
+#[allow(clippy::too_many_arguments)]
+pub fn mint_token(
+    scope: String,
+    epoch: JsValue,
+    lease_id: String,
+    generation: JsValue,
+    kid: String,
+    alg: &str,
+    key: &[u8],
+) -> Result<String, JsValue> {
+    let epoch = token_from_js(&epoch).map_err(|e| {
+        invalid(&format!(
+            "epoch must be an epoch (number or bigint ≥ 1): {e}"
+        ))
+    })?;
+    let generation = u64_from_js(&generation, "generation")?;
+    if alg == "ed25519-public" {
+        return Err(invalid("an Ed25519 public key can verify but not mint"));
+    }
+    let key = make_key(alg, key).map_err(|e| signed_error(&e))?;
+    let claims = Claims {
+        alg: key.alg(),
+        epoch,
+        generation,
+        kid,
+        scope,
+        lease_id,
+    };
+    crate::signed::mint(&claims, &key).map_err(|e| signed_error(&e))
+}
+
+/// The 32-byte Ed25519 public key of a 32-byte seed (Ed25519 builds only).
+#[wasm_bindgen(js_name = "__ed25519PublicKey")]
+pub fn ed25519_public_key(seed: &[u8]) -> Result<Vec<u8>, JsValue> {
+    #[cfg(feature = "ed25519")]
+    {
+        let key = Key::ed25519_secret(seed).map_err(|e| signed_error(&e))?;
+        key.ed25519_public_bytes()
+            .map(|b| b.to_vec())
+            .ok_or_else(|| invalid("not an Ed25519 key"))
+    }
+    #[cfg(not(feature = "ed25519"))]
+    {
+        let _ = seed;
+        Err(invalid(
+            "this build has no Ed25519 support: use the fencegate/ed25519 entry",
+        ))
+    }
+}
