@@ -6,6 +6,23 @@ import { FencegateError } from './errors.mjs';
 import { ready, CODES } from './runtime.mjs';
 
 const MODES = { adopt: 0, 'adopt-within': 1, 'reject-future': 2 };
+const ALGS = [null, 'hmac-sha256', 'ed25519'];
+
+/** The claims last verified by a RawPolicy, as an object, or null. */
+function claimsOf(raw) {
+  const text = raw.claims_text();
+  if (text === undefined) return null;
+  const k = raw.claims_kid_len();
+  const s = k + raw.claims_scope_len();
+  return {
+    alg: ALGS[raw.claims_alg()],
+    kid: text.slice(0, k),
+    scope: text.slice(k, s),
+    epoch: raw.claims_epoch(),
+    leaseId: text.slice(s),
+    generation: raw.claims_generation(),
+  };
+}
 
 function notReady() {
   throw new FencegateError(
@@ -153,7 +170,7 @@ export function applyWithPolicy(raw, p, key, token, write, value) {
     token: raw.token(),
     markBefore: before >= 0 ? before : raw.before_b(),
     markAfter: after >= 0 ? after : raw.after_b(),
-    claims: p.raw.last_claims(),
+    claims: claimsOf(p.raw),
   };
 }
 
@@ -203,7 +220,8 @@ export function verifyToken(text, options) {
   const raw = new wasm.RawPolicy(false, 0, undefined);
   try {
     addKeys(raw, keys, retired);
-    return raw.verify(text, scope === null ? undefined : scope);
+    raw.verify(text, scope === null ? undefined : scope);
+    return claimsOf(raw);
   } finally {
     raw.free();
   }

@@ -6,14 +6,13 @@
 //! over [`crate::signed`]. The JS wrapper (`pkg/lib/signed.mjs`) validates
 //! option shapes before calling in.
 
-use js_sys::{Object, Reflect};
 use wasm_bindgen::prelude::*;
 
 use super::{epoch_to_js, error, token_from_js, RawMemoryGate};
 use crate::decision::Operation;
 use crate::error::{Code, TokenError};
 use crate::policy::{GatePolicy, HigherEpoch, Presented};
-use crate::signed::{Claims, Key, SignedError};
+use crate::signed::{Algorithm, Claims, Key, SignedError};
 use crate::token::{epoch_from_f64, epoch_from_u64};
 
 fn signed_error(e: &SignedError) -> JsValue {
@@ -50,20 +49,6 @@ fn u64_from_js(value: &JsValue, what: &str) -> Result<u64, JsValue> {
             .map_err(|_| invalid(&format!("{what} must be a bigint in 0..2^64−1")));
     }
     Err(invalid(&format!("{what} must be a number or a bigint")))
-}
-
-fn claims_to_js(c: &Claims) -> JsValue {
-    let out = Object::new();
-    let set = |k: &str, v: JsValue| {
-        let _ = Reflect::set(&out, &JsValue::from_str(k), &v);
-    };
-    set("alg", JsValue::from_str(c.alg.as_str()));
-    set("kid", JsValue::from_str(&c.kid));
-    set("scope", JsValue::from_str(&c.scope));
-    set("epoch", epoch_to_js(c.epoch));
-    set("leaseId", JsValue::from_str(&c.lease_id));
-    set("generation", epoch_to_js(c.generation));
-    out.into()
 }
 
 /// Which optional algorithms this build has: `["ed25519"]` or `[]`.
@@ -155,18 +140,11 @@ impl RawPolicy {
         Ok(())
     }
 
-    /// The claims of the last signed token a gate verified with this policy,
-    /// or `null` (unsigned token, or refused before verification finished).
-    pub fn last_claims(&self) -> JsValue {
-        self.last_claims
-            .as_ref()
-            .map_or(JsValue::NULL, claims_to_js)
-    }
-
-    /// Verifies `text` and returns its claims `{ alg, kid, scope, epoch,
-    /// leaseId, generation }`; `scope` undefined skips the scope check. Throws
-    /// MALFORMED_TOKEN / KEY_RETIRED / UNKNOWN_KEY / BAD_SIGNATURE / WRONG_SCOPE.
-    pub fn verify(&self, text: JsValue, scope: Option<String>) -> Result<JsValue, JsValue> {
+    /// Verifies `text` and keeps its claims for the `claims_*` accessors;
+    /// `scope` undefined skips the scope check. Throws MALFORMED_TOKEN /
+    /// KEY_RETIRED / UNKNOWN_KEY / BAD_SIGNATURE / WRONG_SCOPE.
+    pub fn verify(&mut self, text: JsValue, scope: Option<String>) -> Result<(), JsValue> {
+        self.last_claims = None;
         let Some(text) = text.as_string() else {
             let e = if text.is_undefined() || text.is_null() {
                 TokenError::Missing
@@ -175,11 +153,60 @@ impl RawPolicy {
             };
             return Err(error(e.code(), &e.to_string(), &[("token", text)]));
         };
-        self.policy
+        let claims = self
+            .policy
             .keyring
             .verify(&text, scope.as_deref())
-            .map(|c| claims_to_js(&c))
-            .map_err(|e| signed_error(&e))
+            .map_err(|e| signed_error(&e))?;
+        self.last_claims = Some(claims);
+        Ok(())
+    }
+
+    // The last verified claims (from `verify` or a gate operation), read field
+    // by field: one string for the text fields keeps this to a single UTF-8
+    // decode, which is what dominates building a JS object from Wasm.
+
+    /// `kid + scope + leaseId` of the last verified claims, or `undefined` when
+    /// the last operation had none (an unsigned token, or a refusal).
+    pub fn claims_text(&self) -> Option<String> {
+        self.last_claims
+            .as_ref()
+            .map(|c| [c.kid.as_str(), &c.scope, &c.lease_id].concat())
+    }
+
+    /// The length of `kid` in UTF-16 units (it is ASCII).
+    pub fn claims_kid_len(&self) -> u32 {
+        self.last_claims.as_ref().map_or(0, |c| c.kid.len() as u32)
+    }
+
+    /// The length of `scope` in UTF-16 units.
+    pub fn claims_scope_len(&self) -> u32 {
+        self.last_claims
+            .as_ref()
+            .map_or(0, |c| c.scope.encode_utf16().count() as u32)
+    }
+
+    /// 1 = hmac-sha256, 2 = ed25519, 0 = none.
+    pub fn claims_alg(&self) -> u8 {
+        match self.last_claims.as_ref().map(|c| c.alg) {
+            Some(Algorithm::HmacSha256) => 1,
+            Some(Algorithm::Ed25519) => 2,
+            None => 0,
+        }
+    }
+
+    /// The epoch (number ≤ 2^53−1, bigint above), or `null`.
+    pub fn claims_epoch(&self) -> JsValue {
+        self.last_claims
+            .as_ref()
+            .map_or(JsValue::NULL, |c| epoch_to_js(c.epoch))
+    }
+
+    /// The issuer generation (number ≤ 2^53−1, bigint above), or `null`.
+    pub fn claims_generation(&self) -> JsValue {
+        self.last_claims
+            .as_ref()
+            .map_or(JsValue::NULL, |c| epoch_to_js(c.generation))
     }
 }
 
