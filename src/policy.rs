@@ -383,7 +383,7 @@ mod tests {
             higher: HigherEpoch::AdoptWithin { max_jump: 1000 },
             ..GatePolicy::default()
         };
-        let mut store: MemoryStore<&str> = MemoryStore::new(SameEpoch::Allow);
+        let mut store: MemoryStore<String, &str> = MemoryStore::new(SameEpoch::Allow);
         let t10 = policy.keyring.mint("k1", &claims("a", 10)).unwrap();
         let v = store.write_with("a", "v10", |m| {
             policy.admit(m, Presented::Signed(&t10), "a", W, None).0

@@ -41,6 +41,11 @@ pub struct WireState {
     pub mark: String,
 }
 
+/// The field names of format version 1, in order. Decoders that cannot
+/// enforce `deny_unknown_fields` themselves (serde-wasm-bindgen reads only the
+/// declared properties of a JS object) check the object's own keys against it.
+pub const WIRE_FIELDS: [&str; 2] = ["v", "mark"];
+
 /// Only the version, read first so an unknown version gets a clear message.
 #[derive(Deserialize)]
 pub struct WireVersion {

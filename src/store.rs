@@ -5,7 +5,10 @@
 //! no window between the comparison and the write (DESIGN R1). A rejection
 //! returns before anything is touched (R3); the mark only moves up (R5).
 
+use std::borrow::Borrow;
+use std::collections::hash_map::RandomState;
 use std::collections::HashMap;
+use std::hash::{BuildHasher, Hash};
 
 use crate::decision::{decide, Operation, SameEpoch, Verdict};
 use crate::error::TokenError;
@@ -21,19 +24,28 @@ pub struct Entry<V> {
     pub value: Option<V>,
 }
 
-/// An in-memory fenced store over values of type `V`.
+/// An in-memory fenced store: resource keys of type `K` (e.g. `String`, or the
+/// `u32` slot ids the JS binding interns keys to), values of type `V`, hashed
+/// with `S` (SipHash by default: keys may be chosen by clients).
 #[derive(Clone, Debug)]
-pub struct MemoryStore<V> {
+pub struct MemoryStore<K, V, S = RandomState> {
     policy: SameEpoch,
-    entries: HashMap<String, Entry<V>>,
+    entries: HashMap<K, Entry<V>, S>,
 }
 
-impl<V> MemoryStore<V> {
+impl<K: Hash + Eq, V> MemoryStore<K, V> {
     /// An empty store with the given same-epoch policy.
     pub fn new(policy: SameEpoch) -> Self {
+        Self::with_hasher(policy, RandomState::new())
+    }
+}
+
+impl<K: Hash + Eq, V, S: BuildHasher> MemoryStore<K, V, S> {
+    /// An empty store hashing keys with `hasher`.
+    pub fn with_hasher(policy: SameEpoch, hasher: S) -> Self {
         MemoryStore {
             policy,
-            entries: HashMap::new(),
+            entries: HashMap::with_hasher(hasher),
         }
     }
 
@@ -44,22 +56,34 @@ impl<V> MemoryStore<V> {
 
     /// Fenced write: applies `value` to `key` when the token advances or is
     /// accepted; a rejected write (including a missing/malformed token) changes nothing.
-    pub fn write(&mut self, key: &str, token: Result<u64, TokenError>, value: V) -> Verdict {
+    pub fn write<Q>(&mut self, key: &Q, token: Result<u64, TokenError>, value: V) -> Verdict
+    where
+        K: Borrow<Q>,
+        Q: Hash + Eq + ToOwned<Owned = K> + ?Sized,
+    {
         self.apply(key, token, Operation::Write, Some(value))
     }
 
     /// Establish: raise the mark of `key` to `token` with no data change.
-    pub fn establish(&mut self, key: &str, token: Result<u64, TokenError>) -> Verdict {
+    pub fn establish<Q>(&mut self, key: &Q, token: Result<u64, TokenError>) -> Verdict
+    where
+        K: Borrow<Q>,
+        Q: Hash + Eq + ToOwned<Owned = K> + ?Sized,
+    {
         self.apply(key, token, Operation::Establish, None)
     }
 
-    fn apply(
+    fn apply<Q>(
         &mut self,
-        key: &str,
+        key: &Q,
         token: Result<u64, TokenError>,
         op: Operation,
         value: Option<V>,
-    ) -> Verdict {
+    ) -> Verdict
+    where
+        K: Borrow<Q>,
+        Q: Hash + Eq + ToOwned<Owned = K> + ?Sized,
+    {
         let policy = self.policy;
         self.apply_with(key, value, |mark| match token {
             Ok(t) => decide(mark, t, policy, op),
@@ -72,26 +96,38 @@ impl<V> MemoryStore<V> {
     /// and higher-epoch policies). Check and apply happen in this one `&mut`
     /// call; a verdict that does not apply changes nothing, and the mark is only
     /// ever set to `max(mark, verdict.mark_after)` (R5).
-    pub fn write_with(
+    pub fn write_with<Q>(
         &mut self,
-        key: &str,
+        key: &Q,
         value: V,
         check: impl FnOnce(u64) -> Verdict,
-    ) -> Verdict {
+    ) -> Verdict
+    where
+        K: Borrow<Q>,
+        Q: Hash + Eq + ToOwned<Owned = K> + ?Sized,
+    {
         self.apply_with(key, Some(value), check)
     }
 
     /// Establish decided by `check` (see [`MemoryStore::write_with`]); no data change.
-    pub fn establish_with(&mut self, key: &str, check: impl FnOnce(u64) -> Verdict) -> Verdict {
+    pub fn establish_with<Q>(&mut self, key: &Q, check: impl FnOnce(u64) -> Verdict) -> Verdict
+    where
+        K: Borrow<Q>,
+        Q: Hash + Eq + ToOwned<Owned = K> + ?Sized,
+    {
         self.apply_with(key, None, check)
     }
 
-    fn apply_with(
+    fn apply_with<Q>(
         &mut self,
-        key: &str,
+        key: &Q,
         value: Option<V>,
         check: impl FnOnce(u64) -> Verdict,
-    ) -> Verdict {
+    ) -> Verdict
+    where
+        K: Borrow<Q>,
+        Q: Hash + Eq + ToOwned<Owned = K> + ?Sized,
+    {
         let mark = self.mark(key);
         let verdict = check(mark);
         if verdict.applies() {
@@ -111,18 +147,26 @@ impl<V> MemoryStore<V> {
     }
 
     /// The mark of `key` (0 = never written).
-    pub fn mark(&self, key: &str) -> u64 {
+    pub fn mark<Q>(&self, key: &Q) -> u64
+    where
+        K: Borrow<Q>,
+        Q: Hash + Eq + ?Sized,
+    {
         self.entries.get(key).map_or(0, |e| e.state.mark)
     }
 
     /// The entry of `key`, if any operation was ever applied to it.
-    pub fn get(&self, key: &str) -> Option<&Entry<V>> {
+    pub fn get<Q>(&self, key: &Q) -> Option<&Entry<V>>
+    where
+        K: Borrow<Q>,
+        Q: Hash + Eq + ?Sized,
+    {
         self.entries.get(key)
     }
 
     /// All keys that have an entry, in no particular order.
-    pub fn keys(&self) -> impl Iterator<Item = &str> {
-        self.entries.keys().map(String::as_str)
+    pub fn keys(&self) -> impl Iterator<Item = &K> {
+        self.entries.keys()
     }
 }
 
@@ -135,7 +179,7 @@ mod tests {
     /// The seed article's fencing.py, step by step.
     #[test]
     fn seed_scenario() {
-        let mut r: MemoryStore<&str> = MemoryStore::new(SameEpoch::Allow);
+        let mut r: MemoryStore<String, &str> = MemoryStore::new(SameEpoch::Allow);
         let (old, new) = (1, 2);
         assert_eq!(
             r.write("k", Ok(old), "arrived-before-new-epoch").outcome,
@@ -167,7 +211,7 @@ mod tests {
 
     #[test]
     fn keys_are_independent_and_establish_has_no_data() {
-        let mut r: MemoryStore<u32> = MemoryStore::new(SameEpoch::Allow);
+        let mut r: MemoryStore<String, u32> = MemoryStore::new(SameEpoch::Allow);
         assert_eq!(r.establish("a", Ok(7)).outcome, Outcome::Advance);
         assert_eq!(r.mark("a"), 7);
         assert_eq!(r.get("a").unwrap().value, None);
@@ -179,7 +223,7 @@ mod tests {
 
     #[test]
     fn rejected_first_write_creates_nothing() {
-        let mut r: MemoryStore<u32> = MemoryStore::new(SameEpoch::Strict);
+        let mut r: MemoryStore<String, u32> = MemoryStore::new(SameEpoch::Strict);
         let v = r.write("k", Err(TokenError::Malformed("x")), 1);
         assert_eq!(
             (v.code, v.mark_before, v.mark_after),

@@ -2,7 +2,7 @@
 // into Wasm (numbers and bigints never go through serde) and shapes verdicts.
 import * as wasm from '../dist/fencegate.js';
 import { FencegateError } from './errors.mjs';
-import { ready, initAsync, CODES } from './runtime.mjs';
+import { ready, initAsync, CODES, lastMarks } from './runtime.mjs';
 import { policyFromOptions, applyWithPolicy, setPolicyCeiling } from './signed.mjs';
 
 export { FencegateError };
@@ -79,8 +79,9 @@ function canonical(token) {
 }
 
 function verdictOf(raw, key, status, token) {
-  const before = raw.before_n();
-  const after = raw.after_n();
+  const marks = lastMarks();
+  const before = marks[0];
+  const after = marks[1];
   const rejected = status >= 2;
   const code = rejected ? CODES[status - 2] : null;
   return {
@@ -98,10 +99,14 @@ function verdictOf(raw, key, status, token) {
  * The embedded gate: one high-water mark and one value per resource key, in
  * memory, checked and changed in one step. Rejections return a verdict and
  * change nothing; bad arguments other than the token throw INVALID_ARGUMENT.
+ * Keys are interned to integer slots here so the hot path passes no strings.
  */
 export class MemoryGate {
   #raw;
   #strict;
+  #slots = new Map();
+  #names = [];
+  #values = [];
   #policy;
 
   constructor(options) {
@@ -111,6 +116,26 @@ export class MemoryGate {
     this.#raw = new wasm.RawMemoryGate(this.#strict);
   }
 
+  /** The slot of `key`, made on first use (validates the key once). */
+  #slot(key) {
+    let slot = this.#slots.get(key);
+    if (slot === undefined) {
+      checkKey(key);
+      slot = this.#names.length;
+      this.#names.push(key);
+      this.#slots.set(key, slot);
+    }
+    return slot;
+  }
+
+  /** The slot of `key`, or −1 for a key never used (validates the key). */
+  #find(key) {
+    const slot = this.#slots.get(key);
+    if (slot !== undefined) return slot;
+    checkKey(key);
+    return -1;
+  }
+
   /** The same-epoch policy: `'allow'` or `'strict'`. */
   get sameEpoch() {
     return this.#strict ? 'strict' : 'allow';
@@ -118,55 +143,64 @@ export class MemoryGate {
 
   /** Fenced write: applies `value` on advance/accept, changes nothing on reject. */
   write(key, token, value) {
-    checkKey(key);
+    const slot = this.#slot(key);
     const raw = this.#raw;
-    if (this.#policy !== null) return applyWithPolicy(raw, this.#policy, key, token, true, value);
+    if (this.#policy !== null) {
+      const v = applyWithPolicy(raw, this.#policy, slot, key, token, true);
+      // Same synchronous step as the decision, as below.
+      if (v.ok) this.#values[slot] = value;
+      return v;
+    }
     let status;
-    if (typeof token === 'number') status = raw.write_n(key, token, value);
-    else if (typeof token === 'bigint' && token >= 0n && token <= MAX_U64) status = raw.write_b(key, token, value);
-    else status = raw.write_any(key, token, value);
+    if (typeof token === 'number') status = raw.write_n(slot, token);
+    else if (typeof token === 'bigint' && token >= 0n && token <= MAX_U64) status = raw.write_b(slot, token);
+    else status = raw.write_any(slot, token);
+    // Same synchronous step as the decision: nothing can run or throw in between.
+    if (status < 2) this.#values[slot] = value;
     return verdictOf(raw, key, status, token);
   }
 
   /** Raises the mark of `key` to `token` with no data change (the new owner's barrier). */
   establish(key, token) {
-    checkKey(key);
+    const slot = this.#slot(key);
     const raw = this.#raw;
-    if (this.#policy !== null) return applyWithPolicy(raw, this.#policy, key, token, false);
+    if (this.#policy !== null) return applyWithPolicy(raw, this.#policy, slot, key, token, false);
     let status;
-    if (typeof token === 'number') status = raw.establish_n(key, token);
-    else if (typeof token === 'bigint' && token >= 0n && token <= MAX_U64) status = raw.establish_b(key, token);
-    else status = raw.establish_any(key, token);
+    if (typeof token === 'number') status = raw.establish_n(slot, token);
+    else if (typeof token === 'bigint' && token >= 0n && token <= MAX_U64) status = raw.establish_b(slot, token);
+    else status = raw.establish_any(slot, token);
     return verdictOf(raw, key, status, token);
   }
 
   /** The high-water mark of `key` (0 = never written). */
   mark(key) {
-    checkKey(key);
-    const m = this.#raw.mark_n(key);
-    return m >= 0 ? m : this.#raw.mark_b(key);
+    const slot = this.#find(key);
+    if (slot < 0) return 0;
+    const m = this.#raw.mark_n(slot);
+    return m >= 0 ? m : this.#raw.mark_b(slot);
   }
 
   /** The protected value of `key`, or `undefined`. */
   value(key) {
-    checkKey(key);
-    return this.#raw.value(key);
+    const slot = this.#find(key);
+    return slot < 0 ? undefined : this.#values[slot];
   }
 
   /** `{ mark, value, hasValue }` for `key`. */
   read(key) {
-    return { mark: this.mark(key), value: this.value(key), hasValue: this.#raw.has_value(key) };
+    const slot = this.#find(key);
+    return { mark: this.mark(key), value: this.value(key), hasValue: slot >= 0 && this.#raw.has_value(slot) };
   }
 
   /** The persisted wire form of `key`'s state (`{ v: 1, mark: "…" }`), or `undefined`. */
   state(key) {
-    checkKey(key);
-    return this.#raw.state(key);
+    const slot = this.#find(key);
+    return slot < 0 ? undefined : this.#raw.state(slot);
   }
 
   /** Keys that have state, sorted. */
   keys() {
-    return this.#raw.keys();
+    return this.#names.filter((_, slot) => this.#raw.has_state(slot)).sort();
   }
 
   /**
@@ -179,6 +213,7 @@ export class MemoryGate {
 
   /** Releases the gate's WebAssembly memory now (also done by `using`). */
   free() {
+    this.#values = [];
     this.#raw.free();
     if (this.#policy !== null) this.#policy.raw.free();
   }

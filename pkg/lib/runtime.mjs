@@ -1,6 +1,6 @@
 // Loads the WebAssembly module once per realm. Entry files call initSync()
 // (Node, workerd) or core.init() calls initAsync() (browsers).
-import glueInit, { initSync as glueInitSync, __setErrorClass, __codes } from '../dist/fencegate.js';
+import glueInit, { initSync as glueInitSync, __setErrorClass, __codes, __marksPtr } from '../dist/fencegate.js';
 import { FencegateError } from './errors.mjs';
 
 /** True once the module is instantiated; live binding read by core.mjs. */
@@ -8,7 +8,22 @@ export let ready = false;
 /** Code strings indexed like the Rust `Code` discriminants. */
 export let CODES = [];
 
-function attach() {
+let memory = null;
+let marksPtr = 0;
+let marks = new Float64Array(0);
+
+/**
+ * `[markBefore, markAfter]` of the last gate verdict (−1 = above 2^53−1), a
+ * view over Wasm memory; re-made when memory growth detached the old buffer.
+ */
+export function lastMarks() {
+  if (marks.length === 0) marks = new Float64Array(memory.buffer, marksPtr, 2);
+  return marks;
+}
+
+function attach(exports) {
+  memory = exports.memory;
+  marksPtr = __marksPtr();
   __setErrorClass(FencegateError);
   CODES = __codes();
   ready = true;
@@ -17,13 +32,11 @@ function attach() {
 /** Instantiates from a `WebAssembly.Module` or the `.wasm` bytes. */
 export function initSync(module) {
   if (ready) return;
-  glueInitSync({ module });
-  attach();
+  attach(glueInitSync({ module }));
 }
 
 /** Instantiates from a URL, Response, bytes or Module (default: the packaged `.wasm` beside the glue). */
 export async function initAsync(input) {
   if (ready) return;
-  await glueInit(input === undefined ? undefined : { module_or_path: input });
-  attach();
+  attach(await glueInit(input === undefined ? undefined : { module_or_path: input }));
 }

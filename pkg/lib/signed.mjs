@@ -3,7 +3,7 @@
 // shapes results.
 import * as wasm from '../dist/fencegate.js';
 import { FencegateError } from './errors.mjs';
-import { ready, CODES } from './runtime.mjs';
+import { ready, CODES, lastMarks } from './runtime.mjs';
 
 const MODES = { adopt: 0, 'adopt-within': 1, 'reject-future': 2 };
 const ALGS = [null, 'hmac-sha256', 'ed25519'];
@@ -152,25 +152,33 @@ function refreshCeiling(p) {
 }
 
 /**
- * Runs one write (`value` given) or establish under a policy on a RawMemoryGate.
+ * Decides one write or establish under a policy on a RawMemoryGate slot. The
+ * caller stores a write's value when the verdict is `ok`, in the same
+ * synchronous step. The ceiling and scope callbacks run before Wasm is entered.
  * @internal used by MemoryGate
  */
-export function applyWithPolicy(raw, p, key, token, write, value) {
+export function applyWithPolicy(raw, p, slot, key, token, write) {
   refreshCeiling(p);
-  const scope = p.scopeOf(key);
-  const status = write ? raw.write_p(p.raw, key, scope, token, value) : raw.establish_p(p.raw, key, scope, token);
+  let status;
+  const number = typeof token === 'number';
+  if (number) status = write ? raw.write_pn(p.raw, slot, token) : raw.establish_pn(p.raw, slot, token);
+  else {
+    const scope = p.scopeOf(key);
+    status = write ? raw.write_p(p.raw, slot, scope, token) : raw.establish_p(p.raw, slot, scope, token);
+  }
   const rejected = status >= 2;
-  const before = raw.before_n();
-  const after = raw.after_n();
+  const marks = lastMarks();
+  const before = marks[0];
+  const after = marks[1];
   return {
     key,
     ok: !rejected,
     outcome: rejected ? 'reject' : status === 0 ? 'advance' : 'accept',
     code: rejected ? CODES[status - 2] : null,
-    token: raw.token(),
+    token: raw.last_token(),
     markBefore: before >= 0 ? before : raw.before_b(),
     markAfter: after >= 0 ? after : raw.after_b(),
-    claims: claimsOf(p.raw),
+    claims: number ? null : claimsOf(p.raw),
   };
 }
 

@@ -6,14 +6,16 @@
 //! `pkg/lib/core.mjs` dispatches on the token's JS type before calling in.
 
 use std::cell::RefCell;
+use std::sync::atomic::{AtomicU64, Ordering};
 
 use js_sys::{Array, Function, Object, Reflect};
+use rustc_hash::FxBuildHasher;
 use serde::Serialize;
 use wasm_bindgen::prelude::*;
 
 use crate::decision::{SameEpoch, Verdict};
 use crate::error::{Code, StateError, TokenError};
-use crate::state::{check_version, ResourceState, WireState, WireVersion};
+use crate::state::{check_version, ResourceState, WireState, WireVersion, WIRE_FIELDS};
 use crate::store::MemoryStore;
 use crate::token::{epoch_from_f64, epoch_from_u64, parse_token, MAX_SAFE_INTEGER};
 
@@ -155,6 +157,14 @@ pub(crate) fn decode_state_js(value: &JsValue) -> Result<ResourceState, StateErr
     if !value.is_object() || Array::is_array(value) {
         return Err(StateError("state must be an object {v, mark}".to_owned()));
     }
+    for key in Object::keys(value.unchecked_ref::<Object>()).iter() {
+        let known = key
+            .as_string()
+            .is_some_and(|k| WIRE_FIELDS.contains(&k.as_str()));
+        if !known {
+            return Err(StateError(format!("unknown state field {key:?}")));
+        }
+    }
     let version: WireVersion = serde_wasm_bindgen::from_value(value.clone())
         .map_err(|e| StateError(format!("state has no numeric version field v: {e}")))?;
     check_version(version.v)?;
@@ -191,17 +201,40 @@ pub fn encode_state(mark: JsValue) -> Result<JsValue, JsValue> {
     Ok(wire_to_js(&ResourceState { mark }.to_wire()))
 }
 
-/// The embedded in-memory gate: marks and values per key, checked and changed
-/// in one step. JS callers use the `MemoryGate` wrapper in `pkg/lib/core.mjs`.
+/// The last verdict's marks as f64 (−1 when above 2^53−1), read by the JS
+/// wrapper through a `Float64Array` over Wasm memory instead of two more calls.
+/// Stored as bits in atomics so no `unsafe` is needed; wasm32 has one thread.
+static LAST_MARKS: [AtomicU64; 2] = [AtomicU64::new(0), AtomicU64::new(0)];
+
+/// The address of the two-f64 scratch (`[markBefore, markAfter]`) in Wasm memory.
+#[wasm_bindgen(js_name = "__marksPtr")]
+pub fn marks_ptr() -> usize {
+    LAST_MARKS.as_ptr() as usize
+}
+
+fn small(epoch: u64) -> f64 {
+    if epoch <= MAX_SAFE_INTEGER {
+        epoch as f64
+    } else {
+        -1.0
+    }
+}
+
+/// The embedded in-memory gate's marks, one per key, decided here. Keys are
+/// interned to `u32` slots by the JS wrapper (`MemoryGate` in
+/// `pkg/lib/core.mjs`), which also holds the values: it stores a write's value
+/// in the same synchronous call, only when the status returned here says the
+/// write applied, so check and change are still one step with no await or
+/// throw between them. The hot path passes no strings and no `JsValue`s.
 #[wasm_bindgen]
 pub struct RawMemoryGate {
-    pub(crate) store: MemoryStore<JsValue>,
+    pub(crate) store: MemoryStore<u32, (), FxBuildHasher>,
     pub(crate) last: Verdict,
 }
 
 #[wasm_bindgen]
 impl RawMemoryGate {
-    /// A gate with the same-epoch policy `"allow"` or `"strict"`.
+    /// A gate with the same-epoch policy `"allow"` (false) or `"strict"` (true).
     #[wasm_bindgen(constructor)]
     pub fn new(strict: bool) -> RawMemoryGate {
         let policy = if strict {
@@ -210,120 +243,90 @@ impl RawMemoryGate {
             SameEpoch::Allow
         };
         RawMemoryGate {
-            store: MemoryStore::new(policy),
+            store: MemoryStore::with_hasher(policy, FxBuildHasher),
             last: Verdict::invalid_token(0, &TokenError::Missing),
         }
     }
 
     pub(crate) fn done(&mut self, verdict: Verdict) -> u32 {
         self.last = verdict;
+        LAST_MARKS[0].store(small(verdict.mark_before).to_bits(), Ordering::Relaxed);
+        LAST_MARKS[1].store(small(verdict.mark_after).to_bits(), Ordering::Relaxed);
         verdict.status()
     }
 
-    /// Fenced write with a number token (fast path). Returns the status.
-    pub fn write_n(&mut self, key: &str, token: f64, value: JsValue) -> u32 {
-        let v = self.store.write(key, epoch_from_f64(token), value);
+    /// Fenced write with a number token (fast path). Returns the status
+    /// (0 advance, 1 accept, 2 + code index reject).
+    pub fn write_n(&mut self, slot: u32, token: f64) -> u32 {
+        let v = self.store.write(&slot, epoch_from_f64(token), ());
         self.done(v)
     }
 
     /// Fenced write with a bigint token already checked to be in 0..2^64−1.
-    pub fn write_b(&mut self, key: &str, token: u64, value: JsValue) -> u32 {
-        let v = self.store.write(key, epoch_from_u64(token), value);
+    pub fn write_b(&mut self, slot: u32, token: u64) -> u32 {
+        let v = self.store.write(&slot, epoch_from_u64(token), ());
         self.done(v)
     }
 
-    /// Fenced write with any other token value (slow path, always rejected
-    /// unless it is a valid number or bigint).
-    pub fn write_any(&mut self, key: &str, token: JsValue, value: JsValue) -> u32 {
-        let v = self.store.write(key, token_from_js(&token), value);
+    /// Fenced write with any other token value (slow path: rejected unless it
+    /// is a valid number or bigint).
+    pub fn write_any(&mut self, slot: u32, token: JsValue) -> u32 {
+        let v = self.store.write(&slot, token_from_js(&token), ());
         self.done(v)
     }
 
     /// Establish with a number token.
-    pub fn establish_n(&mut self, key: &str, token: f64) -> u32 {
-        let v = self.store.establish(key, epoch_from_f64(token));
+    pub fn establish_n(&mut self, slot: u32, token: f64) -> u32 {
+        let v = self.store.establish(&slot, epoch_from_f64(token));
         self.done(v)
     }
 
     /// Establish with a bigint token in 0..2^64−1.
-    pub fn establish_b(&mut self, key: &str, token: u64) -> u32 {
-        let v = self.store.establish(key, epoch_from_u64(token));
+    pub fn establish_b(&mut self, slot: u32, token: u64) -> u32 {
+        let v = self.store.establish(&slot, epoch_from_u64(token));
         self.done(v)
     }
 
     /// Establish with any other token value.
-    pub fn establish_any(&mut self, key: &str, token: JsValue) -> u32 {
-        let v = self.store.establish(key, token_from_js(&token));
+    pub fn establish_any(&mut self, slot: u32, token: JsValue) -> u32 {
+        let v = self.store.establish(&slot, token_from_js(&token));
         self.done(v)
     }
 
-    /// The last verdict's mark before, or −1 when it is above 2^53−1 (then use `before_b`).
-    pub fn before_n(&self) -> f64 {
-        small(self.last.mark_before)
-    }
-
-    /// The last verdict's mark before, exactly.
+    /// The last verdict's mark before, exactly (a bigint).
     pub fn before_b(&self) -> u64 {
         self.last.mark_before
     }
 
-    /// The last verdict's mark after, or −1 when above 2^53−1 (then use `after_b`).
-    pub fn after_n(&self) -> f64 {
-        small(self.last.mark_after)
-    }
-
-    /// The last verdict's mark after, exactly.
+    /// The last verdict's mark after, exactly (a bigint).
     pub fn after_b(&self) -> u64 {
         self.last.mark_after
     }
 
-    /// The last verdict's validated token as a canonical JS epoch, or `null`.
-    pub fn token(&self) -> JsValue {
-        self.last.token.map_or(JsValue::NULL, epoch_to_js)
+    /// The mark of `slot`, or −1 when above 2^53−1 (then use `mark_b`).
+    pub fn mark_n(&self, slot: u32) -> f64 {
+        small(self.store.mark(&slot))
     }
 
-    /// The mark of `key`, or −1 when above 2^53−1 (then use `mark_b`).
-    pub fn mark_n(&self, key: &str) -> f64 {
-        small(self.store.mark(key))
+    /// The mark of `slot`, exactly.
+    pub fn mark_b(&self, slot: u32) -> u64 {
+        self.store.mark(&slot)
     }
 
-    /// The mark of `key`, exactly.
-    pub fn mark_b(&self, key: &str) -> u64 {
-        self.store.mark(key)
+    /// Whether a write was ever applied to `slot` (an establish alone does not count).
+    pub fn has_value(&self, slot: u32) -> bool {
+        self.store.get(&slot).is_some_and(|e| e.value.is_some())
     }
 
-    /// The value of `key`, or `undefined` when nothing was written.
-    pub fn value(&self, key: &str) -> JsValue {
+    /// Whether `slot` has state (some operation was applied to it).
+    pub fn has_state(&self, slot: u32) -> bool {
+        self.store.get(&slot).is_some()
+    }
+
+    /// The persisted wire form of `slot`'s state, or `undefined` when it has none.
+    pub fn state(&self, slot: u32) -> JsValue {
         self.store
-            .get(key)
-            .and_then(|e| e.value.clone())
-            .unwrap_or(JsValue::UNDEFINED)
-    }
-
-    /// Whether a write was ever applied to `key` (an establish alone does not count).
-    pub fn has_value(&self, key: &str) -> bool {
-        self.store.get(key).is_some_and(|e| e.value.is_some())
-    }
-
-    /// The persisted wire form of `key`'s state, or `undefined` when it has none.
-    pub fn state(&self, key: &str) -> JsValue {
-        self.store
-            .get(key)
+            .get(&slot)
             .map_or(JsValue::UNDEFINED, |e| wire_to_js(&e.state.to_wire()))
-    }
-
-    /// Every key with state.
-    pub fn keys(&self) -> Vec<String> {
-        let mut keys: Vec<String> = self.store.keys().map(str::to_owned).collect();
-        keys.sort_unstable();
-        keys
-    }
-}
-
-fn small(epoch: u64) -> f64 {
-    if epoch <= MAX_SAFE_INTEGER {
-        epoch as f64
-    } else {
-        -1.0
     }
 }

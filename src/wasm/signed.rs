@@ -230,11 +230,10 @@ impl RawMemoryGate {
     fn apply_policy(
         &mut self,
         policy: &mut RawPolicy,
-        key: &str,
+        slot: u32,
         scope: &str,
         token: &JsValue,
         op: Operation,
-        value: Option<JsValue>,
     ) -> u32 {
         let mut text = None;
         let plain = presented(token, &mut text);
@@ -242,6 +241,17 @@ impl RawMemoryGate {
             Some(t) => Presented::Signed(t),
             None => Presented::Plain(plain),
         };
+        self.apply_presented(policy, slot, scope, p, op)
+    }
+
+    fn apply_presented(
+        &mut self,
+        policy: &mut RawPolicy,
+        slot: u32,
+        scope: &str,
+        p: Presented<'_>,
+        op: Operation,
+    ) -> u32 {
         policy.policy.same_epoch = self.store.policy();
         let (rp, ceiling) = (&policy.policy, policy.ceiling);
         let mut claims = None;
@@ -250,9 +260,11 @@ impl RawMemoryGate {
             claims = c;
             v
         };
-        let verdict = match value {
-            Some(value) => self.store.write_with(key, value, check),
-            None => self.store.establish_with(key, check),
+        // The JS wrapper keeps the values: a write's value is stored there when
+        // the returned status says it applied (see `RawMemoryGate`).
+        let verdict = match op {
+            Operation::Write => self.store.write_with(&slot, (), check),
+            Operation::Establish => self.store.establish_with(&slot, check),
         };
         policy.last_claims = claims;
         self.done(verdict)
@@ -262,27 +274,48 @@ impl RawMemoryGate {
 #[wasm_bindgen]
 impl RawMemoryGate {
     /// Fenced write under a policy: `token` is a number, a bigint or a signed
-    /// token's text; `scope` is what a signed token must name. Returns the status.
+    /// token's text; `scope` is what a signed token must name. Returns the
+    /// status (0 advance, 1 accept, 2 + code index reject); the caller stores
+    /// the value when the status is below 2.
     pub fn write_p(
         &mut self,
         policy: &mut RawPolicy,
-        key: &str,
+        slot: u32,
         scope: &str,
         token: JsValue,
-        value: JsValue,
     ) -> u32 {
-        self.apply_policy(policy, key, scope, &token, Operation::Write, Some(value))
+        self.apply_policy(policy, slot, scope, &token, Operation::Write)
+    }
+
+    /// `write_p` for a JS number token (no scope, no strings: plain numbers
+    /// carry no scope, and under `requireSigned` they are refused anyway).
+    pub fn write_pn(&mut self, policy: &mut RawPolicy, slot: u32, token: f64) -> u32 {
+        let p = Presented::Plain(epoch_from_f64(token));
+        self.apply_presented(policy, slot, "", p, Operation::Write)
+    }
+
+    /// `establish_p` for a JS number token (see `write_pn`).
+    pub fn establish_pn(&mut self, policy: &mut RawPolicy, slot: u32, token: f64) -> u32 {
+        let p = Presented::Plain(epoch_from_f64(token));
+        self.apply_presented(policy, slot, "", p, Operation::Establish)
     }
 
     /// Establish under a policy (see `write_p`).
     pub fn establish_p(
         &mut self,
         policy: &mut RawPolicy,
-        key: &str,
+        slot: u32,
         scope: &str,
         token: JsValue,
     ) -> u32 {
-        self.apply_policy(policy, key, scope, &token, Operation::Establish, None)
+        self.apply_policy(policy, slot, scope, &token, Operation::Establish)
+    }
+
+    /// The last verdict's validated token (canonical: number ≤ 2^53−1, bigint
+    /// above), or `null` when it was missing, malformed, unsigned under
+    /// `requireSigned`, or not authenticated.
+    pub fn last_token(&self) -> JsValue {
+        self.last.token.map_or(JsValue::NULL, epoch_to_js)
     }
 }
 

@@ -1,0 +1,76 @@
+// Benchmark (a command, not a test): median ns per fenced write through the
+// public JS API (MemoryGate.write) for number and bigint tokens, against a
+// plain-JS gate with the same validation and comparison, in the same run; and
+// the .wasm size raw and gzipped. Run: npm run bench (after scripts/build.sh).
+import { readFileSync } from 'node:fs';
+import { gzipSync } from 'node:zlib';
+import { MemoryGate } from '../pkg/node.mjs';
+
+const MAX_U64 = 2n ** 64n - 1n;
+
+/** The baseline: the same rules written by hand in JS (R4 validation, R2 comparison). */
+class PlainGate {
+  marks = new Map();
+  values = new Map();
+  write(key, token, value) {
+    // Numbers and bigints compare exactly with each other in JS, so no conversion.
+    let t;
+    if (typeof token === 'number') {
+      if (!Number.isSafeInteger(token) || token < 1) return { ok: false, code: 'MALFORMED_TOKEN' };
+      t = token;
+    } else if (typeof token === 'bigint') {
+      if (token < 1n || token > MAX_U64) return { ok: false, code: 'MALFORMED_TOKEN' };
+      t = token <= 9007199254740991n ? Number(token) : token;
+    } else {
+      return { ok: false, code: token == null ? 'MISSING_TOKEN' : 'MALFORMED_TOKEN' };
+    }
+    const mark = this.marks.get(key) ?? 0;
+    if (t < mark) return { key, ok: false, outcome: 'reject', code: 'STALE_TOKEN', token, markBefore: mark, markAfter: mark };
+    this.marks.set(key, t);
+    this.values.set(key, value);
+    return { key, ok: true, outcome: t > mark ? 'advance' : 'accept', code: null, token, markBefore: mark, markAfter: t };
+  }
+}
+
+const KEYS = Array.from({ length: 16 }, (_, i) => `orders/${i}`);
+const OPS = 20000;
+const ROUNDS = 31;
+
+function run(gate, tokens) {
+  let sink = 0;
+  const t0 = process.hrtime.bigint();
+  for (let i = 0; i < OPS; i++) {
+    const v = gate.write(KEYS[i & 15], tokens[i], i);
+    if (v.ok) sink++;
+  }
+  const ns = Number(process.hrtime.bigint() - t0) / OPS;
+  if (sink === -1) console.log(sink);
+  return ns;
+}
+
+// Tokens rise slowly with a mix of advance, accept and stale (about 1 in 8).
+const numTokens = Array.from({ length: OPS }, (_, i) => Math.floor(i / 4) + 1 - (i % 8 === 7 ? 3 : 0) || 1);
+const bigTokens = numTokens.map((t) => BigInt(t) + 2n ** 60n);
+
+const cases = [
+  ['fencegate number', () => new MemoryGate(), numTokens],
+  ['plain JS number', () => new PlainGate(), numTokens],
+  ['fencegate bigint', () => new MemoryGate(), bigTokens],
+  ['plain JS bigint', () => new PlainGate(), bigTokens],
+];
+const samples = Object.fromEntries(cases.map(([n]) => [n, []]));
+for (let r = 0; r < ROUNDS; r++) {
+  for (const [name, make, tokens] of cases) {
+    const gate = make();
+    samples[name].push(run(gate, tokens));
+    gate.free?.();
+  }
+}
+const median = (xs) => { const s = [...xs].sort((a, b) => a - b); return s[s.length >> 1]; };
+const med = Object.fromEntries(Object.entries(samples).map(([k, v]) => [k, median(v.slice(3))]));
+console.log(`median ns per write (${OPS} writes x ${ROUNDS - 3} rounds, 16 keys, Node ${process.version})`);
+for (const [name] of cases) console.log(`  ${name.padEnd(18)} ${med[name].toFixed(1).padStart(8)} ns`);
+console.log(`  ratio number  fencegate/plain = ${(med['fencegate number'] / med['plain JS number']).toFixed(2)}x`);
+console.log(`  ratio bigint  fencegate/plain = ${(med['fencegate bigint'] / med['plain JS bigint']).toFixed(2)}x`);
+const wasm = readFileSync(new URL('../pkg/dist/fencegate_bg.wasm', import.meta.url));
+console.log(`wasm size: ${wasm.length} bytes raw, ${gzipSync(wasm, { level: 9 }).length} bytes gzip -9`);

@@ -1,0 +1,116 @@
+// npm install proof: `npm pack` pkg/, install the tarball into a scratch
+// project, and use it from Node ESM, Node CJS, TypeScript (tsc --strict against
+// the shipped .d.ts) and a Worker in Miniflare (real workerd).
+import { test, before } from 'node:test';
+import assert from 'node:assert/strict';
+import { execFileSync } from 'node:child_process';
+import { mkdtempSync, writeFileSync, readFileSync, mkdirSync, copyFileSync, existsSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join, dirname } from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { readmeBlocks } from '../readme-blocks.mjs';
+
+const root = join(dirname(fileURLToPath(import.meta.url)), '..', '..');
+let project;
+
+before(() => {
+  const tarball = execFileSync('bash', [join(root, 'scripts/pack.sh')], { encoding: 'utf8' }).trim();
+  project = mkdtempSync(join(tmpdir(), 'fencegate-pack-'));
+  writeFileSync(join(project, 'package.json'), JSON.stringify({ name: 'scratch', private: true }));
+  execFileSync('npm', ['install', '--no-audit', '--no-fund', '--silent', tarball], { cwd: project, stdio: 'inherit' });
+});
+
+test('the tarball holds the entries, types and wasm and nothing from the build tree', () => {
+  const dir = join(project, 'node_modules', 'fencegate');
+  for (const f of ['package.json', 'index.d.ts', 'node.mjs', 'node.cjs', 'workerd.mjs', 'browser.mjs', 'lib/core.mjs', 'dist/fencegate.js', 'dist/fencegate.cjs', 'dist/fencegate_bg.wasm', 'dist/index.d.cts']) {
+    assert.ok(existsSync(join(dir, f)), f);
+  }
+  assert.equal(existsSync(join(dir, 'src')), false);
+  assert.equal(existsSync(join(dir, 'lib/cjs-entry.mjs')), true);
+});
+
+const SCRIPT_BODY = `
+const g = new MemoryGate();
+const out = [];
+out.push(g.write('k', 1, 'a').outcome);
+out.push(g.write('k', 2n, 'b').outcome);
+out.push(g.write('k', 1, 'c').code);
+out.push(g.write('k', parseToken('2'), 'd').outcome);
+try { parseToken('02'); } catch (e) { out.push(e instanceof FencegateError ? e.code : 'wrong class'); }
+out.push(String(g.mark('k')), g.value('k'));
+console.log(JSON.stringify(out));
+`;
+const EXPECTED = '["advance","advance","STALE_TOKEN","accept","MALFORMED_TOKEN","2","d"]';
+
+test('Node ESM: import { … } from "fencegate"', () => {
+  writeFileSync(join(project, 'esm.mjs'), `import { MemoryGate, parseToken, FencegateError } from 'fencegate';\n${SCRIPT_BODY}`);
+  assert.equal(execFileSync('node', ['esm.mjs'], { cwd: project, encoding: 'utf8' }).trim(), EXPECTED);
+});
+
+test('Node CJS: require("fencegate")', () => {
+  writeFileSync(join(project, 'cjs.cjs'), `const { MemoryGate, parseToken, FencegateError } = require('fencegate');\n${SCRIPT_BODY}`);
+  assert.equal(execFileSync('node', ['cjs.cjs'], { cwd: project, encoding: 'utf8' }).trim(), EXPECTED);
+});
+
+test('browser entry without init() throws NOT_INITIALIZED, with init() works', () => {
+  const dir = join(project, 'node_modules', 'fencegate');
+  writeFileSync(join(project, 'browser.mjs'), `
+import { MemoryGate, init, FencegateError } from './node_modules/fencegate/browser.mjs';
+import { readFileSync } from 'node:fs';
+const out = [];
+try { new MemoryGate(); } catch (e) { out.push(e instanceof FencegateError ? e.code : String(e)); }
+await init(readFileSync(${JSON.stringify(join(dir, 'dist/fencegate_bg.wasm'))}));
+out.push(new MemoryGate().write('k', 1, 'v').outcome);
+console.log(JSON.stringify(out));
+`);
+  assert.equal(execFileSync('node', ['browser.mjs'], { cwd: project, encoding: 'utf8' }).trim(), '["NOT_INITIALIZED","advance"]');
+});
+
+test('TypeScript: every export type-checks with tsc --noEmit --strict', () => {
+  copyFileSync(join(root, 'tests/types/api.ts'), join(project, 'api.ts'));
+  writeFileSync(join(project, 'tsconfig.json'), JSON.stringify({
+    compilerOptions: { strict: true, noEmit: true, target: 'es2022', module: 'nodenext', moduleResolution: 'nodenext', lib: ['es2022', 'dom', 'esnext.disposable'], types: [], skipLibCheck: false },
+    files: ['api.ts'],
+  }));
+  writeFileSync(join(project, 'package.json'), JSON.stringify({ name: 'scratch', private: true, type: 'module', dependencies: JSON.parse(readFileSync(join(project, 'package.json'), 'utf8')).dependencies }));
+  execFileSync(join(root, 'node_modules/.bin/tsc'), ['-p', project], { cwd: project, stdio: 'inherit' });
+});
+
+test('Worker in Miniflare (workerd): the package bundled as wrangler would, .wasm imported as a module', async () => {
+  const src = join(project, 'worker-src.mjs');
+  // The README's Worker quick start, exactly as printed.
+  writeFileSync(src, readmeBlocks('Quick start: Cloudflare Worker')[0]);
+  const out = join(project, 'worker-out');
+  mkdirSync(join(out, 'dist'), { recursive: true });
+  const esbuild = await import(join(root, 'node_modules/esbuild/lib/main.js'));
+  await esbuild.build({
+    entryPoints: [src], bundle: true, format: 'esm', platform: 'neutral', outfile: join(out, 'worker.mjs'),
+    conditions: ['workerd', 'worker', 'browser'], mainFields: ['module', 'main'], external: ['*.wasm'], logLevel: 'warning', absWorkingDir: project,
+  });
+  copyFileSync(join(project, 'node_modules/fencegate/dist/fencegate_bg.wasm'), join(out, 'dist/fencegate_bg.wasm'));
+  const { Miniflare } = await import(join(root, 'node_modules/miniflare/dist/src/index.js'));
+  const mf = new Miniflare({
+    modulesRoot: out,
+    modules: [
+      { type: 'ESModule', path: join(out, 'worker.mjs'), contents: readFileSync(join(out, 'worker.mjs'), 'utf8') },
+      { type: 'CompiledWasm', path: join(out, 'dist/fencegate_bg.wasm'), contents: readFileSync(join(out, 'dist/fencegate_bg.wasm')) },
+    ],
+    compatibilityDate: '2026-04-01',
+  });
+  try {
+    const send = async (token, body) => {
+      const headers = token === undefined ? {} : { 'fencing-token': token };
+      const r = await mf.dispatchFetch('http://localhost/k', { method: 'POST', headers, body });
+      return [r.status, await r.json()];
+    };
+    assert.deepEqual(await send('3', 'three'), [200, { outcome: 'advance', code: null, mark: '3' }]);
+    assert.deepEqual(await send('3', 'three again'), [200, { outcome: 'accept', code: null, mark: '3' }]);
+    assert.deepEqual(await send('2', 'two'), [409, { outcome: 'reject', code: 'STALE_TOKEN', mark: '3' }]);
+    assert.deepEqual(await send('03', 'x'), [400, { code: 'MALFORMED_TOKEN' }]);
+    assert.deepEqual(await send(undefined, 'x'), [400, { code: 'MISSING_TOKEN' }]);
+    assert.deepEqual(await send('18446744073709551615', 'max'), [200, { outcome: 'advance', code: null, mark: '18446744073709551615' }]);
+    assert.deepEqual(await send('18446744073709551614', 'x'), [409, { outcome: 'reject', code: 'STALE_TOKEN', mark: '18446744073709551615' }]);
+  } finally {
+    await mf.dispose();
+  }
+});

@@ -1,0 +1,71 @@
+// Compiled by tests/pack with `tsc --noEmit --strict` against the installed
+// package: every export is used with the types a caller relies on, and the
+// "expect-error" lines prove wrong uses fail.
+import {
+  MemoryGate,
+  FencegateError,
+  init,
+  parseToken,
+  toToken,
+  decodeState,
+  encodeState,
+  errorCodes,
+  type Epoch,
+  type Verdict,
+  type Outcome,
+  type ErrorCode,
+  type RejectCode,
+  type PersistedState,
+  type GateOptions,
+  type Reading,
+  type SameEpochPolicy,
+} from 'fencegate';
+
+export async function use(): Promise<void> {
+  await init();
+  const options: GateOptions = { sameEpoch: 'strict' };
+  const policy: SameEpochPolicy = 'allow';
+  const gate = new MemoryGate<{ total: number }>(options);
+  const token: Epoch = parseToken('7');
+  const big: Epoch = toToken(2n ** 64n - 1n);
+  const v: Verdict = gate.write('orders/1', token, { total: 3 });
+  const outcome: Outcome = v.outcome;
+  const code: RejectCode | null = v.code;
+  const ok: boolean = v.ok;
+  const marks: [Epoch, Epoch, Epoch | null] = [v.markBefore, v.markAfter, v.token];
+  const e: Verdict = gate.establish('orders/1', big);
+  const r: Reading<{ total: number }> = gate.read('orders/1');
+  const total: number | undefined = gate.value('orders/1')?.total;
+  const mark: Epoch = gate.mark('orders/1');
+  const state: PersistedState | undefined = gate.state('orders/1');
+  const decoded: { mark: Epoch } = decodeState('{"v":1,"mark":"3"}');
+  const encoded: PersistedState = encodeState(3);
+  const version: 1 = encoded.v;
+  const keys: string[] = gate.keys();
+  const codes: ErrorCode[] = errorCodes();
+  const p: SameEpochPolicy = gate.sameEpoch;
+  try {
+    parseToken('07');
+  } catch (err) {
+    if (err instanceof FencegateError) {
+      const c: ErrorCode = err.code;
+      const m: string = err.message;
+      void [c, m, err.token];
+    }
+  }
+  const made = new FencegateError('STORE_ERROR', 'x', { cause: 1 });
+  {
+    using scoped = new MemoryGate();
+    scoped.write('k', 1, 'v');
+  }
+  gate.free();
+  // @ts-expect-error keys are strings
+  gate.write(1, 1, { total: 1 });
+  // @ts-expect-error the value type is checked
+  gate.write('k', 1, 'not an object');
+  // @ts-expect-error unknown policy
+  new MemoryGate({ sameEpoch: 'lenient' });
+  // @ts-expect-error unknown code
+  const wrong: ErrorCode = 'NOPE';
+  void [policy, outcome, code, ok, marks, e, r, total, mark, state, decoded, version, keys, codes, p, made, wrong];
+}
