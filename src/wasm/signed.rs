@@ -70,7 +70,8 @@ fn make_key(alg: &str, bytes: &[u8]) -> Result<Key, SignedError> {
         "ed25519-seed" => Key::ed25519_secret(bytes),
         #[cfg(not(feature = "ed25519"))]
         "ed25519-public" | "ed25519-seed" => Err(SignedError::InvalidArgument(
-            "this build has no Ed25519 support: use the fencegate/ed25519 entry".to_owned(),
+            "this build has no Ed25519 support (it is a separate build: docs/signed-tokens.md)"
+                .to_owned(),
         )),
         _ => Err(SignedError::InvalidArgument(format!(
             "unknown key type {alg:?}"
@@ -371,7 +372,7 @@ pub fn ed25519_public_key(seed: &[u8]) -> Result<Vec<u8>, JsValue> {
     {
         let _ = seed;
         Err(invalid(
-            "this build has no Ed25519 support: use the fencegate/ed25519 entry",
+            "this build has no Ed25519 support (it is a separate build: docs/signed-tokens.md)",
         ))
     }
 }
