@@ -70,7 +70,12 @@ export interface Verdict {
   outcome: Outcome;
   /** Why it was rejected; `null` when `ok`. */
   code: RejectCode | null;
-  /** The validated token (canonical), or `null` when it was missing/malformed. */
+  /**
+   * The validated token (canonical), or `null` when it was missing/malformed or,
+   * on a gate with policy options, not authenticated (UNSIGNED_TOKEN,
+   * BAD_SIGNATURE, UNKNOWN_KEY, KEY_RETIRED). A WRONG_SCOPE verdict carries the
+   * genuine token's epoch.
+   */
   token: Epoch | null;
   /** The mark before the operation (0 = never written). */
   markBefore: Epoch;
