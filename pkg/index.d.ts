@@ -305,3 +305,90 @@ export class MemoryGate<V = unknown> {
   free(): void;
   [Symbol.dispose](): void;
 }
+
+/**
+ * A data change committed together with the next fence state:
+ * `set` stores `value`; `delete` clears the value and keeps the fence record;
+ * `none` (establish) changes only the state.
+ */
+export type Change<V = unknown> = { kind: 'set'; value: V } | { kind: 'delete' } | { kind: 'none' };
+
+/** What a host store's `load` returns for a key that has a record. */
+export interface StoredRecord<V = unknown> {
+  /** The stored fence state: the {@link PersistedState} object or its JSON text. Never null in a record. */
+  state: PersistedState | string;
+  /** An opaque version the host compares in `commit` (a counter, an ETag, a revision). */
+  version: unknown;
+  /** The protected value, `undefined` when the key has none. */
+  value?: V;
+}
+
+type MaybePromise<T> = T | Promise<T>;
+
+/**
+ * Compare-and-set host store. `commit` writes `nextState` and `change` in one
+ * atomic step only if the key's version is still `expectedVersion` (`null`:
+ * the key has no record yet), and answers `true`, or `false` without writing.
+ * Throw an error with `commitUnknown: true` when the outcome is unknown.
+ */
+export interface CasStore<V = unknown> {
+  load(key: string): MaybePromise<StoredRecord<V> | null | undefined>;
+  commit(key: string, expectedVersion: unknown, nextState: PersistedState, change: Change<V>): MaybePromise<boolean>;
+}
+
+/** What the function handed to a transaction store returns: null = rejected, write nothing. */
+export type TransactionResult<V = unknown> = { nextState: PersistedState; change: Change<V> } | null;
+
+/**
+ * Transaction host store. `transaction` runs `fn(state)` (the stored state, or
+ * null when the key has no record) inside the host's own atomic boundary and
+ * writes what it returns in the same boundary, or nothing when it returns null
+ * or throws. `fn` is synchronous and may be called again if the host retries.
+ * `load` is optional and used by `read()`.
+ */
+export interface TransactionStore<V = unknown> {
+  transaction(key: string, fn: (state: PersistedState | string | null) => TransactionResult<V>): MaybePromise<unknown>;
+  load?(key: string): MaybePromise<StoredRecord<V> | null | undefined>;
+}
+
+/** A host store: either callback shape. */
+export type HostStore<V = unknown> = CasStore<V> | TransactionStore<V>;
+
+/** Options of a host-store-backed {@link Gate}. */
+export interface HostGateOptions extends GateOptions {
+  /** Compare-and-set attempts after the first before COMMIT_CONFLICT; default 8. */
+  maxRetries?: number;
+  /** Milliseconds to wait for `commit`/`transaction`; no answer by then is COMMIT_UNKNOWN. Default: wait. */
+  commitTimeoutMs?: number;
+}
+
+/**
+ * A gate over a host store (SQLite, Redis, PostgreSQL, a Durable Object, your
+ * own): fencegate decides, the host commits the next state and the data change
+ * together. Callbacks may be synchronous or return Promises; every method
+ * returns a Promise. A rejection resolves to a verdict and writes nothing.
+ *
+ * @throws FencegateError CORRUPT_STATE (stored state does not decode; nothing
+ * written), STORE_ERROR (a callback threw; `cause`, `callback`), COMMIT_UNKNOWN
+ * (the host may have committed; retry the same operation with the same token),
+ * COMMIT_CONFLICT (compare-and-set lost `maxRetries + 1` times; `attempts`),
+ * INVALID_ARGUMENT, NOT_INITIALIZED.
+ */
+export class Gate<V = unknown> {
+  constructor(store: HostStore<V>, options?: HostGateOptions);
+  readonly sameEpoch: SameEpochPolicy;
+  /** The callback shape in use; a store with `transaction` is driven as a transaction store. */
+  readonly shape: 'transaction' | 'compare-and-set';
+  /** Fenced write of `value` (not `undefined`; use `delete`). */
+  write(key: string, token: unknown, value: V): Promise<Verdict>;
+  /** Raises the mark with no data change (a new owner's barrier). */
+  establish(key: string, token: unknown): Promise<Verdict>;
+  /** Fenced maintenance delete: clears the value, keeps the fence record. */
+  delete(key: string, token: unknown): Promise<Verdict>;
+  /** Fenced delete of several keys, each fenced on its own (not atomic across keys). */
+  deleteMany(keys: string[], token: unknown): Promise<Verdict[]>;
+  /** Mark and value through the host's `load`. */
+  read(key: string): Promise<Reading<V>>;
+  /** The high-water mark (0 = no fence record). */
+  mark(key: string): Promise<Epoch>;
+}

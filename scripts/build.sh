@@ -29,6 +29,12 @@ npx --no-install wasm-opt -Oz \
 npx --no-install esbuild "$OUT/lib/cjs-entry.mjs" --bundle --format=cjs --platform=node \
   --log-override:empty-import-meta=silent --outfile="$OUT/dist/fencegate.cjs" --log-level=warning
 cp "$OUT/index.d.ts" "$OUT/dist/index.d.cts"
+# CommonJS copies of the store adapters (fencegate/sqlite, /redis, /postgres); they import nothing.
+for a in sqlite redis postgres; do
+  npx --no-install esbuild "$OUT/adapters/$a.mjs" --format=cjs --platform=node \
+    --outfile="$OUT/dist/adapters/$a.cjs" --log-level=warning
+  cp "$OUT/adapters/$a.d.ts" "$OUT/dist/adapters/$a.d.cts"
+done
 raw=$(wc -c < "$OUT/dist/fencegate_bg.wasm")
 gz=$(gzip -9 -c "$OUT/dist/fencegate_bg.wasm" | wc -c)
 echo "build: $OUT/dist/fencegate_bg.wasm ${raw} bytes raw, ${gz} bytes gzip -9${FEATURES:+ (features: $FEATURES)}"

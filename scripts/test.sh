@@ -24,4 +24,4 @@ echo "== main job: the seed scenario through the installed package =="
 bash scripts/demo.sh
 
 echo "== JS tests against the built package, packaging test, Chromium =="
-node --test --test-concurrency=1 tests/js/ tests/pack/ tests/browser/
+bash scripts/with-services.sh node --test --test-concurrency=1 tests/js/ tests/pack/ tests/browser/

@@ -13,6 +13,8 @@
 
 pub mod decision;
 pub mod error;
+pub mod host;
+pub mod ops;
 pub mod policy;
 pub mod signed;
 pub mod state;

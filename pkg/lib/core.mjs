@@ -6,6 +6,7 @@ import { ready, initAsync, CODES, lastMarks } from './runtime.mjs';
 import { policyFromOptions, applyWithPolicy, setPolicyCeiling } from './signed.mjs';
 
 export { FencegateError };
+export { Gate } from './gate.mjs';
 export { mintToken, verifyToken, ed25519PublicKey, features } from './signed.mjs';
 
 const MAX_U64 = 0xffff_ffff_ffff_ffffn;

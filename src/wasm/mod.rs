@@ -19,6 +19,7 @@ use crate::state::{check_version, ResourceState, WireState, WireVersion, WIRE_FI
 use crate::store::MemoryStore;
 use crate::token::{epoch_from_f64, epoch_from_u64, parse_token, MAX_SAFE_INTEGER};
 
+mod host;
 mod signed;
 
 thread_local! {
@@ -212,7 +213,7 @@ pub fn marks_ptr() -> usize {
     LAST_MARKS.as_ptr() as usize
 }
 
-fn small(epoch: u64) -> f64 {
+pub(crate) fn small(epoch: u64) -> f64 {
     if epoch <= MAX_SAFE_INTEGER {
         epoch as f64
     } else {

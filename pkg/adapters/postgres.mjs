@@ -1,0 +1,107 @@
+// fencegate/postgres — a host store on PostgreSQL through node-postgres (pg).
+//
+// One table holds, per resource key, the fence state (format v1 JSON text),
+// the protected value (JSON text, NULL = no value) and a `version` bigint.
+// fencegate makes the decision in Wasm; PostgreSQL runs a compare-and-set as
+// one statement: `UPDATE … WHERE key = $1 AND version = $expected` (or an
+// `INSERT … ON CONFLICT DO NOTHING` for a new key) that writes state and value
+// together, or nothing. A lost compare-and-set makes the gate load, decide
+// again and retry (bounded).
+//
+// The client is passed in (a `pg.Pool` or `pg.Client`); this module imports nothing.
+
+const IDENT = /^[A-Za-z_][A-Za-z0-9_]{0,62}$/;
+
+function encodeJson(value) {
+  return JSON.stringify(value);
+}
+
+function decodeJson(text) {
+  return JSON.parse(text);
+}
+
+// An error PostgreSQL answered with (a SQLSTATE), other than a connection or
+// shutdown class, means the statement did not commit. Anything else (a lost
+// connection, a client-side timeout) may have committed.
+function definitelyFailed(e) {
+  const code = e && typeof e === 'object' ? e.code : undefined;
+  return typeof code === 'string' && /^[0-9A-Z]{5}$/.test(code) && !code.startsWith('08') && !code.startsWith('57');
+}
+
+/**
+ * A compare-and-set host store on a pg `Pool` or `Client`.
+ * Options: `table` (default `"fencegate"`), `encode`/`decode` for values
+ * (default JSON text). Call `await store.init()` once to create the table.
+ */
+export class PostgresStore {
+  #pg;
+  #table;
+  #encode;
+  #decode;
+
+  constructor(pg, options = {}) {
+    if (pg === null || typeof pg !== 'object' || typeof pg.query !== 'function') {
+      throw new TypeError('PostgresStore needs a pg Pool or Client');
+    }
+    const table = options.table ?? 'fencegate';
+    if (typeof table !== 'string' || !IDENT.test(table)) {
+      throw new TypeError(`table must be a plain SQL identifier, got ${String(table)}`);
+    }
+    this.#pg = pg;
+    this.#table = `"${table}"`;
+    this.#encode = options.encode ?? encodeJson;
+    this.#decode = options.decode ?? decodeJson;
+  }
+
+  /** Creates the table when it does not exist. Run once, before concurrent use. */
+  async init() {
+    await this.#pg.query(
+      `CREATE TABLE IF NOT EXISTS ${this.#table} (` +
+        'key text PRIMARY KEY, state text NOT NULL, value text, version bigint NOT NULL)',
+    );
+    return this;
+  }
+
+  /** `{ state, version, value }` of `key` (version as decimal text), or null. */
+  async load(key) {
+    const r = await this.#pg.query({
+      text: `SELECT state, value, version::text AS version FROM ${this.#table} WHERE key = $1`,
+      values: [key],
+    });
+    if (r.rows.length === 0) return null;
+    const row = r.rows[0];
+    return { state: row.state, version: row.version, value: row.value === null ? undefined : this.#decode(row.value) };
+  }
+
+  /** Writes state and change when the row's version is still `expectedVersion`; true when it did. */
+  async commit(key, expectedVersion, nextState, change) {
+    const state = JSON.stringify(nextState);
+    const value = change.kind === 'set' ? this.#encode(change.value) : null;
+    const t = this.#table;
+    let query;
+    if (expectedVersion === null || expectedVersion === undefined) {
+      query = {
+        text: `INSERT INTO ${t} (key, state, value, version) VALUES ($1, $2, $3, 1) ON CONFLICT (key) DO NOTHING`,
+        values: [key, state, value],
+      };
+    } else {
+      const valueSql = change.kind === 'set' ? '$3' : change.kind === 'delete' ? 'NULL' : 'value';
+      const params = [key, state, String(expectedVersion)];
+      if (change.kind === 'set') params.splice(2, 0, value);
+      const versionParam = change.kind === 'set' ? '$4' : '$3';
+      query = {
+        text:
+          `UPDATE ${t} SET state = $2, value = ${valueSql}, version = version + 1 ` +
+          `WHERE key = $1 AND version = ${versionParam}::bigint`,
+        values: params,
+      };
+    }
+    try {
+      const r = await this.#pg.query(query);
+      return r.rowCount === 1;
+    } catch (e) {
+      if (!definitelyFailed(e) && e && typeof e === 'object') e.commitUnknown = true;
+      throw e;
+    }
+  }
+}

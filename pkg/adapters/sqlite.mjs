@@ -1,0 +1,96 @@
+// fencegate/sqlite — a host store on SQLite through better-sqlite3 (v12).
+//
+// One table holds, per resource key, the persisted fence state (format v1 JSON
+// text), the protected value (JSON text, NULL = no value) and a version counter.
+// Every fenced operation runs as one `BEGIN IMMEDIATE` transaction: read the
+// state, let fencegate decide, write state and value together — or nothing.
+// IMMEDIATE takes SQLite's write lock up front, so writers in other processes
+// wait (better-sqlite3's `timeout`, default 5 s) instead of failing at COMMIT.
+//
+// The client is passed in (an open `Database`); this module imports nothing.
+
+const IDENT = /^[A-Za-z_][A-Za-z0-9_]{0,62}$/;
+
+function encodeJson(value) {
+  return JSON.stringify(value);
+}
+
+function decodeJson(text) {
+  return JSON.parse(text);
+}
+
+/**
+ * A transaction-shaped host store on a better-sqlite3 `Database`.
+ * Options: `table` (default `"fencegate"`), `encode`/`decode` for values
+ * (default JSON text), `createTable` (default true).
+ */
+export class SqliteStore {
+  #db;
+  #select;
+  #insert;
+  #update;
+  #run;
+  #encode;
+  #decode;
+
+  constructor(db, options = {}) {
+    if (db === null || typeof db !== 'object' || typeof db.prepare !== 'function' || typeof db.transaction !== 'function') {
+      throw new TypeError('SqliteStore needs an open better-sqlite3 Database');
+    }
+    const table = options.table ?? 'fencegate';
+    if (typeof table !== 'string' || !IDENT.test(table)) {
+      throw new TypeError(`table must be a plain SQL identifier, got ${String(table)}`);
+    }
+    this.#db = db;
+    this.#encode = options.encode ?? encodeJson;
+    this.#decode = options.decode ?? decodeJson;
+    if (options.createTable !== false) {
+      db.exec(
+        `CREATE TABLE IF NOT EXISTS "${table}" (` +
+          'key TEXT PRIMARY KEY NOT NULL, state TEXT NOT NULL, value TEXT, version INTEGER NOT NULL) WITHOUT ROWID',
+      );
+    }
+    this.#select = db.prepare(`SELECT state, value, version FROM "${table}" WHERE key = ?`);
+    this.#insert = db.prepare(`INSERT INTO "${table}" (key, state, value, version) VALUES (?, ?, ?, 1)`);
+    this.#update = {
+      set: db.prepare(`UPDATE "${table}" SET state = ?, value = ?, version = version + 1 WHERE key = ?`),
+      delete: db.prepare(`UPDATE "${table}" SET state = ?, value = NULL, version = version + 1 WHERE key = ?`),
+      none: db.prepare(`UPDATE "${table}" SET state = ?, version = version + 1 WHERE key = ?`),
+    };
+    const apply = (key, fn) => {
+      const row = this.#select.get(key);
+      const out = fn(row === undefined ? null : row.state);
+      if (out === null || out === undefined) return false; // rejected: write nothing
+      const state = JSON.stringify(out.nextState);
+      const { change } = out;
+      const value = change.kind === 'set' ? this.#encode(change.value) : null;
+      if (row === undefined) {
+        this.#insert.run(key, state, value);
+      } else if (change.kind === 'set') {
+        this.#update.set.run(state, value, key);
+      } else if (change.kind === 'delete') {
+        this.#update.delete.run(state, key);
+      } else {
+        this.#update.none.run(state, key);
+      }
+      return true;
+    };
+    this.#run = db.transaction(apply);
+  }
+
+  /** Runs `fn(state)` in one IMMEDIATE transaction and writes what it returns (or nothing). */
+  transaction(key, fn) {
+    return this.#run.immediate(key, fn);
+  }
+
+  /** `{ state, version, value }` of `key` (value `undefined` when none), or null. */
+  load(key) {
+    const row = this.#select.get(key);
+    if (row === undefined) return null;
+    return {
+      state: row.state,
+      version: row.version,
+      value: row.value === null ? undefined : this.#decode(row.value),
+    };
+  }
+}

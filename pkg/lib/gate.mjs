@@ -1,0 +1,354 @@
+// The host-store protocol: fencegate decides, the host's storage commits.
+//
+// A `Gate` runs one fenced operation as: load the key's stored state → decide
+// in Wasm (decode, compare, next state) → on reject return at
+// once, writing nothing → have the host commit the next state together with
+// the data change in one atomic step → on a compare-and-set conflict load and
+// decide again (bounded) → a verdict shaped like MemoryGate's.
+//
+// Host callbacks may be synchronous or return Promises. Two shapes:
+//
+//   compare-and-set   load(key) → { state, version, value } | null
+//                     commit(key, expectedVersion, nextState, change) → true | false
+//   transaction       transaction(key, fn): run `fn(state)` inside the host's own
+//                     atomic boundary and apply what it returns
+//                     (`{ nextState, change }`, or null: write nothing);
+//                     `load(key)` is optional, used by `read()`.
+//
+// A change is `{ kind: 'set', value }`, `{ kind: 'delete' }` (clear the value,
+// keep the fence record) or `{ kind: 'none' }` (establish: only the state).
+import * as wasm from '../dist/fencegate.js';
+import { FencegateError } from './errors.mjs';
+import { ready, CODES } from './runtime.mjs';
+
+const OUTCOMES = ['advance', 'accept'];
+const MAX_U64 = 0xffff_ffff_ffff_ffffn;
+const MAX_SAFE = 9007199254740991n;
+// Code indexes (status - 2) of the two token codes, whose verdicts carry `token: null`.
+const MISSING = 0;
+const MALFORMED = 1;
+
+function canonical(token) {
+  return typeof token === 'bigint' && token <= MAX_SAFE ? Number(token) : token;
+}
+const DEFAULT_MAX_RETRIES = 8;
+const NONE = Object.freeze({ kind: 'none' });
+const DELETE = Object.freeze({ kind: 'delete' });
+
+function invalid(message, details) {
+  return new FencegateError('INVALID_ARGUMENT', message, details);
+}
+
+function checkReady() {
+  if (!ready) {
+    throw new FencegateError(
+      'NOT_INITIALIZED',
+      "fencegate's WebAssembly module is not loaded yet: call `await init()` first (browser and default entries)",
+    );
+  }
+}
+
+function checkKey(key) {
+  if (typeof key !== 'string') throw invalid('a resource key must be a string', { key });
+}
+
+function messageOf(cause) {
+  if (cause instanceof Error) return cause.message;
+  try {
+    return String(cause);
+  } catch {
+    return 'a non-printable value';
+  }
+}
+
+function storeError(key, callback, cause) {
+  return new FencegateError('STORE_ERROR', `host store ${callback}(${JSON.stringify(key)}) failed: ${messageOf(cause)}`, {
+    key,
+    callback,
+    cause,
+  });
+}
+
+function unknownError(key, callback, cause, why) {
+  return new FencegateError(
+    'COMMIT_UNKNOWN',
+    `host store ${callback}(${JSON.stringify(key)}) may or may not have committed (${why}); ` +
+      'retrying the same operation with the same token is safe',
+    { key, callback, cause },
+  );
+}
+
+function marksCommitUnknown(cause) {
+  return cause !== null && typeof cause === 'object' && cause.commitUnknown === true;
+}
+
+function isThenable(value) {
+  return value !== null && (typeof value === 'object' || typeof value === 'function') && typeof value.then === 'function';
+}
+
+/** Awaits a host callback's result, giving up after `ms` (when set) with a timeout marker. */
+const TIMED_OUT = Symbol('timed out');
+function withTimeout(result, ms) {
+  if (ms === undefined || !isThenable(result)) return result;
+  let timer;
+  const timeout = new Promise((resolve) => {
+    timer = setTimeout(resolve, ms, TIMED_OUT);
+  });
+  return Promise.race([result, timeout]).finally(() => clearTimeout(timer));
+}
+
+function verdictOf(key, d) {
+  const rejected = d.status >= 2;
+  return {
+    key,
+    ok: !rejected,
+    outcome: rejected ? 'reject' : OUTCOMES[d.status],
+    code: rejected ? CODES[d.status - 2] : null,
+    token: d.token,
+    markBefore: d.markBefore,
+    markAfter: d.markAfter,
+  };
+}
+
+/** Decodes stored state in Wasm (null = no record) and remembers its mark there; throws CORRUPT_STATE. */
+function loadState(key, state) {
+  try {
+    if (state === null) wasm.__state_none();
+    else if (typeof state === 'string') wasm.__state_text(state);
+    else wasm.__state_any(state);
+  } catch (e) {
+    if (e instanceof FencegateError && e.key === undefined) e.key = key;
+    throw e;
+  }
+}
+
+/**
+ * The decision, in Wasm: decode the stored state, compare, and give the next
+ * state to commit (format v1 with the exact `markAfter`), or null when rejected.
+ * Numbers and bigints reach Wasm as plain numbers; no strings are built there.
+ */
+function decide(key, state, token, establish, strict) {
+  loadState(key, state);
+  const flags = (establish ? 1 : 0) | (strict ? 2 : 0);
+  let status;
+  if (typeof token === 'number') status = wasm.__decide_n(token, flags);
+  else if (typeof token === 'bigint' && token >= 0n && token <= MAX_U64) status = wasm.__decide_b(token, flags);
+  else status = wasm.__decide_any(token, flags);
+  const before = wasm.__last_before_n();
+  const after = wasm.__last_after_n();
+  const markBefore = before >= 0 ? before : wasm.__last_before_b();
+  const markAfter = after >= 0 ? after : wasm.__last_after_b();
+  const badToken = status === 2 + MISSING || status === 2 + MALFORMED;
+  return {
+    status,
+    token: badToken ? null : canonical(token),
+    markBefore,
+    markAfter,
+    next: status < 2 ? { v: 1, mark: String(markAfter) } : null,
+  };
+}
+
+/** The stored state of a loaded record: null = no fence record; a record must carry its state. */
+function stateOf(key, record) {
+  if (record === null || record === undefined) return null;
+  if (typeof record !== 'object') {
+    throw storeError(key, 'load', new TypeError('load must return null or an object { state, version, value }'));
+  }
+  if (record.state === null || record.state === undefined) {
+    throw new FencegateError(
+      'CORRUPT_STATE',
+      `the stored record of ${JSON.stringify(key)} has no fence state (load returns null for a key without a record)`,
+      { key, state: record.state },
+    );
+  }
+  return record.state;
+}
+
+function parseOptions(options) {
+  if (options === undefined || options === null) options = {};
+  if (typeof options !== 'object') throw invalid('options must be an object', { options });
+  const p = options.sameEpoch;
+  if (p !== undefined && p !== 'allow' && p !== 'strict') {
+    throw invalid(`sameEpoch must be 'allow' or 'strict', got ${String(p)}`, { sameEpoch: p });
+  }
+  const maxRetries = options.maxRetries ?? DEFAULT_MAX_RETRIES;
+  if (!Number.isSafeInteger(maxRetries) || maxRetries < 0) {
+    throw invalid('maxRetries must be a safe integer ≥ 0', { maxRetries });
+  }
+  const t = options.commitTimeoutMs;
+  if (t !== undefined && !(typeof t === 'number' && t > 0 && Number.isFinite(t))) {
+    throw invalid('commitTimeoutMs must be a positive number of milliseconds', { commitTimeoutMs: t });
+  }
+  return { strict: p === 'strict', maxRetries, commitTimeoutMs: t };
+}
+
+/**
+ * A gate over a host store: the host keeps state and value; fencegate decides.
+ * Every method returns a Promise. Rejections resolve to a verdict with
+ * `ok: false` and change nothing. Failures reject with a FencegateError:
+ * CORRUPT_STATE (nothing written), STORE_ERROR (a callback threw; `cause`),
+ * COMMIT_UNKNOWN (the host may have committed; retry the same operation with
+ * the same token), COMMIT_CONFLICT (compare-and-set lost `maxRetries + 1` times).
+ */
+export class Gate {
+  #store;
+  #strict;
+  #maxRetries;
+  #commitTimeoutMs;
+  #transactional;
+
+  constructor(store, options) {
+    checkReady();
+    if (store === null || typeof store !== 'object') throw invalid('a Gate needs a host store object', { store });
+    const o = parseOptions(options);
+    this.#transactional = typeof store.transaction === 'function';
+    if (!this.#transactional && (typeof store.load !== 'function' || typeof store.commit !== 'function')) {
+      throw invalid('a host store has transaction(key, fn), or load(key) and commit(key, expectedVersion, nextState, change)', {
+        store,
+      });
+    }
+    this.#store = store;
+    this.#strict = o.strict;
+    this.#maxRetries = o.maxRetries;
+    this.#commitTimeoutMs = o.commitTimeoutMs;
+  }
+
+  /** The same-epoch policy: `'allow'` or `'strict'`. */
+  get sameEpoch() {
+    return this.#strict ? 'strict' : 'allow';
+  }
+
+  /** `'transaction'` or `'compare-and-set'`: the callback shape this gate drives. */
+  get shape() {
+    return this.#transactional ? 'transaction' : 'compare-and-set';
+  }
+
+  /** Fenced write: the host stores `value` with the next state on advance/accept. */
+  async write(key, token, value) {
+    checkKey(key);
+    if (value === undefined) throw invalid('value must not be undefined; use delete() to clear a value', { key });
+    return this.#run(key, token, false, { kind: 'set', value });
+  }
+
+  /** Raises the mark to `token` with no data change (a new owner's barrier). */
+  async establish(key, token) {
+    checkKey(key);
+    return this.#run(key, token, true, NONE);
+  }
+
+  /**
+   * Fenced delete (maintenance): clears the key's value on advance/accept. The
+   * fence record stays, so an older epoch cannot write afterwards.
+   */
+  async delete(key, token) {
+    checkKey(key);
+    return this.#run(key, token, false, DELETE);
+  }
+
+  /** Fenced delete of several keys, one after another; each key is fenced on its own. */
+  async deleteMany(keys, token) {
+    if (!Array.isArray(keys)) throw invalid('keys must be an array of strings', { keys });
+    keys.forEach(checkKey);
+    const verdicts = [];
+    for (const key of keys) verdicts.push(await this.#run(key, token, false, DELETE));
+    return verdicts;
+  }
+
+  /** `{ mark, value, hasValue }` of `key` through the host's `load`. Throws CORRUPT_STATE, STORE_ERROR. */
+  async read(key) {
+    checkKey(key);
+    const record = await this.#load(key);
+    const state = stateOf(key, record);
+    loadState(key, state);
+    const m = wasm.__stored_mark_n();
+    const mark = m >= 0 ? m : wasm.__stored_mark_b();
+    const hasValue = record !== null && record !== undefined && record.value !== undefined;
+    return { mark, value: hasValue ? record.value : undefined, hasValue };
+  }
+
+  /** The high-water mark of `key` (0 = no fence record). */
+  async mark(key) {
+    return (await this.read(key)).mark;
+  }
+
+  async #load(key) {
+    if (typeof this.#store.load !== 'function') {
+      throw invalid('this host store has no load(key); reads need one', { key });
+    }
+    try {
+      return await this.#store.load(key);
+    } catch (cause) {
+      throw storeError(key, 'load', cause);
+    }
+  }
+
+  #run(key, token, establish, change) {
+    return this.#transactional ? this.#viaTransaction(key, token, establish, change) : this.#viaCas(key, token, establish, change);
+  }
+
+  async #viaCas(key, token, establish, change) {
+    const store = this.#store;
+    for (let attempt = 0; attempt <= this.#maxRetries; attempt++) {
+      const record = await this.#load(key);
+      const d = decide(key, stateOf(key, record), token, establish, this.#strict);
+      if (d.status >= 2) return verdictOf(key, d);
+      const expected = record === null || record === undefined ? null : record.version ?? null;
+      let committed;
+      try {
+        committed = await withTimeout(store.commit(key, expected, d.next, change), this.#commitTimeoutMs);
+      } catch (cause) {
+        if (marksCommitUnknown(cause)) throw unknownError(key, 'commit', cause, messageOf(cause));
+        throw storeError(key, 'commit', cause);
+      }
+      if (committed === TIMED_OUT) {
+        throw unknownError(key, 'commit', undefined, `no answer within ${this.#commitTimeoutMs} ms`);
+      }
+      if (committed === true) return verdictOf(key, d);
+      if (committed !== false) {
+        // Never treat anything but `true` as success; but a commit that answered
+        // something else may have written, so it is not a plain failure either.
+        throw unknownError(key, 'commit', undefined, `commit returned ${String(committed)}, not true or false`);
+      }
+    }
+    throw new FencegateError(
+      'COMMIT_CONFLICT',
+      `compare-and-set on ${JSON.stringify(key)} conflicted ${this.#maxRetries + 1} times; nothing was written by this call`,
+      { key, attempts: this.#maxRetries + 1 },
+    );
+  }
+
+  async #viaTransaction(key, token, establish, change) {
+    const strict = this.#strict;
+    let decision = null;
+    let ownError = null;
+    const fn = (state) => {
+      decision = null;
+      ownError = null;
+      try {
+        // Inside a transaction the host passes only the state: null/undefined = no record.
+        const d = decide(key, state === undefined ? null : state, token, establish, strict);
+        decision = d;
+        return d.status >= 2 ? null : { nextState: d.next, change };
+      } catch (e) {
+        ownError = e;
+        throw e;
+      }
+    };
+    let result;
+    try {
+      result = await withTimeout(this.#store.transaction(key, fn), this.#commitTimeoutMs);
+    } catch (cause) {
+      if (ownError !== null) throw ownError; // CORRUPT_STATE from inside: the host rolled back
+      if (marksCommitUnknown(cause)) throw unknownError(key, 'transaction', cause, messageOf(cause));
+      throw storeError(key, 'transaction', cause);
+    }
+    if (result === TIMED_OUT) {
+      throw unknownError(key, 'transaction', undefined, `no answer within ${this.#commitTimeoutMs} ms`);
+    }
+    if (ownError !== null) throw ownError;
+    if (decision === null) {
+      throw storeError(key, 'transaction', new Error('the host transaction returned without calling fn'));
+    }
+    return verdictOf(key, decision);
+  }
+}

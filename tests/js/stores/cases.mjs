@@ -1,0 +1,293 @@
+// The conformance cases every host store must pass. Each case takes an opened
+// target (see targets.mjs) and throws an AssertionError when the store breaks
+// the contract; conformance.test.mjs runs them against every target, and the
+// lying host's test shows that they catch a store that ignores the version.
+import assert from 'node:assert/strict';
+import { Gate, FencegateError } from '../../../pkg/node.mjs';
+import { uniqueKey } from './targets.mjs';
+
+const BIG = 2n ** 53n + 1n; // not representable as a JS number
+const MAX_U64 = 2n ** 64n - 1n;
+
+function stateText(mark) {
+  return `{"v":1,"mark":"${mark}"}`;
+}
+
+async function expectRead(gate, key, mark, value) {
+  const r = await gate.read(key);
+  assert.deepEqual(r, value === undefined ? { mark, value: undefined, hasValue: false } : { mark, value, hasValue: true });
+}
+
+function verdict(key, outcome, code, token, markBefore, markAfter) {
+  return { key, ok: outcome !== 'reject', outcome, code, token, markBefore, markAfter };
+}
+
+async function expectError(promise, code) {
+  const e = await promise.then(
+    (v) => assert.fail(`expected ${code}, got a verdict ${JSON.stringify(v, (_, x) => (typeof x === 'bigint' ? `${x}n` : x))}`),
+    (e) => e,
+  );
+  assert.ok(e instanceof FencegateError, `expected a FencegateError, got ${e}`);
+  assert.equal(e.code, code, e.message);
+  return e;
+}
+
+/** A store with the same callbacks as `store`, some replaced. */
+export function wrap(store, overrides) {
+  const w = {};
+  for (const name of ['load', 'commit', 'transaction']) {
+    if (typeof store[name] === 'function') w[name] = store[name].bind(store);
+  }
+  return Object.assign(w, overrides);
+}
+
+const sleep = (ms) => new Promise((r) => setTimeout(r, ms));
+
+export const CASES = {
+  /** advance / accept / stale / missing / malformed, exact mark and value after every step. */
+  async 'advance, accept, stale, missing and malformed tokens, exact after every step'(t) {
+    const gate = new Gate(t.store);
+    const k = uniqueKey('basic');
+    await expectRead(gate, k, 0, undefined);
+    assert.deepEqual(await gate.write(k, 5, { n: 'a' }), verdict(k, 'advance', null, 5, 0, 5));
+    await expectRead(gate, k, 5, { n: 'a' });
+    assert.deepEqual(await gate.write(k, 5, { n: 'b' }), verdict(k, 'accept', null, 5, 5, 5));
+    await expectRead(gate, k, 5, { n: 'b' });
+    const before = await t.raw(k);
+    assert.deepEqual(before, { state: stateText(5), value: '{"n":"b"}' });
+    assert.deepEqual(await gate.write(k, 4, 'stale'), verdict(k, 'reject', 'STALE_TOKEN', 4, 5, 5));
+    assert.deepEqual(await gate.write(k, undefined, 'x'), verdict(k, 'reject', 'MISSING_TOKEN', null, 5, 5));
+    assert.deepEqual(await gate.write(k, null, 'x'), verdict(k, 'reject', 'MISSING_TOKEN', null, 5, 5));
+    for (const bad of ['6', 6.5, 0, -0, -6, 2 ** 53, NaN, Infinity, true, {}, [6], 0n, -6n, 2n ** 64n]) {
+      assert.deepEqual(await gate.write(k, bad, 'x'), verdict(k, 'reject', 'MALFORMED_TOKEN', null, 5, 5), String(bad));
+      assert.deepEqual(await gate.establish(k, bad), verdict(k, 'reject', 'MALFORMED_TOKEN', null, 5, 5));
+    }
+    assert.deepEqual(await t.raw(k), before, 'rejections wrote nothing');
+    // establish: the barrier raises the mark, the value stays
+    assert.deepEqual(await gate.establish(k, 9), verdict(k, 'advance', null, 9, 5, 9));
+    await expectRead(gate, k, 9, { n: 'b' });
+    assert.deepEqual(await gate.write(k, 8, 'late'), verdict(k, 'reject', 'STALE_TOKEN', 8, 9, 9));
+    assert.deepEqual(await gate.establish(k, 9), verdict(k, 'accept', null, 9, 9, 9));
+    assert.deepEqual(await gate.write(k, 9n, 'nine'), verdict(k, 'accept', null, 9, 9, 9));
+    await expectRead(gate, k, 9, 'nine');
+    // a rejected first operation creates no record
+    const fresh = uniqueKey('fresh');
+    assert.deepEqual(await gate.write(fresh, 'x', 1), verdict(fresh, 'reject', 'MALFORMED_TOKEN', null, 0, 0));
+    assert.deepEqual(await gate.establish(fresh, undefined), verdict(fresh, 'reject', 'MISSING_TOKEN', null, 0, 0));
+    assert.equal(await t.raw(fresh), null);
+    // an establish alone records the mark, no value
+    assert.deepEqual(await gate.establish(fresh, 3), verdict(fresh, 'advance', null, 3, 0, 3));
+    await expectRead(gate, fresh, 3, undefined);
+    assert.deepEqual(await t.raw(fresh), { state: stateText(3), value: null });
+  },
+
+  async 'delete is fenced and keeps the fence record'(t) {
+    const gate = new Gate(t.store);
+    const k = uniqueKey('delete');
+    await gate.write(k, 4, 'v4');
+    assert.deepEqual(await gate.delete(k, 3), verdict(k, 'reject', 'STALE_TOKEN', 3, 4, 4));
+    await expectRead(gate, k, 4, 'v4');
+    assert.deepEqual(await gate.delete(k, undefined), verdict(k, 'reject', 'MISSING_TOKEN', null, 4, 4));
+    assert.deepEqual(await gate.delete(k, 6), verdict(k, 'advance', null, 6, 4, 6));
+    await expectRead(gate, k, 6, undefined);
+    assert.deepEqual(await t.raw(k), { state: stateText(6), value: null });
+    // the fence survives the data delete: an older epoch still cannot write
+    assert.deepEqual(await gate.write(k, 5, 'zombie'), verdict(k, 'reject', 'STALE_TOKEN', 5, 6, 6));
+    await expectRead(gate, k, 6, undefined);
+    const k2 = uniqueKey('delete-many');
+    await gate.write(k2, 9, 'v9');
+    const vs = await gate.deleteMany([k, k2], 7);
+    assert.deepEqual(vs, [verdict(k, 'advance', null, 7, 6, 7), verdict(k2, 'reject', 'STALE_TOKEN', 7, 9, 9)]);
+    await expectRead(gate, k2, 9, 'v9');
+  },
+
+  async 'strict same-epoch policy'(t) {
+    const gate = new Gate(t.store, { sameEpoch: 'strict' });
+    const k = uniqueKey('strict');
+    assert.deepEqual(await gate.write(k, 5, 'a'), verdict(k, 'advance', null, 5, 0, 5));
+    assert.deepEqual(await gate.write(k, 5, 'b'), verdict(k, 'reject', 'SAME_EPOCH_REJECTED', 5, 5, 5));
+    await expectRead(gate, k, 5, 'a');
+    assert.deepEqual(await gate.establish(k, 5), verdict(k, 'accept', null, 5, 5, 5));
+    assert.deepEqual(await gate.write(k, 6, 'c'), verdict(k, 'advance', null, 6, 5, 6));
+    await expectRead(gate, k, 6, 'c');
+  },
+
+  async 'exact u64 marks above 2^53 survive the round trip'(t) {
+    const gate = new Gate(t.store);
+    const k = uniqueKey('u64');
+    assert.deepEqual(await gate.write(k, BIG, 'big'), verdict(k, 'advance', null, BIG, 0, BIG));
+    assert.deepEqual(await t.raw(k), { state: stateText(BIG), value: '"big"' });
+    // 2^53 and 2^53+1 are the same float: only an exact comparison rejects it
+    assert.deepEqual(await gate.write(k, BIG - 1n, 'x'), verdict(k, 'reject', 'STALE_TOKEN', BIG - 1n, BIG, BIG));
+    assert.deepEqual(await gate.write(k, MAX_U64, 'max'), verdict(k, 'advance', null, MAX_U64, BIG, MAX_U64));
+    assert.deepEqual(await gate.write(k, MAX_U64 - 1n, 'x'), verdict(k, 'reject', 'STALE_TOKEN', MAX_U64 - 1n, MAX_U64, MAX_U64));
+    await expectRead(gate, k, MAX_U64, 'max');
+    assert.deepEqual(await t.raw(k), { state: stateText(MAX_U64), value: '"max"' });
+    // a new connection (a restart for SQLite) reads the exact mark back
+    const again = new Gate(await t.reopen());
+    await expectRead(again, k, MAX_U64, 'max');
+    assert.deepEqual(await again.write(k, MAX_U64, 'same'), verdict(k, 'accept', null, MAX_U64, MAX_U64, MAX_U64));
+  },
+
+  async 'restart: a new gate on the same storage keeps the mark'(t) {
+    const k = uniqueKey('restart');
+    const gate = new Gate(t.store);
+    assert.equal((await gate.write(k, 41, 'v41')).outcome, 'advance');
+    const next = new Gate(await t.reopen());
+    assert.deepEqual(await next.write(k, 40, 'old'), verdict(k, 'reject', 'STALE_TOKEN', 40, 41, 41));
+    assert.deepEqual(await next.write(k, 41, 'again'), verdict(k, 'accept', null, 41, 41, 41));
+    await expectRead(next, k, 41, 'again');
+  },
+
+  async 'stored mark as text compares exactly (100: 99 rejected, 101 advances)'(t) {
+    const gate = new Gate(t.store);
+    const k = uniqueKey('text');
+    await t.putRaw(k, stateText(100), '"v100"');
+    assert.deepEqual(await gate.write(k, 99, 'x'), verdict(k, 'reject', 'STALE_TOKEN', 99, 100, 100));
+    assert.deepEqual(await t.raw(k), { state: stateText(100), value: '"v100"' });
+    assert.deepEqual(await gate.write(k, 101, 'v101'), verdict(k, 'advance', null, 101, 100, 101));
+    await expectRead(gate, k, 101, 'v101');
+  },
+
+  async 'corrupt stored state is CORRUPT_STATE and nothing is written'(t) {
+    const gate = new Gate(t.store);
+    for (const bad of ['{"v":2,"mark":"5"}', '{"v":1,"mark":5}', '{"v":1,"mark":"05"}', '{"v":1}', 'not json', '', '[]', 'null']) {
+      const k = uniqueKey('corrupt');
+      await t.putRaw(k, bad, '"old"');
+      const before = await t.raw(k);
+      const e = await expectError(gate.write(k, 10, 'new'), 'CORRUPT_STATE');
+      assert.equal(e.key, k);
+      await expectError(gate.establish(k, 10), 'CORRUPT_STATE');
+      await expectError(gate.delete(k, 10), 'CORRUPT_STATE');
+      await expectError(gate.read(k), 'CORRUPT_STATE');
+      assert.deepEqual(await t.raw(k), before, `stored bytes untouched for ${JSON.stringify(bad)}`);
+    }
+  },
+
+  async 'a throwing callback is STORE_ERROR with its cause, and nothing is written'(t) {
+    const k = uniqueKey('throws');
+    await new Gate(t.store).write(k, 3, 'v3');
+    const before = await t.raw(k);
+    const boom = new Error('disk on fire');
+    const badLoad = new Gate(wrap(t.store, { load: () => { throw boom; } }));
+    let e = await expectError(badLoad.read(k), 'STORE_ERROR');
+    assert.equal(e.cause, boom);
+    if (t.shape === 'cas') {
+      e = await expectError(badLoad.write(k, 4, 'x'), 'STORE_ERROR');
+      assert.equal(e.cause, boom);
+      const badCommit = new Gate(wrap(t.store, { commit: async () => { throw boom; } }));
+      e = await expectError(badCommit.write(k, 4, 'x'), 'STORE_ERROR');
+      assert.deepEqual([e.cause, e.callback, e.key], [boom, 'commit', k]);
+    } else {
+      const badTx = new Gate(wrap(t.store, { transaction: async () => { throw boom; } }));
+      e = await expectError(badTx.write(k, 4, 'x'), 'STORE_ERROR');
+      assert.deepEqual([e.cause, e.callback, e.key], [boom, 'transaction', k]);
+      const lazyTx = new Gate(wrap(t.store, { transaction: () => undefined }));
+      await expectError(lazyTx.write(k, 4, 'x'), 'STORE_ERROR');
+    }
+    assert.deepEqual(await t.raw(k), before);
+  },
+
+  async 'commit unknown is COMMIT_UNKNOWN, and retrying with the same token converges'(t) {
+    const lost = Object.assign(new Error('reply lost'), { commitUnknown: true });
+    const name = t.shape === 'cas' ? 'commit' : 'transaction';
+    const real = t.store[name].bind(t.store);
+    // 1. the commit landed, the reply was lost
+    const k = uniqueKey('unknown');
+    await new Gate(t.store).write(k, 2, 'v2');
+    const landed = new Gate(wrap(t.store, { [name]: async (...a) => { await real(...a); throw lost; } }));
+    const e = await expectError(landed.write(k, 3, 'v3'), 'COMMIT_UNKNOWN');
+    assert.deepEqual([e.cause, e.key], [lost, k]);
+    await expectRead(new Gate(t.store), k, 3, 'v3');
+    assert.deepEqual(await new Gate(t.store).write(k, 3, 'v3'), verdict(k, 'accept', null, 3, 3, 3));
+    await expectRead(new Gate(t.store), k, 3, 'v3');
+    // 2. the commit never happened
+    const k2 = uniqueKey('unknown');
+    await new Gate(t.store).write(k2, 2, 'v2');
+    const notLanded = new Gate(wrap(t.store, { [name]: async () => { throw lost; } }));
+    await expectError(notLanded.write(k2, 3, 'v3'), 'COMMIT_UNKNOWN');
+    await expectRead(new Gate(t.store), k2, 2, 'v2');
+    assert.deepEqual(await new Gate(t.store).write(k2, 3, 'v3'), verdict(k2, 'advance', null, 3, 2, 3));
+    await expectRead(new Gate(t.store), k2, 3, 'v3');
+    // 3. no answer in time (commitTimeoutMs); the late commit lands, the retry accepts
+    const k3 = uniqueKey('timeout');
+    let late;
+    const slow = new Gate(wrap(t.store, { [name]: (...a) => (late = sleep(150).then(() => real(...a))) }), { commitTimeoutMs: 20 });
+    const te = await expectError(slow.write(k3, 7, 'v7'), 'COMMIT_UNKNOWN');
+    assert.match(te.message, /no answer within 20 ms/);
+    await late;
+    assert.deepEqual(await new Gate(t.store).write(k3, 7, 'v7'), verdict(k3, 'accept', null, 7, 7, 7));
+    await expectRead(new Gate(t.store), k3, 7, 'v7');
+  },
+};
+
+/** Compare-and-set only: interleavings that a transaction shape serialises away. */
+export const CAS_CASES = {
+  async 'mark 5, writers 6 and 7 load 5, 7 commits first: 6 is rejected after reloading'(t) {
+    const k = uniqueKey('race');
+    await new Gate(t.store).write(k, 5, 'v5');
+    const seven = new Gate(t.store);
+    let loads = 0;
+    const six = new Gate(
+      wrap(t.store, {
+        load: async (key) => {
+          const r = await t.store.load(key);
+          if (loads++ === 0) {
+            assert.equal((await seven.write(k, 7, 'v7')).outcome, 'advance'); // 7 loads 5 too, and commits first
+          }
+          return r;
+        },
+      }),
+    );
+    assert.deepEqual(await six.write(k, 6, 'v6'), verdict(k, 'reject', 'STALE_TOKEN', 6, 7, 7));
+    assert.equal(loads, 2, 'the 6-writer loaded again after its commit failed');
+    await expectRead(new Gate(t.store), k, 7, 'v7');
+    assert.deepEqual(await t.raw(k), { state: stateText(7), value: '"v7"' });
+  },
+
+  async 'mark 7, a 7-writer loaded, 9 advanced: the 7-writer stores nothing, later 8 is rejected'(t) {
+    const k = uniqueKey('race');
+    await new Gate(t.store).write(k, 7, 'v7');
+    let loads = 0;
+    const seven = new Gate(
+      wrap(t.store, {
+        load: async (key) => {
+          const r = await t.store.load(key);
+          if (loads++ === 0) assert.equal((await new Gate(t.store).write(k, 9, 'v9')).outcome, 'advance');
+          return r;
+        },
+      }),
+    );
+    assert.deepEqual(await seven.write(k, 7, 'late7'), verdict(k, 'reject', 'STALE_TOKEN', 7, 9, 9));
+    await expectRead(new Gate(t.store), k, 9, 'v9');
+    assert.deepEqual(await new Gate(t.store).write(k, 8, 'v8'), verdict(k, 'reject', 'STALE_TOKEN', 8, 9, 9));
+    assert.deepEqual(await t.raw(k), { state: stateText(9), value: '"v9"' });
+  },
+
+  async 'conflicts past maxRetries are COMMIT_CONFLICT; commit false is never success'(t) {
+    const k = uniqueKey('conflict');
+    await new Gate(t.store).write(k, 5, 'v5');
+    let n = 0;
+    const other = new Gate(t.store);
+    const busy = new Gate(
+      wrap(t.store, {
+        load: async (key) => {
+          const r = await t.store.load(key);
+          await other.write(k, 5, `other-${++n}`); // same epoch, accepted: the version moves under us
+          return r;
+        },
+      }),
+      { maxRetries: 2 },
+    );
+    const e = await expectError(busy.write(k, 6, 'mine'), 'COMMIT_CONFLICT');
+    assert.deepEqual([e.key, e.attempts, n], [k, 3, 3]);
+    await expectRead(new Gate(t.store), k, 5, 'other-3');
+    // a host whose commit answers false without an error: never reported as success
+    const refusing = new Gate(wrap(t.store, { commit: async () => false }), { maxRetries: 0 });
+    await expectError(refusing.write(k, 6, 'mine'), 'COMMIT_CONFLICT');
+    // a commit answering neither true nor false may have written: COMMIT_UNKNOWN, never ok
+    const vague = new Gate(wrap(t.store, { commit: async () => undefined }));
+    await expectError(vague.write(k, 6, 'mine'), 'COMMIT_UNKNOWN');
+    await expectRead(new Gate(t.store), k, 5, 'other-3');
+  },
+};

@@ -1,0 +1,83 @@
+// The adapters as a user reaches them: `fencegate/sqlite`, `/redis`,
+// `/postgres` through the package's exports map, from ESM, CommonJS and
+// TypeScript (node16 resolution), in a scratch project that links pkg/ as
+// node_modules/fencegate.
+import { test, before, after } from 'node:test';
+import assert from 'node:assert/strict';
+import { execFileSync } from 'node:child_process';
+import { mkdtempSync, mkdirSync, rmSync, symlinkSync, writeFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { fileURLToPath } from 'node:url';
+
+const root = fileURLToPath(new URL('../../../', import.meta.url));
+let dir;
+
+before(() => {
+  // inside the repo (build/ is git-ignored) so the clients resolve from its node_modules
+  mkdirSync(join(root, 'build'), { recursive: true });
+  dir = mkdtempSync(join(root, 'build', 'exports-'));
+  mkdirSync(join(dir, 'node_modules'));
+  symlinkSync(join(root, 'pkg'), join(dir, 'node_modules', 'fencegate'), 'dir');
+});
+after(() => rmSync(dir, { recursive: true, force: true }));
+
+const run = (file, source) => {
+  writeFileSync(join(dir, file), source);
+  return execFileSync(process.execPath, [file], { cwd: dir, encoding: 'utf8' }).trim();
+};
+
+test('ESM: fencegate/sqlite works with Gate from fencegate', () => {
+  const out = run(
+    'esm.mjs',
+    `import { Gate } from 'fencegate';
+     import { SqliteStore } from 'fencegate/sqlite';
+     import { RedisStore } from 'fencegate/redis';
+     import { PostgresStore } from 'fencegate/postgres';
+     import Database from 'better-sqlite3';
+     const gate = new Gate(new SqliteStore(new Database(':memory:')));
+     const v = await gate.write('k', 2n ** 60n, 'x');
+     const stale = await gate.write('k', 2n ** 60n - 1n, 'y');
+     console.log(JSON.stringify([v.outcome, String(v.markAfter), stale.code, (await gate.read('k')).value,
+       typeof RedisStore, typeof PostgresStore]));`,
+  );
+  assert.equal(out, JSON.stringify(['advance', String(2n ** 60n), 'STALE_TOKEN', 'x', 'function', 'function']));
+});
+
+test('CommonJS: require("fencegate/sqlite") and friends', () => {
+  const out = run(
+    'cjs.cjs',
+    `const { Gate } = require('fencegate');
+     const { SqliteStore } = require('fencegate/sqlite');
+     const { RedisStore } = require('fencegate/redis');
+     const { PostgresStore } = require('fencegate/postgres');
+     const Database = require('better-sqlite3');
+     const gate = new Gate(new SqliteStore(new Database(':memory:')));
+     gate.write('k', 7, 'x').then((v) => console.log(JSON.stringify([v.outcome, v.markAfter, typeof RedisStore, typeof PostgresStore])));`,
+  );
+  assert.equal(out, JSON.stringify(['advance', 7, 'function', 'function']));
+});
+
+test('TypeScript (node16) sees the Gate and adapter types', () => {
+  // (lib esnext: index.d.ts uses Symbol.dispose)
+  writeFileSync(
+    join(dir, 'use.mts'),
+    `import { Gate, type CasStore, type Verdict } from 'fencegate';
+     import { SqliteStore } from 'fencegate/sqlite';
+     import { RedisStore } from 'fencegate/redis';
+     import { PostgresStore } from 'fencegate/postgres';
+     declare const db: import('fencegate/sqlite').SqliteDatabase;
+     const mine: CasStore<string> = { load: () => null, commit: async () => true };
+     const a = new Gate<string>(mine, { maxRetries: 3, commitTimeoutMs: 100 });
+     const b = new Gate(new SqliteStore<number>(db));
+     export async function f(): Promise<Verdict[]> {
+       return [await a.write('k', 1, 'v'), await b.delete('k', 2n), ...(await a.deleteMany(['x'], 3))];
+     }
+     export const types = [RedisStore, PostgresStore];`,
+  );
+  execFileSync(
+    process.execPath,
+    [join(root, 'node_modules/typescript/bin/tsc'), '--noEmit', '--strict', '--module', 'node16', '--moduleResolution', 'node16',
+      '--target', 'es2022', '--lib', 'esnext,dom', 'use.mts'],
+    { cwd: dir, encoding: 'utf8', stdio: 'pipe' },
+  );
+});

@@ -1,0 +1,63 @@
+// Reference host stores in plain JS, used by the conformance suite: one of each
+// callback shape, and a "lying" compare-and-set host the suite must catch.
+
+function applyChange(entry, nextState, change) {
+  entry.state = JSON.stringify(nextState);
+  if (change.kind === 'set') entry.value = JSON.stringify(change.value);
+  else if (change.kind === 'delete') entry.value = undefined;
+}
+
+function loadEntry(entry) {
+  if (entry === undefined) return null;
+  return {
+    state: entry.state,
+    version: entry.version,
+    value: entry.value === undefined ? undefined : JSON.parse(entry.value),
+  };
+}
+
+/** Compare-and-set over a Map; stored state and value are JSON text, version an integer. */
+export class MemoryCasStore {
+  entries = new Map();
+
+  load(key) {
+    return loadEntry(this.entries.get(key));
+  }
+
+  commit(key, expectedVersion, nextState, change) {
+    const entry = this.entries.get(key);
+    if ((entry === undefined ? null : entry.version) !== expectedVersion) return false;
+    const next = entry ?? { state: undefined, value: undefined, version: 0 };
+    applyChange(next, nextState, change);
+    next.version += 1;
+    this.entries.set(key, next);
+    return true;
+  }
+}
+
+/** Transaction shape over a Map, Promise-returning (like an async host). */
+export class MemoryTxStore {
+  entries = new Map();
+
+  async load(key) {
+    return loadEntry(this.entries.get(key));
+  }
+
+  async transaction(key, fn) {
+    const entry = this.entries.get(key);
+    const out = fn(entry === undefined ? null : entry.state);
+    if (out === null || out === undefined) return;
+    const next = entry ?? { state: undefined, value: undefined, version: 0 };
+    applyChange(next, out.nextState, out.change);
+    next.version += 1;
+    this.entries.set(key, next);
+  }
+}
+
+/** A broken host: its commit ignores the expected version (check-then-write). */
+export class LyingCasStore extends MemoryCasStore {
+  commit(key, _expectedVersion, nextState, change) {
+    const entry = this.entries.get(key);
+    return super.commit(key, entry === undefined ? null : entry.version, nextState, change);
+  }
+}
