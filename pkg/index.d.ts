@@ -197,7 +197,8 @@ export interface KeyringOptions {
  *   else EPOCH_JUMP_TOO_LARGE;
  * - `reject-future`: only if token ≤ the ceiling, else FUTURE_EPOCH. The ceiling
  *   is `ceiling` (an epoch, or a function called before every operation, e.g.
- *   returning the issuer's current epoch; 0 allowed) or {@link MemoryGate.setCeiling};
+ *   returning the issuer's current epoch; 0 allowed; it may return a Promise on a
+ *   host-store {@link Gate}, not on a MemoryGate) or {@link MemoryGate.setCeiling};
  *   without one, writes can never raise the mark (only `establish` can).
  */
 export type HigherEpochPolicy =
@@ -206,7 +207,7 @@ export type HigherEpochPolicy =
   | 'reject-future'
   | { mode: 'adopt' }
   | { mode: 'adopt-within'; maxJump: Epoch }
-  | { mode: 'reject-future'; ceiling?: Epoch | (() => Epoch) };
+  | { mode: 'reject-future'; ceiling?: Epoch | (() => Epoch | Promise<Epoch>) };
 
 /**
  * Mints a signed fence token's text form (issuer side).

@@ -8,8 +8,8 @@ import { ready, CODES, lastMarks } from './runtime.mjs';
 const MODES = { adopt: 0, 'adopt-within': 1, 'reject-future': 2 };
 const ALGS = [null, 'hmac-sha256', 'ed25519'];
 
-/** The claims last verified by a RawPolicy, as an object, or null. */
-function claimsOf(raw) {
+/** The claims last verified by a RawPolicy, as an object, or null. @internal */
+export function claimsOf(raw) {
   const text = raw.claims_text();
   if (text === undefined) return null;
   const k = raw.claims_kid_len();
@@ -180,6 +180,18 @@ export function applyWithPolicy(raw, p, slot, key, token, write) {
     markAfter: after >= 0 ? after : raw.after_b(),
     claims: number ? null : claimsOf(p.raw),
   };
+}
+
+/**
+ * The value of a policy's ceiling function, awaited (host-store gates may read
+ * the issuer's epoch asynchronously), checked; `undefined` when it has none.
+ * @internal used by Gate
+ */
+export async function ceilingOf(p) {
+  if (p.ceilingFn === null) return undefined;
+  const c = await p.ceilingFn();
+  p.raw.set_ceiling(c); // validates now, before the store is touched
+  return c;
 }
 
 /** Sets (or clears with `null`) the ceiling of a reject-future policy. @internal */

@@ -28,9 +28,9 @@ use crate::state::ResourceState;
 use crate::token::{epoch_from_f64, epoch_from_u64};
 
 /// `flags` bit: establish (raise the mark, no data change) instead of write.
-const ESTABLISH: u32 = 1;
+pub(crate) const ESTABLISH: u32 = 1;
 /// `flags` bit: same-epoch policy `strict` instead of `allow`.
-const STRICT: u32 = 2;
+pub(crate) const STRICT: u32 = 2;
 
 thread_local! {
     static STORED: Cell<Option<ResourceState>> = const { Cell::new(None) };
@@ -99,6 +99,15 @@ fn decide(token: Result<u64, TokenError>, flags: u32) -> u32 {
     let d = decide_state(stored, token, policy, op);
     LAST.with(|l| l.set(d.verdict));
     d.verdict.status()
+}
+
+/// Decides with `check` (given the stored mark) and remembers the verdict, as
+/// the `__decide_*` exports do; the gate policy binding (`signed.rs`) uses it.
+pub(crate) fn decide_with(check: impl FnOnce(u64) -> Verdict) -> u32 {
+    let mark = STORED.with(|s| s.get()).map_or(0, |s| s.mark);
+    let verdict = check(mark);
+    LAST.with(|l| l.set(verdict));
+    verdict.status()
 }
 
 /// Decides a number token against the stored state.

@@ -8,8 +8,8 @@
 
 use wasm_bindgen::prelude::*;
 
-use super::{epoch_to_js, error, token_from_js, RawMemoryGate};
-use crate::decision::Operation;
+use super::{epoch_to_js, error, host, token_from_js, RawMemoryGate};
+use crate::decision::{Operation, SameEpoch};
 use crate::error::{Code, TokenError};
 use crate::policy::{GatePolicy, HigherEpoch, Presented};
 use crate::signed::{Algorithm, Claims, Key, SignedError};
@@ -87,6 +87,7 @@ pub struct RawPolicy {
     policy: GatePolicy,
     ceiling: Option<u64>,
     last_claims: Option<Claims>,
+    last_token: Option<u64>,
 }
 
 #[wasm_bindgen]
@@ -110,6 +111,7 @@ impl RawPolicy {
             },
             ceiling: None,
             last_claims: None,
+            last_token: None,
         })
     }
 
@@ -194,6 +196,57 @@ impl RawPolicy {
             Some(Algorithm::Ed25519) => 2,
             None => 0,
         }
+    }
+
+    /// The validated token of the last host-store decision under this policy
+    /// (canonical epoch), or `null` when it was not authenticated (see
+    /// `RawMemoryGate::last_token`).
+    pub fn last_token(&self) -> JsValue {
+        self.last_token.map_or(JsValue::NULL, epoch_to_js)
+    }
+
+    /// Decides against the stored mark of a host-store gate (`pkg/lib/gate.mjs`
+    /// after `__state_*`): provenance, higher-epoch policy, fence check.
+    fn decide_host(&mut self, scope: &str, p: Presented<'_>, flags: u32) -> u32 {
+        self.policy.same_epoch = if flags & host::STRICT != 0 {
+            SameEpoch::Strict
+        } else {
+            SameEpoch::Allow
+        };
+        let op = if flags & host::ESTABLISH != 0 {
+            Operation::Establish
+        } else {
+            Operation::Write
+        };
+        let (rp, ceiling) = (&self.policy, self.ceiling);
+        let mut claims = None;
+        let mut token = None;
+        let status = host::decide_with(|mark| {
+            let (v, c) = rp.admit(mark, p, scope, op, ceiling);
+            claims = c;
+            token = v.token;
+            v
+        });
+        self.last_claims = claims;
+        self.last_token = token;
+        status
+    }
+
+    /// Host-store decision for a number, bigint or signed-token text; `flags`
+    /// as `__decide_*` (1 establish, 2 strict). Returns the status.
+    pub fn decide_host_any(&mut self, scope: &str, token: JsValue, flags: u32) -> u32 {
+        let mut text = None;
+        let plain = presented(&token, &mut text);
+        let p = match &text {
+            Some(t) => Presented::Signed(t),
+            None => Presented::Plain(plain),
+        };
+        self.decide_host(scope, p, flags)
+    }
+
+    /// Host-store decision for a JS number token (no scope needed).
+    pub fn decide_host_n(&mut self, token: f64, flags: u32) -> u32 {
+        self.decide_host("", Presented::Plain(epoch_from_f64(token)), flags)
     }
 
     /// The epoch (number ≤ 2^53−1, bigint above), or `null`.

@@ -91,6 +91,7 @@ export function useSigned(): void {
   const future = new MemoryGate({ higherEpoch: { mode: 'reject-future', ceiling: () => 9n } });
   future.setCeiling(10);
   future.setCeiling(null);
+  const hostPolicy: HigherEpochPolicy = { mode: 'reject-future', ceiling: async () => 9n };
   const pub: Uint8Array = ed25519PublicKey(secret);
   const f: string[] = features();
   // @ts-expect-error unknown higher-epoch mode
@@ -99,5 +100,5 @@ export function useSigned(): void {
   const bad: HigherEpochPolicy = { mode: 'adopt', maxJump: 3 };
   // @ts-expect-error a signing key needs a kid
   mintToken({ scope: 's', epoch: 1 }, { hmac: secret });
-  void [claims, inspected, leaseId, pub, f, bad];
+  void [claims, inspected, leaseId, pub, f, bad, hostPolicy];
 }
