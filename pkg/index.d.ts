@@ -297,6 +297,14 @@ export class MemoryGate<V = unknown> {
   /** Keys that have state, sorted. */
   keys(): string[];
   /**
+   * Key rotation on a live gate: adds a verification key under `kid`.
+   * @throws FencegateError INVALID_ARGUMENT for a bad, duplicate or retired id, a bad key,
+   *   or a gate created without policy options.
+   */
+  addKey(kid: string, key: VerifyKey): void;
+  /** Key rotation on a live gate: retires `kid`; tokens naming it get KEY_RETIRED. */
+  retireKey(kid: string): void;
+  /**
    * Sets the ceiling of a `reject-future` gate (an epoch ≥ 0, e.g. the issuer's
    * current epoch), or clears it with `null`; replaces a `ceiling` function.
    * @throws FencegateError INVALID_ARGUMENT on other gates or for a bad value.
@@ -392,4 +400,8 @@ export class Gate<V = unknown> {
   read(key: string): Promise<Reading<V>>;
   /** The high-water mark (0 = no fence record). */
   mark(key: string): Promise<Epoch>;
+  /** Key rotation: adds a verification key under `kid` (see {@link MemoryGate.addKey}). */
+  addKey(kid: string, key: VerifyKey): void;
+  /** Key rotation: retires `kid`; tokens naming it get KEY_RETIRED. */
+  retireKey(kid: string): void;
 }

@@ -3,7 +3,7 @@
 import * as wasm from '../dist/fencegate.js';
 import { FencegateError } from './errors.mjs';
 import { ready, initAsync, CODES, lastMarks } from './runtime.mjs';
-import { policyFromOptions, applyWithPolicy, setPolicyCeiling } from './signed.mjs';
+import { policyFromOptions, applyWithPolicy, setPolicyCeiling, addPolicyKey, retirePolicyKey } from './signed.mjs';
 
 export { FencegateError };
 export { Gate } from './gate.mjs';
@@ -210,6 +210,20 @@ export class MemoryGate {
    */
   setCeiling(ceiling) {
     setPolicyCeiling(this.#policy, ceiling);
+  }
+
+  /**
+   * Key rotation on a live gate: adds a verification key (`secret`,
+   * `{ hmac }` or `{ ed25519 }`) under `kid`. INVALID_ARGUMENT for a bad,
+   * duplicate or retired id, or on a gate created without policy options.
+   */
+  addKey(kid, key) {
+    addPolicyKey(this.#policy, kid, key);
+  }
+
+  /** Key rotation on a live gate: retires `kid` (its key is dropped; tokens naming it get KEY_RETIRED). */
+  retireKey(kid) {
+    retirePolicyKey(this.#policy, kid);
   }
 
   /** Releases the gate's WebAssembly memory now (also done by `using`). */

@@ -20,7 +20,7 @@
 import * as wasm from '../dist/fencegate.js';
 import { FencegateError } from './errors.mjs';
 import { ready, CODES } from './runtime.mjs';
-import { policyFromOptions, claimsOf, ceilingOf } from './signed.mjs';
+import { policyFromOptions, claimsOf, ceilingOf, addPolicyKey, retirePolicyKey } from './signed.mjs';
 
 const OUTCOMES = ['advance', 'accept'];
 const MAX_U64 = 0xffff_ffff_ffff_ffffn;
@@ -281,6 +281,20 @@ export class Gate {
     const verdicts = [];
     for (const key of keys) verdicts.push(await this.#run(key, token, false, DELETE));
     return verdicts;
+  }
+
+  /**
+   * Key rotation on a live gate: adds a verification key (`secret`,
+   * `{ hmac }` or `{ ed25519 }`) under `kid`. INVALID_ARGUMENT for a bad,
+   * duplicate or retired id, or on a gate created without policy options.
+   */
+  addKey(kid, key) {
+    addPolicyKey(this.#policy, kid, key);
+  }
+
+  /** Key rotation on a live gate: retires `kid` (its key is dropped; tokens naming it get KEY_RETIRED). */
+  retireKey(kid) {
+    retirePolicyKey(this.#policy, kid);
   }
 
   /** `{ mark, value, hasValue }` of `key` through the host's `load`. Throws CORRUPT_STATE, STORE_ERROR. */

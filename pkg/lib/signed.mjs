@@ -61,19 +61,40 @@ function addKeys(raw, keys, retired) {
     if (keys === null || typeof keys !== 'object' || Array.isArray(keys)) {
       throw invalid('keys must be an object { keyId: key }', { keys });
     }
-    for (const kid of Object.keys(keys)) {
-      const k = keys[kid];
-      if (isBytes(k)) raw.add_key(kid, 'hmac-sha256', k);
-      else if (k && typeof k === 'object' && isBytes(k.hmac)) raw.add_key(kid, 'hmac-sha256', k.hmac);
-      else if (k && typeof k === 'object' && isBytes(k.ed25519)) raw.add_key(kid, 'ed25519-public', k.ed25519);
-      else {
-        throw invalid(
-          `key ${kid}: an HMAC secret (Uint8Array, or { hmac: Uint8Array }) or { ed25519: publicKey Uint8Array }`,
-          { kid },
-        );
-      }
-    }
+    for (const kid of Object.keys(keys)) addKey(raw, kid, keys[kid]);
   }
+}
+
+/** Adds one verification key (`secret | { hmac } | { ed25519 }`) to a RawPolicy. */
+function addKey(raw, kid, k) {
+  if (typeof kid !== 'string') throw invalid('a key id must be a string', { kid });
+  if (isBytes(k)) raw.add_key(kid, 'hmac-sha256', k);
+  else if (k && typeof k === 'object' && isBytes(k.hmac)) raw.add_key(kid, 'hmac-sha256', k.hmac);
+  else if (k && typeof k === 'object' && isBytes(k.ed25519)) raw.add_key(kid, 'ed25519-public', k.ed25519);
+  else {
+    throw invalid(`key ${kid}: an HMAC secret (Uint8Array, or { hmac: Uint8Array }) or { ed25519: publicKey Uint8Array }`, {
+      kid,
+    });
+  }
+}
+
+function needPolicy(p, what) {
+  if (p === null) {
+    throw invalid(`${what} needs a gate created with policy options (keys, requireSigned, scope or higherEpoch)`);
+  }
+}
+
+/** Adds a key to a live gate's policy (key rotation without a new gate). @internal */
+export function addPolicyKey(p, kid, key) {
+  needPolicy(p, 'addKey');
+  addKey(p.raw, kid, key);
+}
+
+/** Retires a key id on a live gate's policy: KEY_RETIRED from now on. @internal */
+export function retirePolicyKey(p, kid) {
+  needPolicy(p, 'retireKey');
+  if (typeof kid !== 'string') throw invalid('a key id must be a string', { kid });
+  p.raw.retire(kid);
 }
 
 function higherEpochOf(h) {

@@ -90,6 +90,8 @@ export function useSigned(): void {
   const leaseId: string | undefined = v.claims?.leaseId;
   const future = new MemoryGate({ higherEpoch: { mode: 'reject-future', ceiling: () => 9n } });
   future.setCeiling(10);
+  gate.addKey('k4', { hmac: secret });
+  gate.retireKey('k1');
   future.setCeiling(null);
   const hostPolicy: HigherEpochPolicy = { mode: 'reject-future', ceiling: async () => 9n };
   const pub: Uint8Array = ed25519PublicKey(secret);

@@ -79,3 +79,16 @@ for (const [shape, Store] of [['compare-and-set', MemoryCasStore], ['transaction
     assert.equal(await gate.mark('k'), 6);
   });
 }
+
+test('live key rotation on a host-store Gate', async () => {
+  const K2 = new Uint8Array(32).fill(2);
+  const gate = new Gate(new MemoryCasStore(), { requireSigned: true, keys: { k1: K1 } });
+  assert.equal((await gate.write('s', mint('s', 5), 'a')).outcome, 'advance');
+  gate.addKey('k2', K2);
+  const t6 = mintToken({ scope: 's', epoch: 6 }, { kid: 'k2', hmac: K2 });
+  assert.equal((await gate.write('s', t6, 'b')).outcome, 'advance');
+  gate.retireKey('k1');
+  const r = await gate.write('s', mint('s', 7), 'c');
+  assert.deepEqual([r.code, r.markAfter], ['KEY_RETIRED', 6]);
+  assert.deepEqual(await gate.read('s'), { mark: 6, value: 'b', hasValue: true });
+});

@@ -333,3 +333,22 @@ test('bad gate options throw INVALID_ARGUMENT', () => {
     assert.equal(e.code, 'INVALID_ARGUMENT', JSON.stringify(o, (k, v) => (typeof v === 'bigint' ? String(v) : v)));
   }
 });
+
+test('live key rotation on a MemoryGate keeps marks and values', () => {
+  const K2 = new Uint8Array(32).fill(2);
+  const g = new MemoryGate({ requireSigned: true, keys: { k1: K1 } });
+  assert.equal(g.write('s', mint('s', 5), 'v5').outcome, 'advance');
+  const t6 = mint('s', 6, 'k2', K2);
+  refused(g, g.write('s', t6, 'v6'), 's', 'UNKNOWN_KEY', 5, 'v5');
+  g.addKey('k2', K2);
+  assert.equal(g.write('s', t6, 'v6').outcome, 'advance');
+  assert.equal(g.write('s', mint('s', 6), 'k1 still works').outcome, 'accept');
+  g.retireKey('k1');
+  refused(g, g.write('s', mint('s', 7), 'late'), 's', 'KEY_RETIRED', 6, 'k1 still works');
+  assert.equal(caught(() => g.addKey('k1', K1)).code, 'INVALID_ARGUMENT');
+  assert.equal(caught(() => g.addKey('k2', K2)).code, 'INVALID_ARGUMENT');
+  assert.equal(caught(() => g.addKey('k3', 'secret')).code, 'INVALID_ARGUMENT');
+  assert.equal(caught(() => new MemoryGate().addKey('k1', K1)).code, 'INVALID_ARGUMENT');
+  assert.equal(caught(() => new MemoryGate().retireKey('k1')).code, 'INVALID_ARGUMENT');
+  assert.deepEqual([g.mark('s'), g.value('s')], [6, 'k1 still works']);
+});
