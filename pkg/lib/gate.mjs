@@ -20,7 +20,7 @@
 import * as wasm from '../dist/fencegate.js';
 import { FencegateError } from './errors.mjs';
 import { ready, CODES } from './runtime.mjs';
-import { policyFromOptions, claimsOf, ceilingOf, addPolicyKey, retirePolicyKey } from './signed.mjs';
+import { policyFromOptions, claimsOf, ceilingOf, addPolicyKey, retirePolicyKey, bounded } from './signed.mjs';
 
 const OUTCOMES = ['advance', 'accept'];
 const MAX_U64 = 0xffff_ffff_ffff_ffffn;
@@ -160,7 +160,7 @@ function decide(key, state, token, establish, strict, policy = null) {
 function decidePolicy(token, flags, { p, scope, ceiling }) {
   if (ceiling !== undefined) p.raw.set_ceiling(ceiling);
   const number = typeof token === 'number';
-  const status = number ? p.raw.decide_host_n(token, flags) : p.raw.decide_host_any(scope, token, flags);
+  const status = number ? p.raw.decide_host_n(token, flags) : p.raw.decide_host_any(scope, bounded(token), flags);
   const before = wasm.__last_before_n();
   const after = wasm.__last_after_n();
   const markBefore = before >= 0 ? before : wasm.__last_before_b();

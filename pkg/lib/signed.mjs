@@ -7,6 +7,15 @@ import { ready, CODES, lastMarks } from './runtime.mjs';
 
 const MODES = { adopt: 0, 'adopt-within': 1, 'reject-future': 2 };
 const ALGS = [null, 'hmac-sha256', 'ed25519'];
+// Longest fg1 text (src/signed.rs MAX_TEXT_LEN). Longer strings are cut to one
+// unit more before they enter Wasm: still refused (MALFORMED_TOKEN), but a huge
+// header cannot grow Wasm memory, which never shrinks.
+const MAX_TEXT_LEN = 1058;
+
+/** `token`, with strings longer than any valid token cut to MAX_TEXT_LEN + 1 units. @internal */
+export function bounded(token) {
+  return typeof token === 'string' && token.length > MAX_TEXT_LEN ? token.slice(0, MAX_TEXT_LEN + 1) : token;
+}
 
 /** The claims last verified by a RawPolicy, as an object, or null. @internal */
 export function claimsOf(raw) {
@@ -185,7 +194,8 @@ export function applyWithPolicy(raw, p, slot, key, token, write) {
   if (number) status = write ? raw.write_pn(p.raw, slot, token) : raw.establish_pn(p.raw, slot, token);
   else {
     const scope = p.scopeOf(key);
-    status = write ? raw.write_p(p.raw, slot, scope, token) : raw.establish_p(p.raw, slot, scope, token);
+    const t = bounded(token);
+    status = write ? raw.write_p(p.raw, slot, scope, t) : raw.establish_p(p.raw, slot, scope, t);
   }
   const rejected = status >= 2;
   const marks = lastMarks();
@@ -261,7 +271,7 @@ export function verifyToken(text, options) {
   const raw = new wasm.RawPolicy(false, 0, undefined);
   try {
     addKeys(raw, keys, retired);
-    raw.verify(text, scope === null ? undefined : scope);
+    raw.verify(bounded(text), scope === null ? undefined : scope);
     return claimsOf(raw);
   } finally {
     raw.free();

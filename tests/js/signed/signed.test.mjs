@@ -352,3 +352,18 @@ test('live key rotation on a MemoryGate keeps marks and values', () => {
   assert.equal(caught(() => new MemoryGate().retireKey('k1')).code, 'INVALID_ARGUMENT');
   assert.deepEqual([g.mark('s'), g.value('s')], [6, 'k1 still works']);
 });
+
+test('a huge string token is refused (cut before it enters Wasm)', () => {
+  const g = signedGate();
+  g.write('s', mint('s', 3), 'v3');
+  const huge = 'fg1.' + 'A'.repeat(64 * 1024 * 1024);
+  refused(g, g.write('s', huge, 'evil'), 's', 'MALFORMED_TOKEN', 3, 'v3');
+  assert.equal(caught(() => verifyToken(huge, { keys: { k1: K1 }, scope: 's' })).code, 'MALFORMED_TOKEN');
+  // The longest valid text still verifies.
+  const longest = mintToken(
+    { scope: 's'.repeat(512), epoch: 2n ** 64n - 1n, leaseId: 'l'.repeat(128), generation: 2n ** 64n - 1n },
+    { kid: 'k'.repeat(64), hmac: K1 },
+  );
+  assert.equal(longest.length, 1015); // 1,058 with an Ed25519 signature
+  assert.equal(verifyToken(longest, { keys: { ['k'.repeat(64)]: K1 }, scope: null }).leaseId.length, 128);
+});
