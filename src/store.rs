@@ -95,6 +95,25 @@ impl<K: Hash + Eq, V, S: BuildHasher> MemoryStore<K, V, S> {
         })
     }
 
+    /// Fenced write decided by `check` (e.g. [`crate::policy::GatePolicy::admit`]
+    /// for signed tokens and higher-epoch policies); see [`MemoryStore::apply_with`].
+    pub fn write_with<Q>(&mut self, key: &Q, value: V, check: impl FnOnce(u64) -> Verdict) -> Verdict
+    where
+        K: Borrow<Q>,
+        Q: Hash + Eq + ToOwned<Owned = K> + ?Sized,
+    {
+        self.apply_with(key, Operation::Write, Some(value), &OpMeta::NONE, check)
+    }
+
+    /// Establish decided by `check` (see [`MemoryStore::write_with`]); no data change.
+    pub fn establish_with<Q>(&mut self, key: &Q, check: impl FnOnce(u64) -> Verdict) -> Verdict
+    where
+        K: Borrow<Q>,
+        Q: Hash + Eq + ToOwned<Owned = K> + ?Sized,
+    {
+        self.apply_with(key, Operation::Establish, None, &OpMeta::NONE, check)
+    }
+
     /// The general form: `check` gets the current mark and makes the
     /// epoch-level verdict (plain [`decide`], or a provenance policy); then
     /// [`settle`] applies holder and operation-id semantics. Check and apply

@@ -23,15 +23,15 @@ use wasm_bindgen::prelude::*;
 use super::{decode_state_js, error, small, token_from_js};
 use crate::decision::{Operation, SameEpoch, Verdict};
 use crate::error::{Code, StateError, TokenError};
-use crate::host::{decide_state, decode_canonical_text, OpMeta};
+use crate::host::{decide_state, decide_with_state, decode_canonical_text, HostDecision, OpMeta};
 use crate::ops::{valid_op_id, DEFAULT_WINDOW, MAX_WINDOW};
 use crate::state::ResourceState;
 use crate::token::{epoch_from_f64, epoch_from_u64};
 
 /// `flags` bit: establish (raise the mark, no data change) instead of write.
-const ESTABLISH: u32 = 1;
+pub(crate) const ESTABLISH: u32 = 1;
 /// `flags` bit: same-epoch policy `strict` instead of `allow`.
-const STRICT: u32 = 2;
+pub(crate) const STRICT: u32 = 2;
 
 thread_local! {
     static STORED: RefCell<Option<ResourceState>> = const { RefCell::new(None) };
@@ -100,14 +100,22 @@ fn decide(token: Result<u64, TokenError>, flags: u32) -> u32 {
     } else {
         Operation::Write
     };
-    let (op_id, holder, window) =
-        META.with(|m| std::mem::replace(&mut *m.borrow_mut(), (None, None, DEFAULT_WINDOW)));
+    let (op_id, holder, window) = take_meta();
     let meta = OpMeta {
         op_id: op_id.as_deref(),
         holder: holder.as_deref(),
         window,
     };
     let d = STORED.with(|s| decide_state(s.borrow().as_ref(), token, policy, op, &meta));
+    finish(d)
+}
+
+fn take_meta() -> (Option<String>, Option<String>, usize) {
+    META.with(|m| std::mem::replace(&mut *m.borrow_mut(), (None, None, DEFAULT_WINDOW)))
+}
+
+/// Remembers the decision's verdict (and its next state when it is not plain v1).
+fn finish(d: HostDecision) -> u32 {
     LAST.with(|l| l.set(d.verdict));
     let plain = d
         .next
@@ -165,6 +173,24 @@ pub(crate) fn check_meta(
 #[wasm_bindgen(js_name = "__next_text")]
 pub fn next_text() -> Option<String> {
     NEXT.with(|n| n.borrow_mut().take()).map(|s| s.to_json())
+}
+
+/// Decides with `check` (given the stored mark) and remembers the verdict, as
+/// the `__decide_*` exports do, holder and operation-id semantics included;
+/// the gate policy binding (`signed.rs`) uses it.
+pub(crate) fn decide_with(op: Operation, check: impl FnOnce(u64) -> Verdict) -> u32 {
+    let (op_id, holder, window) = take_meta();
+    let meta = OpMeta {
+        op_id: op_id.as_deref(),
+        holder: holder.as_deref(),
+        window,
+    };
+    let d = STORED.with(|s| {
+        let stored = s.borrow();
+        let verdict = check(stored.as_ref().map_or(0, |s| s.mark));
+        decide_with_state(stored.as_ref(), verdict, op, &meta)
+    });
+    finish(d)
 }
 
 /// Decides a number token against the stored state.

@@ -21,6 +21,7 @@ use crate::store::MemoryStore;
 use crate::token::{epoch_from_f64, epoch_from_u64, parse_token, MAX_SAFE_INTEGER};
 
 mod host;
+mod signed;
 
 thread_local! {
     static ERROR_CLASS: RefCell<Option<Function>> = const { RefCell::new(None) };
@@ -229,8 +230,8 @@ pub(crate) fn small(epoch: u64) -> f64 {
 /// throw between them. The hot path passes no strings and no `JsValue`s.
 #[wasm_bindgen]
 pub struct RawMemoryGate {
-    store: MemoryStore<u32, (), FxBuildHasher>,
-    last: Verdict,
+    pub(crate) store: MemoryStore<u32, (), FxBuildHasher>,
+    pub(crate) last: Verdict,
 }
 
 #[wasm_bindgen]
@@ -249,7 +250,7 @@ impl RawMemoryGate {
         }
     }
 
-    fn done(&mut self, verdict: Verdict) -> u32 {
+    pub(crate) fn done(&mut self, verdict: Verdict) -> u32 {
         self.last = verdict;
         LAST_MARKS[0].store(small(verdict.mark_before).to_bits(), Ordering::Relaxed);
         LAST_MARKS[1].store(small(verdict.mark_after).to_bits(), Ordering::Relaxed);
