@@ -17,8 +17,12 @@
  */
 export type Epoch = number | bigint;
 
-/** advance: token > mark; accept: token == mark (allowed); reject: nothing changed. */
-export type Outcome = 'advance' | 'accept' | 'reject';
+/**
+ * advance: token > mark; accept: token == mark (allowed); reject: nothing
+ * changed; duplicate: the operation id was already applied in this epoch
+ * (nothing changed now; `verdict.original` says what the original did).
+ */
+export type Outcome = 'advance' | 'accept' | 'reject' | 'duplicate';
 
 /** Same-epoch policy: `allow` (ownership epochs, default) or `strict` (per-operation sequence numbers). */
 export type SameEpochPolicy = 'allow' | 'strict';
@@ -39,37 +43,134 @@ export type ErrorCode =
   | 'BAD_SIGNATURE'
   | 'WRONG_SCOPE'
   | 'INVALID_ARGUMENT'
-  | 'NOT_INITIALIZED';
+  | 'NOT_INITIALIZED'
+  | 'UNKNOWN_KEY'
+  | 'KEY_RETIRED'
+  | 'UNSIGNED_TOKEN'
+  | 'EPOCH_JUMP_TOO_LARGE'
+  | 'FUTURE_EPOCH'
+  | 'EPOCH_CONFLICT'
+  | 'OP_ID_EXPIRED';
 
 /** Codes a verdict of a fenced operation can carry. */
-export type RejectCode = 'MISSING_TOKEN' | 'MALFORMED_TOKEN' | 'STALE_TOKEN' | 'SAME_EPOCH_REJECTED';
+export type RejectCode =
+  | 'MISSING_TOKEN'
+  | 'MALFORMED_TOKEN'
+  | 'STALE_TOKEN'
+  | 'SAME_EPOCH_REJECTED'
+  /** Gate policies only (see {@link GateOptions}): */
+  | 'UNSIGNED_TOKEN'
+  | 'UNKNOWN_KEY'
+  | 'KEY_RETIRED'
+  | 'BAD_SIGNATURE'
+  | 'WRONG_SCOPE'
+  | 'EPOCH_JUMP_TOO_LARGE'
+  | 'FUTURE_EPOCH'
+  /** Same epoch presented by a different holder: one epoch handed to two owners (issuer rollback). */
+  | 'EPOCH_CONFLICT'
+  /** The operation id fell out of the de-duplication window: it may already have been applied. */
+  | 'OP_ID_EXPIRED';
 
 /** The answer to one fenced operation. `markAfter >= markBefore` always. */
 export interface Verdict {
   /** The resource key. */
   key: string;
-  /** `true` for advance and accept: the change was applied. */
+  /**
+   * `true` when the operation's effect is in place: advance and accept (applied
+   * now) and duplicate (applied once, by the original; nothing applied now).
+   */
   ok: boolean;
   outcome: Outcome;
+  /** Duplicates only: what the original operation did. */
+  original?: 'advance' | 'accept';
   /** Why it was rejected; `null` when `ok`. */
   code: RejectCode | null;
-  /** The validated token (canonical), or `null` when it was missing/malformed. */
+  /**
+   * The validated token (canonical), or `null` when it was missing/malformed or,
+   * on a gate with policy options, not authenticated (UNSIGNED_TOKEN,
+   * BAD_SIGNATURE, UNKNOWN_KEY, KEY_RETIRED). A WRONG_SCOPE verdict carries the
+   * genuine token's epoch.
+   */
   token: Epoch | null;
   /** The mark before the operation (0 = never written). */
   markBefore: Epoch;
   /** The mark after: the token on advance, otherwise `markBefore`. */
   markAfter: Epoch;
+  /**
+   * Gates with policy options only: the verified claims of a signed token, or
+   * `null` (a plain number, or a token refused before its signature verified).
+   */
+  claims?: TokenClaims | null;
 }
 
 /**
- * Persisted state of one resource key, format version 1: JSON-safe, exact for
- * every u64. Example: `{"v":1,"mark":"41"}`. Anything else decodes as CORRUPT_STATE.
+ * Persisted state of one resource key: JSON-safe, exact for every u64. Format
+ * v1 (`{"v":1,"mark":"41"}`) while the key has no holder and no operation ids,
+ * v2 otherwise. Fields exactly as listed, in order; anything else decodes as
+ * CORRUPT_STATE.
  */
-export interface PersistedState {
-  /** Format version: 1. */
+export type PersistedState = PersistedStateV1 | PersistedStateV2;
+
+/** Format version 1. */
+export interface PersistedStateV1 {
   v: 1;
   /** The high-water mark as canonical decimal text ("0" or `[1-9][0-9]*`, ≤ 2^64−1). */
   mark: string;
+}
+
+/** Format version 2: v1 plus holder binding and the per-epoch operation-id window. */
+export interface PersistedStateV2 {
+  v: 2;
+  /** The high-water mark as canonical decimal text. */
+  mark: string;
+  /** The holder (or signed token's lease id) that established the current epoch, or null. */
+  holder: string | null;
+  /** Operation ids applied in the current epoch, oldest first → the mark before each (decimal text). */
+  ops: Record<string, string>;
+  /** Bloom filter (2048 bits, 512 lowercase hex digits) of ids pushed out of the window in this epoch, or null. */
+  evicted: string | null;
+}
+
+/** Per-operation options of `write` / `establish` / `delete`. */
+export interface OperationOptions {
+  /**
+   * Operation id (1..=128 bytes, no control characters). A repeat within the
+   * epoch answers `duplicate` and applies nothing; an id pushed out of the
+   * window answers OP_ID_EXPIRED. Ignored by `establish`.
+   */
+  opId?: string;
+  /**
+   * The holder or lease presenting the token (1..=256 bytes). The first named
+   * holder of an epoch binds it; another holder at the same epoch gets
+   * EPOCH_CONFLICT. A signed token's lease id is used when this is absent.
+   */
+  holder?: string;
+}
+
+/** One verdict as reported to `onVerdict`. */
+export interface AuditRecord {
+  key: string;
+  operation: 'write' | 'establish' | 'delete';
+  outcome: Outcome;
+  code: RejectCode | null;
+  token: Epoch | null;
+  markBefore: Epoch;
+  markAfter: Epoch;
+  holder: string | null;
+  opId: string | null;
+}
+
+/** Counts since the gate was made. */
+export interface GateCounters {
+  total: number;
+  advance: number;
+  accept: number;
+  reject: number;
+  duplicate: number;
+  /** Audit callbacks that threw or rejected (the verdicts were unaffected). */
+  auditErrors: number;
+  /** Rejections per code. */
+  codes: Partial<Record<RejectCode, number>>;
 }
 
 /** The one error class fencegate throws; `code` is stable. */
@@ -111,21 +212,133 @@ export function toToken(value: unknown): Epoch;
  * Decodes persisted state (the object or its JSON text) to `{ mark }`.
  * @throws FencegateError CORRUPT_STATE for unknown versions or damaged fields.
  */
-export function decodeState(state: PersistedState | string | unknown): { mark: Epoch };
+export function decodeState(state: PersistedState | string | unknown): { mark: Epoch; holder?: string | null; opIds?: string[] };
 
 /**
  * Encodes a mark (0, a safe integer or a bigint up to 2^64−1) as {@link PersistedState}.
  * @throws FencegateError INVALID_ARGUMENT.
  */
-export function encodeState(mark: Epoch): PersistedState;
+export function encodeState(mark: Epoch): PersistedStateV1;
 
 /** Every stable code, in a fixed order. */
 export function errorCodes(): ErrorCode[];
+
+/** Signature algorithm of a signed token. */
+export type TokenAlgorithm = 'hmac-sha256' | 'ed25519';
+
+/**
+ * What a signed token says; every field is covered by the signature.
+ * Text form: `fg1.<base64url(claims)>.<base64url(signature)>`, at most 1,058
+ * characters of `[A-Za-z0-9_.-]` (docs/signed-tokens.md).
+ */
+export interface TokenClaims {
+  alg: TokenAlgorithm;
+  /** Key id: 1–64 characters of `[A-Za-z0-9._-]`. */
+  kid: string;
+  /** What the token is for (lock or resource name): 1–512 UTF-8 bytes. */
+  scope: string;
+  /** The fencing token (ownership epoch), ≥ 1. */
+  epoch: Epoch;
+  /** The lease the epoch was issued for: 0–128 UTF-8 bytes. */
+  leaseId: string;
+  /** Issuer generation (raised when an issuer is restored, R11), ≥ 0. */
+  generation: Epoch;
+}
+
+/**
+ * A key a resource verifies with: an HMAC-SHA256 secret (32–1024 bytes, as a
+ * `Uint8Array` or `{ hmac }`), or an Ed25519 public key (32 bytes; Ed25519 build only).
+ */
+export type VerifyKey = Uint8Array | { hmac: Uint8Array } | { ed25519: Uint8Array };
+
+/** A key an issuer mints with: an HMAC secret, or an Ed25519 32-byte seed (Ed25519 build only). */
+export type SigningKey = { kid: string; hmac: Uint8Array } | { kid: string; ed25519Seed: Uint8Array };
+
+/**
+ * Keys by key id, and retired key ids. A token naming a retired id is refused
+ * with KEY_RETIRED; an id not configured at all with UNKNOWN_KEY. An id cannot
+ * be both configured and retired (INVALID_ARGUMENT).
+ */
+export interface KeyringOptions {
+  keys: Record<string, VerifyKey>;
+  retired?: string[];
+}
+
+/**
+ * What a gate does with a token above the mark:
+ * - `adopt` (default): any higher epoch advances the mark;
+ * - `adopt-within`: only if token − mark ≤ `maxJump` epochs (also from mark 0),
+ *   else EPOCH_JUMP_TOO_LARGE;
+ * - `reject-future`: only if token ≤ the ceiling, else FUTURE_EPOCH. The ceiling
+ *   is `ceiling` (an epoch, or a function called before every operation, e.g.
+ *   returning the issuer's current epoch; 0 allowed; it may return a Promise on a
+ *   host-store {@link Gate}, not on a MemoryGate) or {@link MemoryGate.setCeiling};
+ *   without one, writes can never raise the mark (only `establish` can).
+ */
+export type HigherEpochPolicy =
+  | 'adopt'
+  | 'adopt-within'
+  | 'reject-future'
+  | { mode: 'adopt' }
+  | { mode: 'adopt-within'; maxJump: Epoch }
+  | { mode: 'reject-future'; ceiling?: Epoch | (() => Epoch | Promise<Epoch>) };
+
+/**
+ * Mints a signed fence token's text form (issuer side).
+ * `leaseId` defaults to `''`, `generation` to `0`. HMAC tokens are deterministic.
+ * @example mintToken({ scope: 'orders', epoch: 42, leaseId: 'L-7', generation: 1 }, { kid: 'k-2026-01', hmac: secret })
+ * @throws FencegateError INVALID_ARGUMENT for a claim outside its range, a short secret, a bad key id,
+ *   or an Ed25519 seed in a build without Ed25519.
+ */
+export function mintToken(
+  claims: { scope: string; epoch: Epoch; leaseId?: string; generation?: Epoch },
+  key: SigningKey,
+): string;
+
+/**
+ * Verifies a signed token's text and returns its claims. Checks, in order: the
+ * text form (MALFORMED_TOKEN), the key id (KEY_RETIRED / UNKNOWN_KEY), algorithm
+ * and signature (BAD_SIGNATURE, constant-time for HMAC), then the scope
+ * (WRONG_SCOPE; `scope: null` skips it, for inspection tools only).
+ * @throws FencegateError with those codes; MISSING_TOKEN for undefined/null; INVALID_ARGUMENT for bad keys.
+ */
+export function verifyToken(text: string, options: KeyringOptions & { scope: string | null }): TokenClaims;
+
+/** The 32-byte Ed25519 public key of a 32-byte seed. @throws FencegateError INVALID_ARGUMENT without Ed25519. */
+export function ed25519PublicKey(seed: Uint8Array): Uint8Array;
+
+/** Optional algorithms in this build: `['ed25519']` in the Ed25519 build, `[]` otherwise. */
+export function features(): string[];
 
 /** Options of a gate. */
 export interface GateOptions {
   /** Equal-epoch policy; default `'allow'`. */
   sameEpoch?: SameEpochPolicy;
+  /**
+   * Refuse plain numbers and bigints with UNSIGNED_TOKEN: only signed tokens
+   * (text form) verified with `keys` count. Needs at least one key. Default false.
+   */
+  requireSigned?: boolean;
+  /** Keys that signed tokens are verified with, by key id. */
+  keys?: Record<string, VerifyKey>;
+  /** Retired key ids (KEY_RETIRED). */
+  retired?: string[];
+  /**
+   * The scope a signed token must name (else WRONG_SCOPE): a fixed string for
+   * every key of the gate, or a function of the resource key. Default: the
+   * resource key itself, so a token for one key is refused at another.
+   */
+  scope?: string | ((key: string) => string);
+  /** Policy for epochs above the mark; default `'adopt'`. */
+  higherEpoch?: HigherEpochPolicy;
+  /** Operation ids kept per key and epoch for de-duplication: 1..=1024, default 64. */
+  opWindow?: number;
+  /**
+   * Audit callback: every verdict, as an {@link AuditRecord}. Sync or async; a
+   * throw or rejection is counted in `counters().auditErrors` and never changes
+   * the verdict.
+   */
+  onVerdict?: (record: AuditRecord) => void | Promise<void>;
 }
 
 /** A key's current mark and value. */
@@ -152,9 +365,11 @@ export class MemoryGate<V = unknown> {
    * @param token a safe integer ≥ 1 or a bigint in 1..2^64−1; anything else is rejected with a code.
    * @throws FencegateError INVALID_ARGUMENT when `key` is not a string.
    */
-  write(key: string, token: unknown, value: V): Verdict;
+  write(key: string, token: unknown, value: V, options?: OperationOptions): Verdict;
   /** Raises the mark to `token` with no data change (a new owner's barrier). Equal → accept. */
-  establish(key: string, token: unknown): Verdict;
+  establish(key: string, token: unknown, options?: OperationOptions): Verdict;
+  /** Counters per outcome and code. */
+  counters(): GateCounters;
   /** The high-water mark (0 = never written). */
   mark(key: string): Epoch;
   /** The protected value, or `undefined`. */
@@ -165,6 +380,20 @@ export class MemoryGate<V = unknown> {
   state(key: string): PersistedState | undefined;
   /** Keys that have state, sorted. */
   keys(): string[];
+  /**
+   * Key rotation on a live gate: adds a verification key under `kid`.
+   * @throws FencegateError INVALID_ARGUMENT for a bad, duplicate or retired id, a bad key,
+   *   or a gate created without policy options.
+   */
+  addKey(kid: string, key: VerifyKey): void;
+  /** Key rotation on a live gate: retires `kid`; tokens naming it get KEY_RETIRED. */
+  retireKey(kid: string): void;
+  /**
+   * Sets the ceiling of a `reject-future` gate (an epoch ≥ 0, e.g. the issuer's
+   * current epoch), or clears it with `null`; replaces a `ceiling` function.
+   * @throws FencegateError INVALID_ARGUMENT on other gates or for a bad value.
+   */
+  setCeiling(ceiling: Epoch | null): void;
   /** Releases the WebAssembly memory. The gate is unusable afterwards. */
   free(): void;
   [Symbol.dispose](): void;
@@ -248,17 +477,23 @@ export class Gate<V = unknown> {
   /** The callback shape in use; a store with `transaction` is driven as a transaction store. */
   readonly shape: 'transaction' | 'compare-and-set';
   /** Fenced write of `value` (not `undefined`; use `delete`). */
-  write(key: string, token: unknown, value: V): Promise<Verdict>;
+  write(key: string, token: unknown, value: V, options?: OperationOptions): Promise<Verdict>;
   /** Raises the mark with no data change (a new owner's barrier). */
-  establish(key: string, token: unknown): Promise<Verdict>;
+  establish(key: string, token: unknown, options?: OperationOptions): Promise<Verdict>;
+  /** Counters per outcome and code. */
+  counters(): GateCounters;
   /** Fenced maintenance delete: clears the value, keeps the fence record. */
-  delete(key: string, token: unknown): Promise<Verdict>;
+  delete(key: string, token: unknown, options?: OperationOptions): Promise<Verdict>;
   /** Fenced delete of several keys, each fenced on its own (not atomic across keys). */
   deleteMany(keys: string[], token: unknown): Promise<Verdict[]>;
   /** Mark and value through the host's `load`. */
   read(key: string): Promise<Reading<V>>;
   /** The high-water mark (0 = no fence record). */
   mark(key: string): Promise<Epoch>;
+  /** Key rotation: adds a verification key under `kid` (see {@link MemoryGate.addKey}). */
+  addKey(kid: string, key: VerifyKey): void;
+  /** Key rotation: retires `kid`; tokens naming it get KEY_RETIRED. */
+  retireKey(kid: string): void;
 }
 
 // ───────────────────────────── Issuer ─────────────────────────────

@@ -10,6 +10,13 @@ import {
   decodeState,
   encodeState,
   errorCodes,
+  mintToken,
+  verifyToken,
+  ed25519PublicKey,
+  features,
+  type TokenClaims,
+  type HigherEpochPolicy,
+  type VerifyKey,
   type Epoch,
   type Verdict,
   type Outcome,
@@ -128,4 +135,62 @@ export async function useIssuer(): Promise<void> {
   // @ts-expect-error unknown epoch range
   new Issuer(null, { epochs: 'u64' });
   void [holder, raised, s];
+}
+
+/** Signed tokens and gate policies (issue 5, docs/signed-tokens.md). */
+export function useSigned(): void {
+  const secret = new Uint8Array(32);
+  const keys: Record<string, VerifyKey> = { k1: secret, k2: { hmac: secret }, k3: { ed25519: secret } };
+  const token: string = mintToken({ scope: 'orders', epoch: 7, leaseId: 'L', generation: 1n }, { kid: 'k1', hmac: secret });
+  const claims: TokenClaims = verifyToken(token, { keys, retired: ['k0'], scope: 'orders' });
+  const inspected: TokenClaims = verifyToken(token, { keys, scope: null });
+  const within: HigherEpochPolicy = { mode: 'adopt-within', maxJump: 1000 };
+  const gate = new MemoryGate<string>({ requireSigned: true, keys, scope: (key) => key, higherEpoch: within });
+  const v: Verdict = gate.write('orders', token, 'x');
+  const leaseId: string | undefined = v.claims?.leaseId;
+  const future = new MemoryGate({ higherEpoch: { mode: 'reject-future', ceiling: () => 9n } });
+  future.setCeiling(10);
+  gate.addKey('k4', { hmac: secret });
+  gate.retireKey('k1');
+  future.setCeiling(null);
+  const hostPolicy: HigherEpochPolicy = { mode: 'reject-future', ceiling: async () => 9n };
+  const pub: Uint8Array = ed25519PublicKey(secret);
+  const f: string[] = features();
+  // @ts-expect-error unknown higher-epoch mode
+  new MemoryGate({ higherEpoch: { mode: 'sometimes' } });
+  // @ts-expect-error maxJump belongs to adopt-within
+  const bad: HigherEpochPolicy = { mode: 'adopt', maxJump: 3 };
+  // @ts-expect-error a signing key needs a kid
+  mintToken({ scope: 's', epoch: 1 }, { hmac: secret });
+  void [claims, inspected, leaseId, pub, f, bad, hostPolicy];
+}
+
+import { type OperationOptions, type AuditRecord, type GateCounters, type PersistedStateV2 } from 'fencegate';
+
+/** Issue 6: operation ids, holder binding, audit trail, counters. */
+export async function useSameEpoch(): Promise<void> {
+  const audit: AuditRecord[] = [];
+  const gate = new MemoryGate<string>({ opWindow: 16, onVerdict: (r: AuditRecord) => { audit.push(r); } });
+  const op: OperationOptions = { opId: 'r1', holder: 'node-a' };
+  const v = gate.write('k', 5, 'v', op);
+  if (v.outcome === 'duplicate') {
+    const original: 'advance' | 'accept' | undefined = v.original;
+    void original;
+  }
+  gate.establish('k', 6, { holder: 'node-b' });
+  const c: GateCounters = gate.counters();
+  const n: number = c.codes.EPOCH_CONFLICT ?? 0;
+  const s = gate.state('k');
+  if (s !== undefined && s.v === 2) {
+    const v2: PersistedStateV2 = s;
+    const ops: Record<string, string> = v2.ops;
+    void ops;
+  }
+  const host = new Gate<string>(new MemoryHostStore<string>(), { opWindow: 8, onVerdict: async () => {} });
+  await host.write('k', 1, 'x', { opId: 'a' });
+  await host.delete('k', 1, { holder: 'h' });
+  const hc: GateCounters = host.counters();
+  // @ts-expect-error opId is a string
+  gate.write('k', 5, 'v', { opId: 5 });
+  void [n, hc, audit];
 }
