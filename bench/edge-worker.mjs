@@ -29,7 +29,7 @@ const example = readFileSync(join(root, 'examples/edge-worker/src/worker.mjs'), 
 // The baseline: the example with its Gate replaced by a gate-shaped object that
 // writes the value in one storage transaction and checks nothing.
 const unfenced = example.replace(
-  'this.gate = new Gate(durableObjectStore(ctx.storage));',
+  'this.gate = new Gate(durableObjectStore(ctx.storage), this.signed ? { requireSigned: true, keys } : {});',
   `this.gate = {
       write: (key, token, value) => ctx.storage.transaction(async (txn) => {
         await txn.put(key + ':value', value);
@@ -40,7 +40,7 @@ const unfenced = example.replace(
 // And one that does the fenced path's storage operations (read the state, put
 // state and value, one transaction) without fencegate: what the storage costs.
 const sameStorage = example.replace(
-  'this.gate = new Gate(durableObjectStore(ctx.storage));',
+  'this.gate = new Gate(durableObjectStore(ctx.storage), this.signed ? { requireSigned: true, keys } : {});',
   `this.gate = {
       write: (key, token, value) => ctx.storage.transaction(async (txn) => {
         const state = (await txn.get(key + ':state')) ?? null;
@@ -51,7 +51,7 @@ const sameStorage = example.replace(
     };`,
 );
 const syncStore = example.replace(
-  'this.gate = new Gate(durableObjectStore(ctx.storage));',
+  'this.gate = new Gate(durableObjectStore(ctx.storage), this.signed ? { requireSigned: true, keys } : {});',
   `const storage = ctx.storage;
     this.gate = new Gate({
       transaction: (key, fn) => storage.transactionSync(() => {

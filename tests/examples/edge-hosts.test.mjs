@@ -128,7 +128,7 @@ async function startDenoServer() {
 
 const fenced = (key, outcome, code, token, markBefore, mark) => ({ key, outcome, code, token, markBefore, mark });
 
-test('Deno: examples/deno/server.mjs fences writes in Deno KV over HTTP (the issue\'s cases, 20 concurrent writes, a restart)', { skip: noDeno }, async () => {
+test('Deno: examples/deno/server.mjs fences writes in Deno KV over HTTP (the issue\'s cases, 20 concurrent writes, a restart)', { skip: noDeno, timeout: 120_000 }, async () => {
   let base = await startDenoServer();
   const put = (key, token, body) => request(base, 'PUT', `/resources/${key}`, { headers: token === undefined ? {} : { 'Fencing-Token': token }, body });
   const read = (key) => request(base, 'GET', `/resources/${key}`);

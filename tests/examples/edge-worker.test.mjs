@@ -24,11 +24,11 @@ let config;
 let mf;
 let base;
 let dev;
+let signedMf;
 
-async function startMiniflare() {
-  const { Miniflare } = await import(join(root, 'node_modules/miniflare/dist/src/index.js'));
+function miniflareOptions(persistTo, bindings = {}) {
   const sqlite = new Set(config.migrations.flatMap((m) => m.new_sqlite_classes ?? []));
-  mf = new Miniflare({
+  return {
     modules: true,
     scriptPath: join(project, 'out/worker.js'),
     modulesRules: [{ type: 'CompiledWasm', include: ['**/*.wasm'] }],
@@ -36,11 +36,17 @@ async function startMiniflare() {
     durableObjects: Object.fromEntries(
       config.durable_objects.bindings.map((b) => [b.name, { className: b.class_name, useSQLite: sqlite.has(b.class_name) }]),
     ),
-    durableObjectsPersist: persist,
+    durableObjectsPersist: persistTo,
+    bindings,
     cf: false,
     host: '127.0.0.1',
     port: 0,
-  });
+  };
+}
+
+async function startMiniflare() {
+  const { Miniflare } = await import(join(root, 'node_modules/miniflare/dist/src/index.js'));
+  mf = new Miniflare(miniflareOptions(persist));
   base = String(await mf.ready);
 }
 
@@ -56,6 +62,7 @@ before(async () => {
 
 after(async () => {
   await mf?.dispose();
+  await signedMf?.dispose();
   await stopGroup(dev);
   if (persist) rmSync(persist, { recursive: true, force: true });
   if (project) rmSync(project, { recursive: true, force: true });
@@ -225,7 +232,35 @@ test('restart: a new Miniflare instance on the persisted Durable Object storage 
   assert.deepEqual(await read('k'), { status: 200, body: { key: 'k', mark: '3', value: 'after restart' } });
 });
 
-test('`wrangler dev` accepts the example\'s wrangler.jsonc and serves it (local workerd)', async () => {
+test('signed tokens (FENCE_KEYS set): only fg1 tokens minted for this key move the mark; forged numbers, other keys\' tokens and bad signatures are 400', async () => {
+  const { Miniflare } = await import(join(root, 'node_modules/miniflare/dist/src/index.js'));
+  const { mintToken } = await import(join(project, 'node_modules/fencegate/node.mjs'));
+  const secret = new Uint8Array(32).map((_, i) => i * 7 + 1);
+  const FENCE_KEYS = JSON.stringify({ 'k-1': Buffer.from(secret).toString('base64url') });
+  signedMf = new Miniflare(miniflareOptions(join(persist, 'signed'), { FENCE_KEYS }));
+  const sbase = String(await signedMf.ready);
+  const mint = (scope, epoch, hmac = secret) => mintToken({ scope, epoch, leaseId: `${scope}#${epoch}`, generation: 1 }, { kid: 'k-1', hmac });
+  const send = (token, body) => request(sbase, 'PUT', '/resources/doc', { headers: token === undefined ? {} : { 'Fencing-Token': token }, body });
+  const t3 = mint('doc', 3);
+  assert.deepEqual(await send(t3, 'three'), { status: 200, body: fenced('doc', 'advance', null, '3', '0', '3') });
+  assert.deepEqual(await send(mint('doc', 2), 'two'), { status: 409, body: fenced('doc', 'reject', 'STALE_TOKEN', '2', '3', '3') });
+  const refused = [
+    ['18446744073709551615', 'UNSIGNED_TOKEN'], // a made-up huge number
+    [mint('other', 9), 'WRONG_SCOPE'],
+    [mint('doc', 9, new Uint8Array(32).fill(1)), 'BAD_SIGNATURE'],
+    [t3.slice(0, -2) + (t3.endsWith('AA') ? 'AQ' : 'AA'), 'BAD_SIGNATURE'],
+    ['fg1.garbage', 'MALFORMED_TOKEN'],
+    [undefined, 'MISSING_TOKEN'],
+  ];
+  for (const [token, code] of refused) {
+    const r = await send(token, 'x');
+    assert.deepEqual([r.status, r.body.code, r.body.mark], [400, code, '3'], `${token}: ${JSON.stringify(r.body)}`);
+  }
+  assert.deepEqual(await request(sbase, 'GET', '/resources/doc'), { status: 200, body: { key: 'doc', mark: '3', value: 'three' } });
+  assert.deepEqual(await send(mint('doc', 4), 'four'), { status: 200, body: fenced('doc', 'advance', null, '4', '3', '4') });
+});
+
+test('`wrangler dev` accepts the example\'s wrangler.jsonc and serves it (local workerd)', { timeout: 120_000 }, async () => {
   const port = await freePort();
   const state = join(persist, 'wrangler-dev');
   dev = spawn(wrangler, ['dev', '--ip', '127.0.0.1', '--port', String(port), '--persist-to', state], {

@@ -47,6 +47,8 @@ export function request(base, method, path, { headers = {}, body } = {}) {
       });
     });
     req.on('error', reject);
+    // no test waits forever on a server that accepted the connection and never answers
+    req.setTimeout(20_000, () => req.destroy(new Error(`no answer in 20 s: ${method} ${path}`)));
     req.end(body);
   });
 }

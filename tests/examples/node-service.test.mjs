@@ -110,7 +110,7 @@ test('leases: acquire grants epoch 1, a second holder gets 409 LEASE_HELD, renew
   assert.deepEqual(await read('orders'), { status: 200, body: { key: 'orders', mark: '0', value: null } });
 });
 
-test('two holders: A is stopped (SIGSTOP) past its lease, B takes over, A resumes (SIGCONT) and its late write is refused 409 STALE_TOKEN', async () => {
+test('two holders: A is stopped (SIGSTOP) past its lease, B takes over, A resumes (SIGCONT) and its late write is refused 409 STALE_TOKEN', { timeout: 90_000 }, async () => {
   // A acquires (lease 3 s), establishes, writes once, renews (the lease is half gone), and is
   // stopped the moment it reports its second piece of work (1.5 s long), before that write
   const a = startHolder(['--key', 'report', '--holder', 'A', '--ttl-ms', '3000', '--writes', '3', '--work-ms', '1500'], (e, child) => {
