@@ -5,29 +5,13 @@ import { FencegateError } from './errors.mjs';
 import { ready, initAsync, CODES, lastMarks } from './runtime.mjs';
 import { policyFromOptions, applyWithPolicy, setPolicyCeiling, addPolicyKey, retirePolicyKey } from './signed.mjs';
 import { shape, metaOf, windowOf, auditOf, Observer } from './verdict.mjs';
+import { MAX_U64, canonical, invalid, notReady, checkKey } from './common.mjs';
 
 export { FencegateError };
 export { Gate } from './gate.mjs';
 export { Issuer, MemoryHostStore } from './issuer.mjs';
 export { mintToken, verifyToken, ed25519PublicKey, features } from './signed.mjs';
 
-const MAX_U64 = 0xffff_ffff_ffff_ffffn;
-const MAX_SAFE = 9007199254740991n;
-
-function notReady() {
-  throw new FencegateError(
-    'NOT_INITIALIZED',
-    "fencegate's WebAssembly module is not loaded yet: call `await init()` first (browser and default entries)",
-  );
-}
-
-function invalid(message, details) {
-  return new FencegateError('INVALID_ARGUMENT', message, details);
-}
-
-function checkKey(key) {
-  if (typeof key !== 'string') throw invalid('a resource key must be a string', { key });
-}
 
 /**
  * Loads the WebAssembly module. Required once before use on the browser and
@@ -74,10 +58,6 @@ function policyFlag(options) {
   if (p === undefined || p === 'allow') return false;
   if (p === 'strict') return true;
   throw invalid(`sameEpoch must be 'allow' or 'strict', got ${String(p)}`, { sameEpoch: p });
-}
-
-function canonical(token) {
-  return typeof token === 'bigint' && token <= MAX_SAFE ? Number(token) : token;
 }
 
 function verdictOf(raw, key, status, token) {

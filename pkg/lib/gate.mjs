@@ -22,46 +22,15 @@ import { FencegateError } from './errors.mjs';
 import { ready, CODES } from './runtime.mjs';
 import { policyFromOptions, claimsOf, ceilingOf, addPolicyKey, retirePolicyKey, bounded } from './signed.mjs';
 import { shape, metaOf, windowOf, auditOf, Observer } from './verdict.mjs';
+import { MAX_U64, canonical, invalid, checkReady, checkKey, messageOf, marksCommitUnknown, TIMED_OUT, withTimeout } from './common.mjs';
 
-const OUTCOMES = ['advance', 'accept'];
-const MAX_U64 = 0xffff_ffff_ffff_ffffn;
-const MAX_SAFE = 9007199254740991n;
 // Code indexes (status - 2) of the two token codes, whose verdicts carry `token: null`.
 const MISSING = 0;
 const MALFORMED = 1;
 
-function canonical(token) {
-  return typeof token === 'bigint' && token <= MAX_SAFE ? Number(token) : token;
-}
 const DEFAULT_MAX_RETRIES = 8;
 const NONE = Object.freeze({ kind: 'none' });
 const DELETE = Object.freeze({ kind: 'delete' });
-
-function invalid(message, details) {
-  return new FencegateError('INVALID_ARGUMENT', message, details);
-}
-
-function checkReady() {
-  if (!ready) {
-    throw new FencegateError(
-      'NOT_INITIALIZED',
-      "fencegate's WebAssembly module is not loaded yet: call `await init()` first (browser and default entries)",
-    );
-  }
-}
-
-function checkKey(key) {
-  if (typeof key !== 'string') throw invalid('a resource key must be a string', { key });
-}
-
-function messageOf(cause) {
-  if (cause instanceof Error) return cause.message;
-  try {
-    return String(cause);
-  } catch {
-    return 'a non-printable value';
-  }
-}
 
 function storeError(key, callback, cause) {
   return new FencegateError('STORE_ERROR', `host store ${callback}(${JSON.stringify(key)}) failed: ${messageOf(cause)}`, {
@@ -78,25 +47,6 @@ function unknownError(key, callback, cause, why) {
       'retrying the same operation with the same token is safe',
     { key, callback, cause },
   );
-}
-
-function marksCommitUnknown(cause) {
-  return cause !== null && typeof cause === 'object' && cause.commitUnknown === true;
-}
-
-function isThenable(value) {
-  return value !== null && (typeof value === 'object' || typeof value === 'function') && typeof value.then === 'function';
-}
-
-/** Awaits a host callback's result, giving up after `ms` (when set) with a timeout marker. */
-const TIMED_OUT = Symbol('timed out');
-function withTimeout(result, ms) {
-  if (ms === undefined || !isThenable(result)) return result;
-  let timer;
-  const timeout = new Promise((resolve) => {
-    timer = setTimeout(resolve, ms, TIMED_OUT);
-  });
-  return Promise.race([result, timeout]).finally(() => clearTimeout(timer));
 }
 
 function verdictOf(key, d) {

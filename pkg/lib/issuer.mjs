@@ -22,50 +22,10 @@
 import * as wasm from '../dist/fencegate.js';
 import { FencegateError } from './errors.mjs';
 import { ready } from './runtime.mjs';
+import { invalid, checkReady, messageOf, marksCommitUnknown, TIMED_OUT, withTimeout } from './common.mjs';
 
 const DEFAULT_MAX_RETRIES = 8;
 const NONE = Object.freeze({ kind: 'none' });
-const TIMED_OUT = Symbol('timed out');
-
-function invalid(message, details) {
-  return new FencegateError('INVALID_ARGUMENT', message, details);
-}
-
-function checkReady() {
-  if (!ready) {
-    throw new FencegateError(
-      'NOT_INITIALIZED',
-      "fencegate's WebAssembly module is not loaded yet: call `await init()` first (browser and default entries)",
-    );
-  }
-}
-
-function messageOf(cause) {
-  if (cause instanceof Error) return cause.message;
-  try {
-    return String(cause);
-  } catch {
-    return 'a non-printable value';
-  }
-}
-
-function isThenable(value) {
-  return value !== null && (typeof value === 'object' || typeof value === 'function') && typeof value.then === 'function';
-}
-
-/** Awaits a host callback's result, giving up after `ms` (when set) with TIMED_OUT. */
-function withTimeout(result, ms) {
-  if (ms === undefined || !isThenable(result)) return result;
-  let timer;
-  const timeout = new Promise((resolve) => {
-    timer = setTimeout(resolve, ms, TIMED_OUT);
-  });
-  return Promise.race([result, timeout]).finally(() => clearTimeout(timer));
-}
-
-function marksCommitUnknown(cause) {
-  return cause !== null && typeof cause === 'object' && cause.commitUnknown === true;
-}
 
 const RETRY_HINT = 'retry acquire with the same requestId: it returns the lease if it was committed, or grants the same next epoch if not';
 

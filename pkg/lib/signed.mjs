@@ -5,6 +5,7 @@ import { shape } from './verdict.mjs';
 import * as wasm from '../dist/fencegate.js';
 import { FencegateError } from './errors.mjs';
 import { ready, CODES, lastMarks } from './runtime.mjs';
+import { invalid, notReady } from './common.mjs';
 
 const MODES = { adopt: 0, 'adopt-within': 1, 'reject-future': 2 };
 const ALGS = [null, 'hmac-sha256', 'ed25519'];
@@ -32,17 +33,6 @@ export function claimsOf(raw) {
     leaseId: text.slice(s),
     generation: raw.claims_generation(),
   };
-}
-
-function notReady() {
-  throw new FencegateError(
-    'NOT_INITIALIZED',
-    "fencegate's WebAssembly module is not loaded yet: call `await init()` first (browser and default entries)",
-  );
-}
-
-function invalid(message, details) {
-  return new FencegateError('INVALID_ARGUMENT', message, details);
 }
 
 function isBytes(v) {
