@@ -1,0 +1,355 @@
+// The fencegate browser demo: the real Wasm package, a simulated clock, an
+// IndexedDB host store, an issuer, three clients and two resources.
+import * as fencegate from '../pkg/browser.mjs';
+import { openDatabase, IdbStore, loadUi, saveUi, clearAll } from './idb-store.mjs';
+import { makeIssuer, TTL_MS } from './leases.mjs';
+import { renderTimeline } from './timeline.mjs';
+import { SCENARIOS } from './scenarios.mjs';
+
+const { init, Gate } = fencegate;
+const RESOURCES = ['orders/42', 'invoices/9'];
+const CLIENTS = ['A', 'B', 'C'];
+const ACTION_MS = 1_000; // every client action takes one simulated second
+
+/** Forged or malformed tokens a client-less request can send. */
+const FORGED = {
+  huge: { token: 0xffff_ffff_ffff_ffffn, long: '18446744073709551615 (2^64−1)', short: '2^64−1' },
+  missing: { token: undefined, long: 'no token', short: 'none' },
+  text: { token: '2', long: 'the text "2"', short: '"2"' },
+  bool: { token: true, long: 'the boolean true', short: 'true' },
+  zero: { token: 0, long: '0', short: '0' },
+  fraction: { token: 1.5, long: '1.5', short: '1.5' },
+  unsafe: { token: 2 ** 53, long: '2^53 (not a safe integer)', short: '2^53' },
+};
+
+const $ = (sel) => document.querySelector(sel);
+const s = (ms) => `${ms / 1000} s`;
+
+let db;
+let store;
+let gate;
+let issuer;
+let sim;
+const shown = new Map(); // resource → { mark, value, hasValue }
+
+function freshSim() {
+  const clients = {};
+  for (const c of CLIENTS) clients[c] = { paused: false, held: null };
+  return { now: 0, clients, events: [], log: [], scenario: null, nextId: 1 };
+}
+
+// ───────────── log ─────────────
+
+function log(kind, text, at = sim.now) {
+  sim.log.push({ kind, text: `${s(at)} · ${text}` });
+}
+
+function verdictText(v) {
+  const after = String(v.markAfter);
+  if (v.outcome === 'advance') return `advance: mark ${String(v.markBefore)} → ${after}`;
+  if (v.outcome === 'accept') return `accept: mark stays ${after}`;
+  return `reject ${v.code}: mark stays ${after}, value unchanged`;
+}
+
+function tokenLong(t) {
+  return t === undefined || t === null ? 'no token' : `token ${String(t)}`;
+}
+
+// ───────────── the clock ─────────────
+
+/** Moves the clock by `ms`, delivering writes in flight and noting lease expiries in time order. */
+async function tick(ms) {
+  const target = sim.now + ms;
+  const due = [];
+  for (const e of sim.events) {
+    if (e.type === 'op' && e.outcome === null && e.arriveAt <= target) due.push({ at: e.arriveAt, op: e });
+    if (e.type === 'lease' && e.to > sim.now && e.to <= target) due.push({ at: e.to, lease: e });
+  }
+  due.sort((a, b) => a.at - b.at || (a.lease ? -1 : 1));
+  for (const d of due) {
+    sim.now = d.at;
+    if (d.lease) log('info', `${d.lease.client}'s lease (epoch ${d.lease.epoch}) runs out`);
+    else await deliver(d.op);
+  }
+  sim.now = target;
+}
+
+// ───────────── fenced operations ─────────────
+
+async function deliver(op) {
+  const token = op.from === 'forged' ? FORGED[op.forged].token : op.token;
+  let v;
+  try {
+    v = op.kind === 'establish' ? await gate.establish(op.resource, token) : await gate.write(op.resource, token, op.value);
+  } catch (e) {
+    op.outcome = 'reject';
+    op.code = e.code ?? 'ERROR';
+    log('error', `${op.resource}: error ${op.code}: ${e.message}`);
+    return;
+  }
+  op.outcome = v.outcome;
+  op.code = v.code;
+  const who = op.from === 'forged' ? 'a forged request' : op.from;
+  const tokenText = op.from === 'forged' ? `with ${FORGED[op.forged].long}` : `with ${tokenLong(op.token)}`;
+  const late = op.arriveAt > op.sentAt ? ` (sent at ${s(op.sentAt)}, delayed in flight)` : '';
+  const what = op.kind === 'establish' ? `establishes epoch ${String(op.token)} on ${op.resource}` : `writes "${op.value}" to ${op.resource} ${tokenText}`;
+  log(v.ok ? 'ok' : 'reject', `${who} ${what}${late} → ${verdictText(v)}`);
+  if (performance.getEntriesByName('fencegate:first-verdict').length === 0) performance.mark('fencegate:first-verdict');
+}
+
+function send(from, kind, resource, value, token, delayMs, forged) {
+  const op = {
+    type: 'op',
+    id: sim.nextId++,
+    from,
+    kind,
+    resource,
+    value,
+    token,
+    forged,
+    tokenShort: forged ? FORGED[forged].short : token === undefined || token === null ? 'none' : String(token),
+    sentAt: sim.now,
+    arriveAt: sim.now + delayMs,
+    outcome: null,
+    code: null,
+  };
+  sim.events.push(op);
+  return op;
+}
+
+// ───────────── actions (the controls and the scenarios call these) ─────────────
+
+const demo = {
+  async acquire(c) {
+    const r = await issuer.acquire(c, sim.now);
+    if (r.ok) {
+      sim.clients[c].held = { epoch: r.epoch, expiresAt: r.expiresAt };
+      sim.events.push({ type: 'lease', client: c, epoch: String(r.epoch), from: sim.now, to: r.expiresAt });
+      log('ok', `${c} acquires the lease: epoch ${String(r.epoch)}, until ${s(r.expiresAt)}`);
+    } else if (r.code === 'LEASE_HELD') {
+      log('reject', `${c} cannot acquire: LEASE_HELD by ${r.holder} (epoch ${String(r.epoch)}) until ${s(r.expiresAt)}`);
+    } else {
+      log('reject', `${c} cannot acquire: ${r.code}`);
+    }
+    await tick(ACTION_MS);
+  },
+  async write(c, resource, value, delayMs = 0) {
+    const token = sim.clients[c].held?.epoch;
+    const op = send(c, 'write', resource, value, token, delayMs);
+    if (delayMs > 0) log('info', `${c} sends "${value}" to ${resource} with ${tokenLong(token)}; the network holds it until ${s(op.arriveAt)}`);
+    else await deliver(op);
+    await tick(ACTION_MS);
+  },
+  async establish(c, resource) {
+    const token = sim.clients[c].held?.epoch;
+    await deliver(send(c, 'establish', resource, undefined, token, 0));
+    await tick(ACTION_MS);
+  },
+  async forge(kind, resource, value = 'must-not-land') {
+    await deliver(send('forged', 'write', resource, value, undefined, 0, kind));
+    await tick(ACTION_MS);
+  },
+  async pause(c) {
+    const cl = sim.clients[c];
+    if (cl.paused) return;
+    cl.paused = true;
+    sim.events.push({ type: 'pause', client: c, from: sim.now, to: null });
+    log('info', `${c} pauses${cl.held ? ` (it keeps believing it holds epoch ${String(cl.held.epoch)})` : ''}`);
+  },
+  async resume(c) {
+    const cl = sim.clients[c];
+    if (!cl.paused) return;
+    cl.paused = false;
+    const p = sim.events.findLast((e) => e.type === 'pause' && e.client === c && e.to === null);
+    if (p) p.to = sim.now;
+    log('info', `${c} resumes${cl.held ? `; it still believes it holds epoch ${String(cl.held.epoch)}` : ''}`);
+  },
+  async pass(ms) {
+    log('info', `time passes: ${s(ms)} (clock ${s(sim.now)} → ${s(sim.now + ms)})`);
+    await tick(ms);
+  },
+};
+
+// ───────────── rendering ─────────────
+
+async function refreshResources() {
+  for (const r of RESOURCES) shown.set(r, await gate.read(r));
+}
+
+function render() {
+  $('#clock').textContent = s(sim.now);
+  for (const r of RESOURCES) {
+    const card = document.querySelector(`[data-resource="${r}"]`);
+    const m = shown.get(r);
+    card.querySelector('.mark').textContent = String(m.mark);
+    card.querySelector('.value').textContent = m.hasValue ? JSON.stringify(m.value) : '(none)';
+  }
+  for (const c of CLIENTS) {
+    const cl = sim.clients[c];
+    const card = document.querySelector(`[data-client="${c}"]`);
+    let text;
+    if (!cl.held) text = 'holds no lease';
+    else if (sim.now < cl.held.expiresAt) text = `holds epoch ${String(cl.held.epoch)} (lease until ${s(cl.held.expiresAt)})`;
+    else text = `believes it holds epoch ${String(cl.held.epoch)} (its lease ran out at ${s(cl.held.expiresAt)})`;
+    card.querySelector('.status').textContent = `${cl.paused ? 'paused' : 'running'} · ${text}`;
+    card.classList.toggle('paused', cl.paused);
+    for (const b of card.querySelectorAll('button[data-act]')) b.disabled = cl.paused && b.dataset.act !== 'pause';
+    const pb = card.querySelector('button[data-act="pause"]');
+    pb.textContent = cl.paused ? 'Resume' : 'Pause';
+    pb.setAttribute('aria-label', `${cl.paused ? 'Resume' : 'Pause'} client ${c}`);
+  }
+  const ol = $('#log');
+  ol.replaceChildren(
+    ...sim.log.map((l) => {
+      const li = document.createElement('li');
+      li.className = l.kind;
+      li.textContent = l.text;
+      return li;
+    }),
+  );
+  ol.scrollTop = ol.scrollHeight;
+  renderTimeline($('#timeline'), sim, RESOURCES, new Map(RESOURCES.map((r) => [r, String(shown.get(r).mark)])));
+  renderNarration();
+}
+
+function renderNarration() {
+  const sc = sim.scenario;
+  const next = $('#next');
+  if (!sc) {
+    $('#narration').textContent = 'Pick a scenario, or use the controls below.';
+    next.hidden = true;
+    return;
+  }
+  const def = SCENARIOS[sc.id];
+  next.hidden = false;
+  next.disabled = sc.step >= def.steps.length;
+  next.textContent = sc.step >= def.steps.length ? 'Scenario finished' : `Next step (${sc.step + 1} of ${def.steps.length})`;
+  $('#narration').textContent =
+    sc.step === 0
+      ? `${def.title}: ${def.steps.length} steps. Press “Next step” to play each one.`
+      : `Step ${sc.step} of ${def.steps.length}: ${def.steps[sc.step - 1].say}`;
+}
+
+async function issuerLine() {
+  const cur = await issuer.current();
+  const lease = cur.lease;
+  const live = lease && sim.now < lease.expiresAt;
+  $('#issuer-state').textContent =
+    `last epoch issued ${String(cur.epoch)}; ` +
+    (lease ? `lease ${live ? 'held' : 'ran out'}: ${lease.holder}, until ${s(lease.expiresAt)}` : 'no lease');
+}
+
+// ───────────── action queue ─────────────
+
+let queue = Promise.resolve();
+let pending = 0;
+
+/** Runs one user action after the previous one finished, then saves and redraws. */
+function act(fn) {
+  pending++;
+  document.body.dataset.busy = 'true';
+  queue = queue
+    .then(fn)
+    .catch((e) => log('error', `error ${e.code ?? e.name}: ${e.message}`))
+    .then(async () => {
+      await refreshResources();
+      await issuerLine();
+      await saveUi(db, 'sim', sim);
+      render();
+    })
+    .catch((e) => showFatal(e))
+    .finally(() => {
+      if (--pending === 0) delete document.body.dataset.busy;
+    });
+  return queue;
+}
+
+function showFatal(e) {
+  const p = $('#fatal');
+  p.hidden = false;
+  p.textContent = `The demo stopped: ${e.code ?? e.name}: ${e.message}`;
+}
+
+// ───────────── wiring ─────────────
+
+function clientCards() {
+  const tpl = $('#client-template');
+  const box = $('#clients');
+  for (const c of CLIENTS) {
+    const card = tpl.content.firstElementChild.cloneNode(true);
+    card.dataset.client = c;
+    card.querySelector('h3').textContent = `Client ${c}`;
+    for (const b of card.querySelectorAll('button[data-act]')) {
+      const verb = b.textContent;
+      b.setAttribute('aria-label', `${verb} client ${c}`);
+    }
+    card.addEventListener('click', (ev) => {
+      const b = ev.target.closest('button[data-act]');
+      if (!b) return;
+      const resource = $('#op-resource').value;
+      if (b.dataset.act === 'acquire') act(() => demo.acquire(c));
+      if (b.dataset.act === 'write') act(() => demo.write(c, resource, $('#op-value').value, Number($('#op-delay').value)));
+      if (b.dataset.act === 'establish') act(() => demo.establish(c, resource));
+      if (b.dataset.act === 'pause') act(() => (sim.clients[c].paused ? demo.resume(c) : demo.pause(c)));
+    });
+    box.append(card);
+  }
+}
+
+function wire() {
+  for (const b of document.querySelectorAll('button[data-pass]')) {
+    b.addEventListener('click', () => act(() => demo.pass(Number(b.dataset.pass))));
+  }
+  $('#forge').addEventListener('click', () => act(() => demo.forge($('#forge-kind').value, $('#op-resource').value, $('#op-value').value)));
+  $('#reset').addEventListener('click', () =>
+    act(async () => {
+      await clearAll(db);
+      sim = freshSim();
+    }),
+  );
+  for (const b of document.querySelectorAll('button[data-scenario]')) {
+    b.addEventListener('click', () =>
+      act(async () => {
+        await clearAll(db);
+        sim = freshSim();
+        sim.scenario = { id: b.dataset.scenario, step: 0 };
+      }).then(() => $('#next').focus()),
+    );
+  }
+  $('#next').addEventListener('click', () =>
+    act(async () => {
+      const sc = sim.scenario;
+      const def = sc && SCENARIOS[sc.id];
+      if (!def || sc.step >= def.steps.length) return;
+      const step = def.steps[sc.step];
+      sc.step++;
+      await step.run(demo);
+    }),
+  );
+}
+
+async function main() {
+  await init();
+  db = await openDatabase('fencegate-www');
+  store = new IdbStore(db);
+  gate = new Gate(store);
+  issuer = makeIssuer(fencegate, store);
+  $('#issuer-kind').textContent = issuer.label;
+  $('#ttl').textContent = s(TTL_MS);
+  const signed = Object.keys(fencegate).some((k) => /sign/i.test(k));
+  $('#signed-note').textContent = signed
+    ? 'This build of fencegate has signed tokens; this page does not use them yet, so a forged number is still a plain number here.'
+    : 'This build of fencegate has no signed tokens yet, so nothing stops a forged plain number.';
+  sim = (await loadUi(db, 'sim')) ?? freshSim();
+  clientCards();
+  wire();
+  await refreshResources();
+  await issuerLine();
+  for (const el of document.querySelectorAll('[data-needs-wasm]')) el.disabled = false;
+  render();
+  $('#status').textContent = 'fencegate loaded (WebAssembly)';
+  performance.mark('fencegate:ready');
+  document.body.dataset.ready = 'true';
+}
+
+main().catch(showFatal);

@@ -1,0 +1,73 @@
+// The guided scenarios: one action and one sentence per step. `d` is the demo's
+// action API (the same functions the manual controls call).
+
+const R = 'orders/42';
+
+export const SCENARIOS = {
+  seed: {
+    title: "The seed's quick verification",
+    steps: [
+      { run: (d) => d.acquire('A'), say: "A acquires the lease and gets epoch 1: it plays the seed's old leader." },
+      { run: (d) => d.pass(10_000), say: "Ten seconds pass and A's lease runs out at 10 s, but A is only slow, not stopped." },
+      { run: (d) => d.acquire('B'), say: 'B acquires the lease and gets epoch 2; issuing epoch 2 tells no resource about it.' },
+      {
+        run: (d) => d.write('A', R, 'arrived-before-new-epoch'),
+        say: 'A writes with epoch 1 and it lands, because orders/42 has not seen epoch 2 yet: fencing is not instant revocation.',
+      },
+      { run: (d) => d.write('B', R, 'from-new-leader'), say: "B writes with epoch 2: the mark advances to 2 and B's value is stored." },
+      {
+        run: (d) => d.write('A', R, 'must-not-land'),
+        say: 'A writes with epoch 1 again and is rejected as STALE_TOKEN; neither the mark nor the value changes.',
+      },
+      {
+        run: (d) => d.write('B', R, 'second-write-in-same-epoch'),
+        say: 'B writes again with the same epoch 2 and is accepted: one owner may write many times per epoch.',
+      },
+      { run: (d) => d.forge('missing', R), say: 'A request with no token is rejected as MISSING_TOKEN: a missing token never skips the check.' },
+      {
+        run: (d) => d.forge('text', R),
+        say: 'The text "2" is not a token and is rejected as MALFORMED_TOKEN; text from a header must go through parseToken first.',
+      },
+      { run: (d) => d.forge('bool', R), say: 'The boolean true is not a token either: MALFORMED_TOKEN, and nothing changes.' },
+      { run: (d) => d.pass(10_000), say: "Ten more seconds pass and B's lease runs out at 21 s." },
+      { run: (d) => d.acquire('C'), say: 'C acquires the lease and gets epoch 3.' },
+      { run: (d) => d.write('C', R, 'newest'), say: 'C writes with epoch 3: the mark advances to 3.' },
+      {
+        run: (d) => d.write('B', R, 'must-not-land'),
+        say: 'Now epoch 2 is stale too: B is rejected and orders/42 keeps mark 3 and "newest", as in the seed\'s PASS line.',
+      },
+    ],
+  },
+  paused: {
+    title: 'The paused leader',
+    steps: [
+      { run: (d) => d.acquire('A'), say: 'A acquires the lease and gets epoch 1, valid until 10 s.' },
+      { run: (d) => d.write('A', R, 'A: draft 1'), say: 'A writes with epoch 1: orders/42 advances its mark from 0 to 1.' },
+      {
+        run: (d) => d.write('A', R, 'A: draft 2', 15_000),
+        say: 'A sends another write, but the network holds it for 15 s: it is in flight with epoch 1.',
+      },
+      { run: (d) => d.pause('A'), say: 'A stops for a long garbage-collection pause; it still believes it holds the lease.' },
+      { run: (d) => d.pass(10_000), say: "Ten seconds pass: A's lease ran out at 10 s, while A was paused and could not notice." },
+      { run: (d) => d.acquire('B'), say: 'B acquires the lease and gets epoch 2, valid until 23 s.' },
+      {
+        run: (d) => d.establish('B', R),
+        say: 'Before working, B establishes epoch 2 on orders/42: the mark rises to 2 with no data change, which fences out epoch 1.',
+      },
+      {
+        run: (d) => d.pass(3_000),
+        say: "A's delayed write arrives at 17 s and bounces with STALE_TOKEN; without B's establish it would have landed.",
+      },
+      { run: (d) => d.write('B', R, 'B: final'), say: "B writes with epoch 2: accepted, since B's own epoch equals the mark." },
+      { run: (d) => d.resume('A'), say: 'A wakes up from its pause and still believes it holds epoch 1.' },
+      {
+        run: (d) => d.write('A', R, 'A: zombie write'),
+        say: "A's zombie write with epoch 1 is rejected as STALE_TOKEN: orders/42 keeps mark 2 and B's value.",
+      },
+      {
+        run: (d) => d.acquire('A'),
+        say: "A cannot simply take a newer number: the issuer answers LEASE_HELD while B's lease is live.",
+      },
+    ],
+  },
+};
