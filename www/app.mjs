@@ -125,6 +125,7 @@ const demo = {
     if (r.ok) {
       sim.clients[c].held = { epoch: r.epoch, expiresAt: r.expiresAt };
       sim.events.push({ type: 'lease', client: c, epoch: String(r.epoch), from: sim.now, to: r.expiresAt });
+      sim.events.push({ type: 'issuer', at: sim.now, label: `${String(r.epoch)} → ${c}` });
       log('ok', `${c} acquires the lease: epoch ${String(r.epoch)}, until ${s(r.expiresAt)}`);
     } else if (r.code === 'LEASE_HELD') {
       log('reject', `${c} cannot acquire: LEASE_HELD by ${r.holder} (epoch ${String(r.epoch)}) until ${s(r.expiresAt)}`);
@@ -164,6 +165,40 @@ const demo = {
     if (p) p.to = sim.now;
     log('info', `${c} resumes${cl.held ? `; it still believes it holds epoch ${String(cl.held.epoch)}` : ''}`);
   },
+  /** Recovery (R11): an operator's backup of the issuer's storage. */
+  async backup() {
+    const rec = issuer.recovery;
+    const cur = await issuer.current();
+    sim.backup = { at: sim.now, epoch: String(cur.epoch), record: await rec.backup() };
+    sim.events.push({ type: 'issuer', at: sim.now, label: 'backup' });
+    log('info', `the operator backs up the issuer: last epoch issued ${String(cur.epoch)}`);
+    await tick(ACTION_MS);
+  },
+  /** Puts the old backup back, as a restore of the issuer's storage would. */
+  async restore() {
+    if (!sim.backup) return;
+    await issuer.recovery.restore(sim.backup.record);
+    sim.events.push({ type: 'issuer', at: sim.now, label: 'restore' });
+    const highest = await highestMark();
+    log(
+      'reject',
+      `the issuer is restored from the backup taken at ${s(sim.backup.at)}: last epoch issued ${sim.backup.epoch}, ` +
+        `but ${highest.key} has accepted ${String(highest.mark)}`,
+    );
+    await tick(ACTION_MS);
+  },
+  /** Repair: raise the issuer to the highest mark any resource accepted. */
+  async repair() {
+    const highest = await highestMark();
+    const r = await issuer.recovery.raise(highest.mark, sim.now);
+    if (r.ok) {
+      sim.events.push({ type: 'issuer', at: sim.now, label: `raise ${String(r.epochBefore)} → ${String(r.epoch)}` });
+      log('ok', `the issuer is raised to at least ${String(highest.mark)}, the highest mark its resources accepted: epoch ${String(r.epochBefore)} → ${String(r.epoch)}`);
+    } else {
+      log('reject', `the issuer cannot be raised: ${r.code} by ${r.holder} until ${s(r.expiresAt)}`);
+    }
+    await tick(ACTION_MS);
+  },
   async pass(ms) {
     log('info', `time passes: ${s(ms)} (clock ${s(sim.now)} → ${s(sim.now + ms)})`);
     await tick(ms);
@@ -171,6 +206,16 @@ const demo = {
 };
 
 // ───────────── rendering ─────────────
+
+/** The resource with the highest mark (the first on a tie), marks compared exactly. */
+async function highestMark() {
+  let best = { key: RESOURCES[0], mark: 0 };
+  for (const r of RESOURCES) {
+    const mark = await gate.mark(r);
+    if (BigInt(mark) > BigInt(best.mark)) best = { key: r, mark };
+  }
+  return best;
+}
 
 async function refreshResources() {
   for (const r of RESOURCES) shown.set(r, await gate.read(r));
@@ -234,9 +279,16 @@ async function issuerLine() {
   const cur = await issuer.current();
   const lease = cur.lease;
   const live = lease && sim.now < lease.expiresAt;
+  const highest = await highestMark();
   $('#issuer-state').textContent =
     `last epoch issued ${String(cur.epoch)}; ` +
-    (lease ? `lease ${live ? 'held' : 'ran out'}: ${lease.holder}, until ${s(lease.expiresAt)}` : 'no lease');
+    (lease ? `lease ${live ? 'held' : 'ran out'}: ${lease.holder}, until ${s(lease.expiresAt)}` : 'no lease') +
+    (BigInt(cur.epoch) < BigInt(highest.mark)
+      ? `. Behind: ${highest.key} has accepted ${String(highest.mark)}, so the issuer was restored from an older copy; repair it before the next acquisition.`
+      : '');
+  $('#issuer-state').classList.toggle('reject', BigInt(cur.epoch) < BigInt(highest.mark));
+  const restore = $('#issuer-restore');
+  if (restore) restore.disabled = !sim.backup;
 }
 
 // ───────────── action queue ─────────────
@@ -300,6 +352,9 @@ function wire() {
   for (const b of document.querySelectorAll('button[data-pass]')) {
     b.addEventListener('click', () => act(() => demo.pass(Number(b.dataset.pass))));
   }
+  $('#issuer-backup').addEventListener('click', () => act(() => demo.backup()));
+  $('#issuer-restore').addEventListener('click', () => act(() => demo.restore()));
+  $('#issuer-repair').addEventListener('click', () => act(() => demo.repair()));
   $('#forge').addEventListener('click', () => act(() => demo.forge($('#forge-kind').value, $('#op-resource').value, $('#op-value').value)));
   $('#reset').addEventListener('click', () =>
     act(async () => {
@@ -335,6 +390,8 @@ async function main() {
   gate = new Gate(store);
   issuer = makeIssuer(fencegate, store);
   $('#issuer-kind').textContent = issuer.label;
+  // Controls for features this build does not have stay hidden.
+  for (const el of document.querySelectorAll('[data-needs="recovery"]')) el.hidden = issuer.recovery === null;
   $('#ttl').textContent = s(TTL_MS);
   const signed = Object.keys(fencegate).some((k) => /sign/i.test(k));
   $('#signed-note').textContent = signed

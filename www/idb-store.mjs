@@ -89,6 +89,27 @@ export class IdbStore {
     });
   }
 
+  /**
+   * The raw record of `key` (or null), and putting one back (null: delete): the
+   * demo's simulated backup and restore of the issuer's storage. Not a path for
+   * writes to fenced resources (R13).
+   */
+  async raw(key) {
+    let copy = null;
+    await this.update(key, (record) => {
+      copy = record;
+      return null;
+    });
+    return copy;
+  }
+
+  replace(key, record) {
+    const tx = this.#db.transaction(FENCE, 'readwrite');
+    if (record === null) tx.objectStore(FENCE).delete(key);
+    else tx.objectStore(FENCE).put(record, key);
+    return done(tx);
+  }
+
   /** `{ state, version, value }` or null (used by `gate.read` and `issuer.current`). */
   load(key) {
     return new Promise((resolve, reject) => {

@@ -10,11 +10,23 @@ export const TTL_MS = 10_000;
 export function makeIssuer(mod, store) {
   if ('Issuer' in mod) {
     const issuer = new mod.Issuer(store);
+    const key = issuer.keyOf(SCOPE);
     return {
       kind: 'fencegate',
       label: "fencegate's Issuer (epochs persisted in IndexedDB)",
       acquire: (holder, now) => issuer.acquire({ scope: SCOPE, holder, ttlMs: TTL_MS, now }),
       current: () => issuer.current(SCOPE),
+      // Recovery (R11), shown only when this build's Issuer has `raise`.
+      recovery:
+        typeof issuer.raise === 'function'
+          ? {
+              /** A copy of the issuer's stored record, as an operator's backup would hold it. */
+              backup: () => store.raw(key),
+              /** Puts an old copy back, as restoring the issuer's storage from a backup would. */
+              restore: (record) => store.replace(key, record),
+              raise: (atLeast, now) => issuer.raise({ scope: SCOPE, atLeast, now }),
+            }
+          : null,
     };
   }
   return standIn(store);
@@ -28,6 +40,7 @@ function standIn(store) {
   const key = 'stand-in-issuer:' + SCOPE;
   return {
     kind: 'stand-in',
+    recovery: null,
     label: 'in-page lease counter (a stand-in: this build of fencegate has no Issuer yet)',
     async acquire(holder, now) {
       let result;

@@ -70,4 +70,28 @@ export const SCENARIOS = {
       },
     ],
   },
+  restore: {
+    title: 'The issuer restored from an old backup',
+    needs: 'recovery',
+    steps: [
+      { run: (d) => d.acquire('A'), say: 'A acquires the lease and gets epoch 1.' },
+      { run: (d) => d.backup(), say: "An operator backs up the issuer's storage: it records that epoch 1 was the last one issued." },
+      { run: (d) => d.write('A', R, 'A: v1'), say: 'A writes with epoch 1: orders/42 advances to mark 1.' },
+      { run: (d) => d.pass(10_000), say: "Ten seconds pass and A's lease runs out." },
+      { run: (d) => d.acquire('B'), say: 'B acquires the lease and gets epoch 2.' },
+      { run: (d) => d.establish('B', R), say: 'B establishes epoch 2 on orders/42 before working: mark 2.' },
+      { run: (d) => d.write('B', R, 'B: v2'), say: 'B writes with epoch 2 and is accepted.' },
+      { run: (d) => d.pass(10_000), say: "Ten seconds pass and B's lease runs out." },
+      {
+        run: (d) => d.restore(),
+        say: "The issuer's storage is lost and restored from the old backup: it now says epoch 1, below the mark 2 that orders/42 has accepted, which gives the restore away.",
+      },
+      {
+        run: (d) => d.repair(),
+        say: 'The repair raises the issuer to the highest mark its resources accepted, 2; without it the next owner would get epoch 2 again, which B already used.',
+      },
+      { run: (d) => d.acquire('C'), say: 'C acquires the lease and gets epoch 3: no epoch is issued twice.' },
+      { run: (d) => d.write('C', R, 'C: v3'), say: 'C writes with epoch 3: orders/42 advances to mark 3.' },
+    ],
+  },
 };

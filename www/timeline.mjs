@@ -19,7 +19,7 @@ export function spanOf(now) {
 
 /** `marks`: resource → its current mark as text. */
 export function renderTimeline(svg, sim, resources, marks) {
-  const senders = [...Object.keys(sim.clients), 'forged'];
+  const senders = ['issuer', ...Object.keys(sim.clients), 'forged'];
   const rowY = new Map();
   senders.forEach((s, i) => rowY.set(s, TOP + ROW * i + ROW / 2));
   const resTop = TOP + ROW * senders.length + 10;
@@ -41,7 +41,7 @@ export function renderTimeline(svg, sim, resources, marks) {
 
   // Rows and labels.
   for (const [name, y] of rowY) {
-    const label = name === 'forged' ? 'forged' : name.startsWith('res:') ? name.slice(4) : `client ${name}`;
+    const label = name === 'forged' || name === 'issuer' ? name : name.startsWith('res:') ? name.slice(4) : `client ${name}`;
     const cls = name.startsWith('res:') ? 'row res' : 'row';
     out.push(`<line class="${cls}" x1="${LEFT}" x2="${W - RIGHT}" y1="${y}" y2="${y}"/>`);
     out.push(`<text class="label" x="4" y="${y + 4}">${esc(label)}</text>`);
@@ -67,6 +67,14 @@ export function renderTimeline(svg, sim, resources, marks) {
       out.push(`<rect class="pause" x="${x(e.from)}" y="${y - 5}" width="${w}" height="10" fill="url(#hatch)"/>`);
       out.push(`<text class="pause-label" x="${x(e.from) + w / 2}" y="${y - 12}" text-anchor="middle">paused</text>`);
     }
+  }
+
+  // The issuer: each epoch handed out (epoch → holder), backups, restores, repairs.
+  for (const e of sim.events) {
+    if (e.type !== 'issuer') continue;
+    const y = rowY.get('issuer');
+    out.push(`<circle class="issue" cx="${x(e.at)}" cy="${y}" r="4"/>`);
+    out.push(`<text class="issue-label" x="${x(e.at) + 6}" y="${y - 4}">${esc(e.label)}</text>`);
   }
 
   // Operations.
