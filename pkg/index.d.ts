@@ -256,3 +256,182 @@ export class Gate<V = unknown> {
   /** The high-water mark (0 = no fence record). */
   mark(key: string): Promise<Epoch>;
 }
+
+// ───────────────────────────── Issuer ─────────────────────────────
+
+/**
+ * A host store the issuer (and the gate) drives, compare-and-set shape.
+ * `load` returns `null` for a key without a record. `commit` writes
+ * `nextState` (and applies `change`; the issuer's change is always
+ * `{ kind: 'none' }`) only when the record's version is still
+ * `expectedVersion` (`null`: the key has no record yet), and answers `true`
+ * when it wrote, `false` when the version had moved. Either may return a Promise.
+ * A thrown error with `commitUnknown: true` means "may have committed".
+ */
+export interface IssuerCasStore {
+  load(key: string): IssuerStoredRecord | null | Promise<IssuerStoredRecord | null>;
+  commit(
+    key: string,
+    expectedVersion: unknown,
+    nextState: PersistedIssuerState,
+    change: { kind: 'none' },
+  ): boolean | Promise<boolean>;
+}
+
+/** A loaded record: the issuer state (object or its JSON text) and an opaque version. */
+export interface IssuerStoredRecord {
+  state: PersistedIssuerState | string;
+  version: unknown;
+}
+
+/**
+ * The transaction shape: run `fn(state)` (`state` null for a key without a
+ * record) inside the host's atomic boundary and apply what it returns —
+ * `{ nextState, change }`, or `null`: write nothing. `load` is optional.
+ */
+export interface IssuerTransactionStore {
+  transaction(
+    key: string,
+    fn: (state: PersistedIssuerState | string | null) => { nextState: PersistedIssuerState; change: { kind: 'none' } } | null,
+  ): unknown;
+  load?(key: string): IssuerStoredRecord | null | Promise<IssuerStoredRecord | null>;
+}
+
+/**
+ * Persisted issuer state of one scope, format version 1 (JSON-safe, exact):
+ * `{"v":1,"epoch":"41","lease":{"holder":"a","expiresAt":"1700000030000","requestId":"r-1"}}`
+ * or `{"v":1,"epoch":"41","lease":null}`. Anything else is CORRUPT_STATE.
+ */
+export interface PersistedIssuerState {
+  v: 1;
+  /** The last epoch issued, canonical decimal text ("0" or `[1-9][0-9]*`, ≤ 2^64−1). */
+  epoch: string;
+  lease: {
+    /** Non-empty holder id. */
+    holder: string;
+    /** Expiry in host ms, decimal text (≤ 2^53−1). */
+    expiresAt: string;
+    /** The acquiring request's id, or null. */
+    requestId: string | null;
+  } | null;
+}
+
+/** Options of an {@link Issuer}. */
+export interface IssuerOptions {
+  /**
+   * `'number'` (default): epochs up to 2^53−1, so every epoch is a JS number;
+   * `'bigint'`: up to 2^64−1 (epochs above 2^53−1 come back as bigints).
+   * The next acquisition past the limit throws EPOCH_OVERFLOW — never wraps or rounds.
+   */
+  epochs?: 'number' | 'bigint';
+  /** Prefix of the issuer's store keys; default `'issuer:'` (key = prefix + scope). */
+  keyPrefix?: string;
+  /** Compare-and-set retries after a lost race; default 8, then COMMIT_CONFLICT. */
+  maxRetries?: number;
+  /** Give up on a commit/transaction after this many ms: COMMIT_UNKNOWN. Default: wait. */
+  commitTimeoutMs?: number;
+  /** Give up on a load after this many ms: STORE_ERROR. Default: wait. */
+  loadTimeoutMs?: number;
+  /** Host time in ms used when a call omits `now` (e.g. `() => Date.now()`). fencegate reads no clock itself. */
+  clock?: () => number;
+}
+
+/** A lease as granted, replayed or renewed. Times are host milliseconds. */
+export interface IssuerGrant {
+  ok: true;
+  code: null;
+  scope: string;
+  /** The fencing token of this lease: send it with every write (gate.write / establish). */
+  epoch: Epoch;
+  /** `"<scope>#<epoch>"`: derived, not secret; it identifies, it does not authenticate. */
+  leaseId: string;
+  holder: string;
+  /** The lease is live while `now < expiresAt` (ms). */
+  expiresAt: number;
+  requestId: string | null;
+}
+
+/** `acquire` when the scope is held by a live lease (any holder, including the caller). */
+export interface LeaseHeld {
+  ok: false;
+  code: 'LEASE_HELD';
+  scope: string;
+  /** The live lease's epoch. */
+  epoch: Epoch;
+  holder: string;
+  /** When the live lease ends (ms); retry at or after it. */
+  expiresAt: number;
+}
+
+/** `renew` of a lease that expired, was released or superseded; or an acquire retried with a request id whose lease expired. */
+export interface LeaseExpired {
+  ok: false;
+  code: 'LEASE_EXPIRED';
+  scope: string;
+  /** The scope's current epoch. */
+  epoch: Epoch;
+}
+
+/** Arguments of {@link Issuer.acquire}. */
+export interface AcquireArgs {
+  scope: string;
+  holder: string;
+  /** Lease length in ms, a safe integer ≥ 1; `now + ttlMs` must stay ≤ 2^53−1. */
+  ttlMs: number;
+  /** Host time in ms (safe integer ≥ 0); optional when the issuer has a `clock`. */
+  now?: number;
+  /** Makes retries idempotent: the same holder + request id returns the same lease while it is live. */
+  requestId?: string;
+}
+
+/**
+ * A durable, lease-bound epoch issuer (R8) over a host store (default: an
+ * in-memory store, not durable). Per scope it hands out epochs 1, 2, 3, … on
+ * lease acquisition; each new epoch is committed through the store before it
+ * is returned, so after any crash the counter never goes back and never
+ * repeats. A holder gets a new epoch only by acquiring again. Issuing does not
+ * inform resources: call `gate.establish(key, epoch)` before working.
+ *
+ * Thrown FencegateError codes (nothing was handed out): INVALID_ARGUMENT,
+ * CORRUPT_STATE, EPOCH_OVERFLOW, STORE_ERROR, COMMIT_UNKNOWN, COMMIT_CONFLICT,
+ * NOT_INITIALIZED. After STORE_ERROR or COMMIT_UNKNOWN on acquire, retry with
+ * the same `requestId`.
+ */
+export class Issuer {
+  constructor(store?: IssuerCasStore | IssuerTransactionStore | HostStore<any> | null, options?: IssuerOptions);
+  readonly shape: 'compare-and-set' | 'transaction';
+  readonly epochs: 'number' | 'bigint';
+  /** The store key of `scope`'s record (`keyPrefix + scope`). */
+  keyOf(scope: string): string;
+  /** A new epoch (previous + 1) and lease when no lease is live at `now`; LEASE_HELD otherwise. */
+  acquire(args: AcquireArgs): Promise<(IssuerGrant & { replayed: boolean }) | LeaseHeld | LeaseExpired>;
+  /** Extends a live lease to `now + ttlMs`, same epoch; LEASE_EXPIRED when it is not the live current lease. */
+  renew(args: { scope: string; leaseId: string; ttlMs: number; now?: number }): Promise<IssuerGrant | LeaseExpired>;
+  /** Frees the scope when `leaseId` is its current lease; `released: false` (nothing changed) otherwise. */
+  release(args: { scope: string; leaseId: string }): Promise<{ ok: true; code: null; scope: string; released: boolean; epoch: Epoch }>;
+  /**
+   * Repair after restoring issuer state from an older copy (R11): lifts the
+   * scope's epoch to at least `atLeast` (the highest mark its resources have
+   * accepted). LEASE_HELD while a lease is live at `now`.
+   */
+  raise(args: { scope: string; atLeast: Epoch; now?: number }): Promise<{ ok: true; code: null; scope: string; epochBefore: Epoch; epoch: Epoch } | LeaseHeld>;
+  /** The stored state: epoch 0 and `lease: null` for a scope never acquired. Liveness: compare `expiresAt` with your `now`. */
+  current(scope: string): Promise<{
+    scope: string;
+    epoch: Epoch;
+    lease: { leaseId: string; holder: string; expiresAt: number; requestId: string | null } | null;
+  }>;
+}
+
+/**
+ * An in-memory host store, compare-and-set shape, for one process (not
+ * durable): the default store of `new Issuer()`, and one a {@link Gate} can
+ * share with an issuer (issuer records are `issuer:<scope>`, gate records the
+ * resource keys).
+ */
+export class MemoryHostStore<V = unknown> implements CasStore<V> {
+  load(key: string): StoredRecord<V> | null;
+  commit(key: string, expectedVersion: unknown, nextState: PersistedState | PersistedIssuerState, change: Change<V>): boolean;
+  /** Keys that have a record, sorted. */
+  keys(): string[];
+}

@@ -8,7 +8,8 @@ bash scripts/build.sh
 tarball=$(bash scripts/pack.sh)
 demo=build/demo
 rm -rf "$demo" && mkdir -p "$demo"
-cp examples/seed-scenario.mjs "$demo/"
+cp examples/seed-scenario.mjs examples/issuer-scenario.mjs "$demo/"
 (cd "$demo" && echo '{"name":"fencegate-demo","private":true,"type":"module"}' > package.json &&
   npm install --no-audit --no-fund --silent "$tarball")
 node "$demo/seed-scenario.mjs"
+node "$demo/issuer-scenario.mjs"

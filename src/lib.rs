@@ -13,6 +13,9 @@
 pub mod decision;
 pub mod error;
 pub mod host;
+pub mod issuer;
+pub mod json;
+pub mod ops;
 pub mod state;
 pub mod store;
 pub mod token;

@@ -6,6 +6,7 @@ import { ready, initAsync, CODES, lastMarks } from './runtime.mjs';
 
 export { FencegateError };
 export { Gate } from './gate.mjs';
+export { Issuer, MemoryHostStore } from './issuer.mjs';
 
 const MAX_U64 = 0xffff_ffff_ffff_ffffn;
 const MAX_SAFE = 9007199254740991n;

@@ -5,6 +5,8 @@
 //! `FencegateError` objects with a stable `code`. The hand-written JS wrapper in
 //! `pkg/lib/core.mjs` dispatches on the token's JS type before calling in.
 
+pub mod issuer;
+
 use std::cell::RefCell;
 use std::sync::atomic::{AtomicU64, Ordering};
 

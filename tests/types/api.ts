@@ -69,3 +69,62 @@ export async function use(): Promise<void> {
   const wrong: ErrorCode = 'NOPE';
   void [policy, outcome, code, ok, marks, e, r, total, mark, state, decoded, version, keys, codes, p, made, wrong];
 }
+
+// The issuer (issue 4).
+import {
+  Issuer,
+  Gate,
+  MemoryHostStore,
+  type IssuerOptions,
+  type IssuerCasStore,
+  type PersistedIssuerState,
+} from 'fencegate';
+
+import { SqliteStore, type SqliteDatabase } from 'fencegate/sqlite';
+import type { PostgresStore } from 'fencegate/postgres';
+
+/** The Issuer takes the shipped adapters (and shares them with a Gate). */
+export function issuerOverAdapters(db: SqliteDatabase, pgStore: PostgresStore): [Issuer, Issuer, Gate] {
+  const sqlite = new SqliteStore(db);
+  return [new Issuer(sqlite), new Issuer(pgStore, { keyPrefix: 'locks:' }), new Gate(sqlite)];
+}
+
+export async function useIssuer(): Promise<void> {
+  const options: IssuerOptions = { epochs: 'bigint', commitTimeoutMs: 500, clock: () => Date.now() };
+  const store = new MemoryHostStore<{ total: number }>();
+  const issuer = new Issuer(store, options);
+  const shared = new Gate(store);
+  const custom: IssuerCasStore = { load: () => null, commit: async () => true };
+  new Issuer(custom);
+  const plain = new Issuer();
+  const a = await issuer.acquire({ scope: 'jobs', holder: 'node-a', ttlMs: 10_000, now: 1, requestId: 'r-1' });
+  if (a.ok) {
+    const epoch: Epoch = a.epoch;
+    const id: string = a.leaseId;
+    const expires: number = a.expiresAt;
+    const replayed: boolean = a.replayed;
+    const gate = new MemoryGate();
+    gate.establish('jobs', a.epoch);
+    await shared.establish('jobs', a.epoch);
+    const r = await issuer.renew({ scope: 'jobs', leaseId: a.leaseId, ttlMs: 10_000, now: 2 });
+    if (!r.ok) {
+      const c: 'LEASE_EXPIRED' = r.code;
+      void c;
+    }
+    const rel: boolean = (await issuer.release({ scope: 'jobs', leaseId: id })).released;
+    void [epoch, expires, replayed, rel];
+  } else if (a.code === 'LEASE_HELD') {
+    const until: number = a.expiresAt;
+    const by: string = a.holder;
+    void [until, by];
+  }
+  const cur = await plain.current('jobs');
+  const holder: string | undefined = cur.lease?.holder;
+  const raised = await issuer.raise({ scope: 'jobs', atLeast: 10n, now: 3 });
+  const s: PersistedIssuerState = { v: 1, epoch: '3', lease: null };
+  // @ts-expect-error ttlMs is a number of ms
+  await issuer.acquire({ scope: 'jobs', holder: 'a', ttlMs: '10s' });
+  // @ts-expect-error unknown epoch range
+  new Issuer(null, { epochs: 'u64' });
+  void [holder, raised, s];
+}

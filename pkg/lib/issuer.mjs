@@ -1,0 +1,448 @@
+// The lease-bound epoch issuer over a host store.
+//
+// One issuer operation is: load the scope's issuer record → compute the
+// transition in Wasm (`__issuerStep`: decode strictly, decide, next state) →
+// when the state changes, have the host commit it (compare-and-set or inside
+// its transaction) → only then return the result. THE RULE: no epoch, lease or
+// renewal leaves this module before the state that records it is committed
+// (DESIGN R8). A failed or unknown commit throws; the caller never sees an
+// epoch that is not durable, and the next acquisition after a failed commit
+// computes the same next number from the unchanged stored state.
+//
+// Host store shapes (the same as the gate's, see gate.mjs on the `stores` branch):
+//
+//   compare-and-set   load(key) → { state, version } | null
+//                     commit(key, expectedVersion, nextState, change) → true | false
+//   transaction       transaction(key, fn): run `fn(state)` inside the host's own
+//                     atomic boundary; apply `{ nextState, change }` or nothing (null)
+//
+// The issuer's change is always `{ kind: 'none' }`: only the state is written.
+// Its records live under their own keys, `issuer:<scope>` by default
+// (`keyPrefix`), so one store can hold gate records and issuer records.
+import * as wasm from '../dist/fencegate.js';
+import { FencegateError } from './errors.mjs';
+import { ready } from './runtime.mjs';
+
+const DEFAULT_MAX_RETRIES = 8;
+const NONE = Object.freeze({ kind: 'none' });
+const TIMED_OUT = Symbol('timed out');
+
+function invalid(message, details) {
+  return new FencegateError('INVALID_ARGUMENT', message, details);
+}
+
+function checkReady() {
+  if (!ready) {
+    throw new FencegateError(
+      'NOT_INITIALIZED',
+      "fencegate's WebAssembly module is not loaded yet: call `await init()` first (browser and default entries)",
+    );
+  }
+}
+
+function messageOf(cause) {
+  if (cause instanceof Error) return cause.message;
+  try {
+    return String(cause);
+  } catch {
+    return 'a non-printable value';
+  }
+}
+
+function isThenable(value) {
+  return value !== null && (typeof value === 'object' || typeof value === 'function') && typeof value.then === 'function';
+}
+
+/** Awaits a host callback's result, giving up after `ms` (when set) with TIMED_OUT. */
+function withTimeout(result, ms) {
+  if (ms === undefined || !isThenable(result)) return result;
+  let timer;
+  const timeout = new Promise((resolve) => {
+    timer = setTimeout(resolve, ms, TIMED_OUT);
+  });
+  return Promise.race([result, timeout]).finally(() => clearTimeout(timer));
+}
+
+function marksCommitUnknown(cause) {
+  return cause !== null && typeof cause === 'object' && cause.commitUnknown === true;
+}
+
+const RETRY_HINT = 'retry acquire with the same requestId: it returns the lease if it was committed, or grants the same next epoch if not';
+
+function storeError(scope, key, callback, cause) {
+  const hint = callback === 'load' ? 'nothing was written' : `it may or may not have written; ${RETRY_HINT}`;
+  return new FencegateError('STORE_ERROR', `host store ${callback}(${JSON.stringify(key)}) failed (${hint}): ${messageOf(cause)}`, {
+    scope,
+    key,
+    callback,
+    cause,
+  });
+}
+
+function unknownError(scope, key, callback, cause, why) {
+  return new FencegateError(
+    'COMMIT_UNKNOWN',
+    `host store ${callback}(${JSON.stringify(key)}) may or may not have committed (${why}); no result was returned; ${RETRY_HINT}`,
+    { scope, key, callback, cause },
+  );
+}
+
+/** The stored issuer state of a loaded record: null = no record. */
+function stateOf(scope, key, record) {
+  if (record === null || record === undefined) return null;
+  if (typeof record !== 'object') {
+    throw storeError(scope, key, 'load', new TypeError('load must return null or an object { state, version }'));
+  }
+  if (record.state === null || record.state === undefined) {
+    throw new FencegateError(
+      'CORRUPT_STATE',
+      `the stored issuer record ${JSON.stringify(key)} has no state (load returns null for a key without a record)`,
+      { scope, key, state: record.state },
+    );
+  }
+  return record.state;
+}
+
+const OPS = { acquire: 0, renew: 1, release: 2, raise: 3 };
+const KINDS = ['granted', 'held', 'renewed', 'expired', 'released', 'raised'];
+
+/** The stored state as the JSON text the Wasm decoder reads (undefined: no record). */
+function stateText(scope, key, state) {
+  if (state === null || state === undefined) return undefined;
+  if (typeof state === 'string') return state;
+  let text;
+  try {
+    text = JSON.stringify(state);
+  } catch (cause) {
+    text = undefined;
+  }
+  if (typeof text !== 'string' || typeof state !== 'object') {
+    throw new FencegateError('CORRUPT_STATE', `the stored issuer state of ${JSON.stringify(scope)} is not a JSON object or its text`, {
+      scope,
+      key,
+      state,
+    });
+  }
+  return text;
+}
+
+/** Shapes the Wasm answer `[kind, epoch, expiresAt, holder, requestId, flag, leaseId|epochBefore, nextState]`. */
+function shape(scope, a) {
+  const kind = KINDS[a[0]];
+  let result;
+  switch (kind) {
+    case 'granted':
+      result = { ok: true, code: null, scope, epoch: a[1], leaseId: a[6], holder: a[3], expiresAt: a[2], requestId: a[4], replayed: a[5] };
+      break;
+    case 'renewed':
+      result = { ok: true, code: null, scope, epoch: a[1], leaseId: a[6], holder: a[3], expiresAt: a[2], requestId: a[4] };
+      break;
+    case 'held':
+      result = { ok: false, code: 'LEASE_HELD', scope, epoch: a[1], holder: a[3], expiresAt: a[2] };
+      break;
+    case 'expired':
+      result = { ok: false, code: 'LEASE_EXPIRED', scope, epoch: a[1] };
+      break;
+    case 'released':
+      result = { ok: true, code: null, scope, released: a[5], epoch: a[1] };
+      break;
+    default:
+      result = { ok: true, code: null, scope, epochBefore: a[6], epoch: a[1] };
+  }
+  return { result, nextState: a[7] === null ? null : JSON.parse(a[7]) };
+}
+
+/** One transition on one scope's stored state: `{ result, nextState }` (nextState null: write nothing). */
+function step(scope, key, state, op) {
+  const text = stateText(scope, key, state);
+  try {
+    return shape(scope, wasm.__issuerStep(text, op.code, scope, op.arg, op.ttlMs, op.now, op.requestId, op.bigint, op.atLeast));
+  } catch (e) {
+    if (e instanceof FencegateError && e.key === undefined) e.key = key;
+    throw e;
+  }
+}
+
+function checkScope(scope) {
+  if (typeof scope !== 'string' || scope === '') throw invalid('scope must be a non-empty string', { scope });
+}
+
+function checkString(name, value) {
+  if (typeof value !== 'string' || value === '') throw invalid(`${name} must be a non-empty string`, { [name]: value });
+  return value;
+}
+
+function checkMs(name, value) {
+  // Values are checked exactly (safe integer ≥ 0) in Wasm; here only the type.
+  if (typeof value !== 'number') throw invalid(`${name} must be a number of milliseconds`, { [name]: value });
+  return value;
+}
+
+function argsObject(args, method) {
+  if (args === null || typeof args !== 'object') throw invalid(`${method} takes one object argument`, { args });
+  return args;
+}
+
+/**
+ * An in-memory host store (compare-and-set shape) for one process: the default
+ * store of `new Issuer()`, and a store a `Gate` can share with it (the
+ * issuer's records are `issuer:<scope>`, the gate's are the resource keys).
+ * Not durable: it lives as long as the process. Records keep the state as
+ * JSON text and the value as given, like a real store would.
+ */
+export class MemoryHostStore {
+  #records = new Map();
+
+  load(key) {
+    const r = this.#records.get(key);
+    return r === undefined ? null : { state: r.state, version: r.version, value: r.value };
+  }
+
+  commit(key, expectedVersion, nextState, change) {
+    const r = this.#records.get(key);
+    if ((r === undefined ? null : r.version) !== expectedVersion) return false;
+    const next = { state: JSON.stringify(nextState), version: (r === undefined ? 0 : r.version) + 1, value: r?.value };
+    if (change?.kind === 'set') next.value = change.value;
+    else if (change?.kind === 'delete') next.value = undefined;
+    this.#records.set(key, next);
+    return true;
+  }
+
+  /** Keys that have a record, sorted. */
+  keys() {
+    return [...this.#records.keys()].sort();
+  }
+}
+
+function parseOptions(options) {
+  if (options === undefined || options === null) options = {};
+  if (typeof options !== 'object') throw invalid('options must be an object', { options });
+  const epochs = options.epochs ?? 'number';
+  if (epochs !== 'number' && epochs !== 'bigint') {
+    throw invalid(`epochs must be 'number' or 'bigint', got ${String(epochs)}`, { epochs });
+  }
+  const keyPrefix = options.keyPrefix ?? 'issuer:';
+  if (typeof keyPrefix !== 'string') throw invalid('keyPrefix must be a string', { keyPrefix });
+  const maxRetries = options.maxRetries ?? DEFAULT_MAX_RETRIES;
+  if (!Number.isSafeInteger(maxRetries) || maxRetries < 0) {
+    throw invalid('maxRetries must be a safe integer ≥ 0', { maxRetries });
+  }
+  for (const name of ['commitTimeoutMs', 'loadTimeoutMs']) {
+    const t = options[name];
+    if (t !== undefined && !(typeof t === 'number' && t > 0 && Number.isFinite(t))) {
+      throw invalid(`${name} must be a positive number of milliseconds`, { [name]: t });
+    }
+  }
+  const clock = options.clock;
+  if (clock !== undefined && typeof clock !== 'function') throw invalid('clock must be a function returning ms', { clock });
+  return { epochs, keyPrefix, maxRetries, commitTimeoutMs: options.commitTimeoutMs, loadTimeoutMs: options.loadTimeoutMs, clock };
+}
+
+/**
+ * A durable, lease-bound epoch issuer (DESIGN R8). Per scope it hands out
+ * epochs 1, 2, 3, … on lease acquisition and persists each one through the
+ * host store before returning it. Every method returns a Promise.
+ *
+ * Results (not thrown): `{ ok: true, … }`, or `{ ok: false, code: 'LEASE_HELD'
+ * | 'LEASE_EXPIRED', … }`. Thrown FencegateErrors: INVALID_ARGUMENT,
+ * CORRUPT_STATE, EPOCH_OVERFLOW, STORE_ERROR, COMMIT_UNKNOWN, COMMIT_CONFLICT;
+ * nothing was handed out when one is thrown.
+ */
+export class Issuer {
+  #store;
+  #transactional;
+  #o;
+
+  constructor(store, options) {
+    checkReady();
+    if (store === undefined || store === null) store = new MemoryHostStore();
+    if (typeof store !== 'object' && typeof store !== 'function') throw invalid('an Issuer needs a host store object', { store });
+    this.#transactional = typeof store.transaction === 'function';
+    if (!this.#transactional && (typeof store.load !== 'function' || typeof store.commit !== 'function')) {
+      throw invalid('a host store has transaction(key, fn), or load(key) and commit(key, expectedVersion, nextState, change)', {
+        store,
+      });
+    }
+    this.#store = store;
+    this.#o = parseOptions(options);
+  }
+
+  /** `'transaction'` or `'compare-and-set'`: the callback shape this issuer drives. */
+  get shape() {
+    return this.#transactional ? 'transaction' : 'compare-and-set';
+  }
+
+  /** `'number'` (epochs up to 2^53−1) or `'bigint'` (up to 2^64−1). */
+  get epochs() {
+    return this.#o.epochs;
+  }
+
+  /** The host-store key of `scope`'s issuer record. */
+  keyOf(scope) {
+    checkScope(scope);
+    return this.#o.keyPrefix + scope;
+  }
+
+  #now(now) {
+    if (now !== undefined) return now;
+    if (this.#o.clock !== undefined) return this.#o.clock();
+    throw invalid('now (host time in ms) is required: pass it, or give the Issuer a clock option', { now });
+  }
+
+  /**
+   * Acquires `scope` for `holder` for `ttlMs` from `now`: a new epoch (the
+   * previous + 1) when no lease is live, committed before it is returned.
+   * Retrying with the same `requestId` (after a lost reply, STORE_ERROR or
+   * COMMIT_UNKNOWN) returns the same lease, `replayed: true`, while it is live.
+   */
+  async acquire(args) {
+    const { scope, holder, ttlMs, now, requestId } = argsObject(args, 'acquire');
+    checkScope(scope);
+    return this.#apply(scope, {
+      code: OPS.acquire,
+      arg: checkString('holder', holder),
+      ttlMs: checkMs('ttlMs', ttlMs),
+      now: checkMs('now', this.#now(now)),
+      requestId: requestId === undefined || requestId === null ? undefined : checkString('requestId', requestId),
+      bigint: this.#o.epochs === 'bigint',
+    });
+  }
+
+  /** Extends the live lease `leaseId` to `now + ttlMs`; its epoch stays. LEASE_EXPIRED otherwise. */
+  async renew(args) {
+    const { scope, leaseId, ttlMs, now } = argsObject(args, 'renew');
+    checkScope(scope);
+    return this.#apply(scope, {
+      code: OPS.renew,
+      arg: checkString('leaseId', leaseId),
+      ttlMs: checkMs('ttlMs', ttlMs),
+      now: checkMs('now', this.#now(now)),
+    });
+  }
+
+  /** Frees `scope` when `leaseId` is its current lease; otherwise changes nothing (`released: false`). */
+  async release(args) {
+    const { scope, leaseId } = argsObject(args, 'release');
+    checkScope(scope);
+    return this.#apply(scope, { code: OPS.release, arg: checkString('leaseId', leaseId), ttlMs: 0, now: 0 });
+  }
+
+  /**
+   * Repair (R11): lifts `scope`'s epoch to at least `atLeast` (e.g. the
+   * highest mark its resources accepted) after the issuer state was restored
+   * from an older copy. LEASE_HELD while a lease is live at `now`.
+   */
+  async raise(args) {
+    const { scope, atLeast, now } = argsObject(args, 'raise');
+    checkScope(scope);
+    return this.#apply(scope, { code: OPS.raise, arg: '', ttlMs: 0, now: checkMs('now', this.#now(now)), atLeast });
+  }
+
+  /** `{ scope, epoch, lease: { leaseId, holder, expiresAt, requestId } | null }` as stored (epoch 0: never acquired). */
+  async current(scope) {
+    const key = this.keyOf(scope);
+    const state = this.#transactional && typeof this.#store.load !== 'function' ? await this.#readViaTransaction(scope, key) : stateOf(scope, key, await this.#load(scope, key));
+    let a;
+    try {
+      a = wasm.__issuerDecode(stateText(scope, key, state), scope);
+    } catch (e) {
+      if (e instanceof FencegateError && e.key === undefined) e.key = key;
+      throw e;
+    }
+    const lease = a[1] === null ? null : { leaseId: a[4], holder: a[1], expiresAt: a[2], requestId: a[3] };
+    return { scope, epoch: a[0], lease };
+  }
+
+  async #readViaTransaction(scope, key) {
+    let seen = null;
+    try {
+      await withTimeout(
+        this.#store.transaction(key, (state) => {
+          seen = state === undefined ? null : state;
+          return null;
+        }),
+        this.#o.loadTimeoutMs,
+      );
+    } catch (cause) {
+      throw storeError(scope, key, 'transaction', cause);
+    }
+    return seen;
+  }
+
+  async #load(scope, key) {
+    let record;
+    try {
+      record = await withTimeout(this.#store.load(key), this.#o.loadTimeoutMs);
+    } catch (cause) {
+      throw storeError(scope, key, 'load', cause);
+    }
+    if (record === TIMED_OUT) throw storeError(scope, key, 'load', new Error(`no answer within ${this.#o.loadTimeoutMs} ms`));
+    return record;
+  }
+
+  #apply(scope, op) {
+    const key = this.#o.keyPrefix + scope;
+    return this.#transactional ? this.#viaTransaction(scope, key, op) : this.#viaCas(scope, key, op);
+  }
+
+  async #viaCas(scope, key, op) {
+    const store = this.#store;
+    const timeout = this.#o.commitTimeoutMs;
+    for (let attempt = 0; attempt <= this.#o.maxRetries; attempt++) {
+      const record = await this.#load(scope, key);
+      const { result, nextState } = step(scope, key, stateOf(scope, key, record), op);
+      if (nextState === null) return result; // nothing changes: nothing to persist
+      const expected = record === null || record === undefined ? null : record.version ?? null;
+      let committed;
+      try {
+        committed = await withTimeout(store.commit(key, expected, nextState, NONE), timeout);
+      } catch (cause) {
+        if (marksCommitUnknown(cause)) throw unknownError(scope, key, 'commit', cause, messageOf(cause));
+        throw storeError(scope, key, 'commit', cause);
+      }
+      if (committed === TIMED_OUT) throw unknownError(scope, key, 'commit', undefined, `no answer within ${timeout} ms`);
+      // Committed: only now may the result (an epoch, a lease) leave.
+      if (committed === true) return result;
+      if (committed !== false) {
+        throw unknownError(scope, key, 'commit', undefined, `commit returned ${String(committed)}, not true or false`);
+      }
+      // Lost the compare-and-set: load and decide again.
+    }
+    throw new FencegateError(
+      'COMMIT_CONFLICT',
+      `compare-and-set on ${JSON.stringify(key)} conflicted ${this.#o.maxRetries + 1} times; nothing was issued by this call`,
+      { scope, key, attempts: this.#o.maxRetries + 1 },
+    );
+  }
+
+  async #viaTransaction(scope, key, op) {
+    let outcome = null;
+    let ownError = null;
+    const fn = (state) => {
+      outcome = null;
+      ownError = null;
+      try {
+        const s = step(scope, key, state, op);
+        outcome = s;
+        return s.nextState === null ? null : { nextState: s.nextState, change: NONE };
+      } catch (e) {
+        ownError = e;
+        throw e;
+      }
+    };
+    const timeout = this.#o.commitTimeoutMs;
+    let answer;
+    try {
+      answer = await withTimeout(this.#store.transaction(key, fn), timeout);
+    } catch (cause) {
+      if (ownError !== null) throw ownError; // our own error inside: the host rolled back
+      if (marksCommitUnknown(cause)) throw unknownError(scope, key, 'transaction', cause, messageOf(cause));
+      throw storeError(scope, key, 'transaction', cause);
+    }
+    if (answer === TIMED_OUT) throw unknownError(scope, key, 'transaction', undefined, `no answer within ${timeout} ms`);
+    if (ownError !== null) throw ownError;
+    if (outcome === null) throw storeError(scope, key, 'transaction', new Error('the host transaction returned without calling fn'));
+    // The transaction has returned, so its write (if any) is committed: only now may the result leave.
+    return outcome.result;
+  }
+}

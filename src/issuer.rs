@@ -1,0 +1,1211 @@
+//! The lease-bound epoch issuer: pure state transitions, no clock, no I/O.
+//!
+//! An issuer keeps, per scope, the last epoch it handed out and the lease that
+//! epoch belongs to. A holder gets a new epoch only by acquiring again (DESIGN
+//! R8; the seed's section "把递增编号绑定到所有权": a paused holder keeps its
+//! old number and cannot ask for a new one without re-acquiring ownership).
+//! The host persists the state this module returns through its store *before*
+//! it hands the epoch to anyone, so after a crash the counter never goes back
+//! and never repeats (the seed's "计数器回退" section).
+//!
+//! Every transition takes the decoded state of one scope and answers a
+//! [`Step`]: a result, and the next state to commit — or `None` when nothing
+//! changes (then the host writes nothing and the stored bytes stay as they
+//! were). Errors ([`IssuerError`]) never change anything either.
+//!
+//! Time: `now_ms` and `ttl_ms` are milliseconds supplied by the host, safe
+//! integers (0..=2^53−1, `ttl_ms` ≥ 1). A lease is live at `now` iff
+//! `now < expires_at`. Time decides only whether a lease is live; it is never
+//! a token, and a clock that goes backwards can make a lease look live longer
+//! but can never lower or repeat an epoch.
+//!
+//! # Persisted state, format version 1
+//!
+//! ```json
+//! {"v":1,"epoch":"41","lease":{"holder":"node-a","expiresAt":"1700000030000","requestId":"r-17"}}
+//! {"v":1,"epoch":"41","lease":null}
+//! ```
+//!
+//! * `v` — the number `1`.
+//! * `epoch` — the last epoch issued for the scope, canonical decimal text
+//!   (`"0"` or `[1-9][0-9]*`, ≤ 2^64−1): text because JSON numbers above 2^53
+//!   lose precision in JavaScript.
+//! * `lease` — the lease of that epoch, or `null` once it was released (or
+//!   when the state was raised). `holder` is a non-empty string; `expiresAt`
+//!   the expiry in host milliseconds as decimal text (≤ 2^53−1); `requestId`
+//!   the acquiring request's id (a non-empty string) or `null`.
+//!
+//! Every field is required and no other field is allowed; anything else is a
+//! [`StateError`] (code `CORRUPT_STATE`), never "a fresh scope at epoch 0". A
+//! scope with no stored record at all is the only fresh scope.
+//!
+//! # Lease ids
+//!
+//! A lease id is derived, not random: `"<scope>#<epoch>"` (see [`lease_id`]).
+//! Epochs are never reused within a scope, so the id names exactly one
+//! acquisition; including the scope keeps a lease of scope A from renewing or
+//! releasing a lease of scope B that happens to have the same epoch. A lease id
+//! identifies, it does not authenticate (R9): anyone who knows it can renew or
+//! release, so authorise callers before they reach the issuer.
+
+use thiserror::Error;
+
+use crate::error::{Code, StateError};
+use crate::json::{self, Value};
+use crate::token::{parse_token, MAX_SAFE_INTEGER};
+
+/// The format version written by [`IssuerState::to_wire`].
+pub const ISSUER_STATE_VERSION: u64 = 1;
+
+/// The largest epoch the issuer may hand out: decided by how the caller
+/// represents tokens, so that no epoch is ever rounded (R4).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum EpochLimit {
+    /// Tokens are JS numbers: at most 2^53−1.
+    Number,
+    /// Tokens may be bigints: at most 2^64−1.
+    BigInt,
+}
+
+impl EpochLimit {
+    /// The largest epoch that may be issued.
+    pub const fn max(self) -> u64 {
+        match self {
+            EpochLimit::Number => MAX_SAFE_INTEGER,
+            EpochLimit::BigInt => u64::MAX,
+        }
+    }
+}
+
+/// The lease of the scope's last epoch.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Lease {
+    /// Who holds it (non-empty).
+    pub holder: String,
+    /// Expiry in host milliseconds; live while `now < expires_at`.
+    pub expires_at: u64,
+    /// The id of the acquire request that granted it, for idempotent retries.
+    pub request_id: Option<String>,
+}
+
+/// The decoded issuer state of one scope. `Default` is a fresh scope (epoch 0, no lease).
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct IssuerState {
+    /// The last epoch issued (0 = none yet).
+    pub epoch: u64,
+    /// The lease of `epoch`, `None` when released or never acquired.
+    pub lease: Option<Lease>,
+}
+
+/// A version-1 lease as text fields (`holder`, `expiresAt`, `requestId`).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct WireLease {
+    /// Holder id.
+    pub holder: String,
+    /// Expiry (ms) as canonical decimal text.
+    pub expires_at: String,
+    /// Request id or `null` (required, may be null).
+    pub request_id: Option<String>,
+}
+
+/// Format version 1 as text fields, before validation.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct WireIssuerState {
+    /// Format version, [`ISSUER_STATE_VERSION`].
+    pub v: u64,
+    /// The last epoch issued, canonical decimal text.
+    pub epoch: String,
+    /// The lease or `null` (required, may be null).
+    pub lease: Option<WireLease>,
+}
+
+/// The members of `value` when it is an object with exactly the keys `fields`.
+fn exact_object(value: Value, fields: &[&str], what: &str) -> Result<Vec<Value>, StateError> {
+    let Value::Obj(members) = value else {
+        return Err(StateError(format!("{what} must be an object")));
+    };
+    if let Some((k, _)) = members.iter().find(|(k, _)| !fields.contains(&k.as_str())) {
+        return Err(StateError(format!("unknown {what} field {k:?}")));
+    }
+    let mut out = Vec::with_capacity(fields.len());
+    let mut members = members;
+    for f in fields {
+        let at = members
+            .iter()
+            .position(|(k, _)| k == f)
+            .ok_or_else(|| StateError(format!("{what} has no field {f:?}")))?;
+        out.push(members.swap_remove(at).1);
+    }
+    Ok(out)
+}
+
+fn text_field(v: Value, what: &str) -> Result<String, StateError> {
+    match v {
+        Value::Str(s) => Ok(s),
+        _ => Err(StateError(format!("{what} must be a string"))),
+    }
+}
+
+impl WireIssuerState {
+    /// Reads the JSON text of a version-1 record: exactly the fields
+    /// `v` (an integer), `epoch` (a string) and `lease` (`null`, or exactly
+    /// `holder`, `expiresAt` (strings) and `requestId` (a string or `null`)).
+    pub fn from_json(text: &str) -> Result<WireIssuerState, StateError> {
+        let value = json::parse(text).map_err(|e| StateError(format!("issuer state: {e}")))?;
+        let mut f = exact_object(value, &["v", "epoch", "lease"], "issuer state")?.into_iter();
+        let (Some(v), Some(epoch), Some(lease)) = (f.next(), f.next(), f.next()) else {
+            return Err(StateError("issuer state is incomplete".to_owned()));
+        };
+        let Value::Int(v) = v else {
+            return Err(StateError(
+                "issuer state field v must be an integer".to_owned(),
+            ));
+        };
+        let lease = match lease {
+            Value::Null => None,
+            other => {
+                let mut l =
+                    exact_object(other, &["holder", "expiresAt", "requestId"], "issuer lease")?
+                        .into_iter();
+                let (Some(holder), Some(expires_at), Some(request_id)) =
+                    (l.next(), l.next(), l.next())
+                else {
+                    return Err(StateError("issuer lease is incomplete".to_owned()));
+                };
+                Some(WireLease {
+                    holder: text_field(holder, "issuer lease holder")?,
+                    expires_at: text_field(expires_at, "issuer lease expiresAt")?,
+                    request_id: match request_id {
+                        Value::Null => None,
+                        other => Some(text_field(other, "issuer lease requestId")?),
+                    },
+                })
+            }
+        };
+        Ok(WireIssuerState {
+            v,
+            epoch: text_field(epoch, "issuer state epoch")?,
+            lease,
+        })
+    }
+
+    /// The JSON text, fields in the documented order.
+    pub fn to_json(&self) -> String {
+        let mut out = String::with_capacity(96);
+        out.push_str("{\"v\":");
+        out.push_str(&self.v.to_string());
+        out.push_str(",\"epoch\":");
+        json::write_str(&mut out, &self.epoch);
+        out.push_str(",\"lease\":");
+        match &self.lease {
+            None => out.push_str("null"),
+            Some(l) => {
+                out.push_str("{\"holder\":");
+                json::write_str(&mut out, &l.holder);
+                out.push_str(",\"expiresAt\":");
+                json::write_str(&mut out, &l.expires_at);
+                out.push_str(",\"requestId\":");
+                match &l.request_id {
+                    None => out.push_str("null"),
+                    Some(r) => json::write_str(&mut out, r),
+                }
+                out.push('}');
+            }
+        }
+        out.push('}');
+        out
+    }
+}
+
+fn decimal(text: &str, what: &str) -> Result<u64, StateError> {
+    if text == "0" {
+        return Ok(0);
+    }
+    parse_token(text).map_err(|_| {
+        StateError(format!(
+            "issuer {what} {text:?} is not canonical decimal text in 0..=2^64-1"
+        ))
+    })
+}
+
+impl IssuerState {
+    /// The wire form of this state.
+    pub fn to_wire(&self) -> WireIssuerState {
+        WireIssuerState {
+            v: ISSUER_STATE_VERSION,
+            epoch: self.epoch.to_string(),
+            lease: self.lease.as_ref().map(|l| WireLease {
+                holder: l.holder.clone(),
+                expires_at: l.expires_at.to_string(),
+                request_id: l.request_id.clone(),
+            }),
+        }
+    }
+
+    /// Validates a wire form. Errors are `CORRUPT_STATE`.
+    pub fn from_wire(wire: &WireIssuerState) -> Result<IssuerState, StateError> {
+        if wire.v != ISSUER_STATE_VERSION {
+            return Err(StateError(format!(
+                "unsupported issuer state format version {} (this build reads version {ISSUER_STATE_VERSION})",
+                wire.v
+            )));
+        }
+        let epoch = decimal(&wire.epoch, "epoch")?;
+        let lease = match &wire.lease {
+            None => None,
+            Some(l) => {
+                if epoch == 0 {
+                    return Err(StateError(
+                        "issuer state has a lease but epoch 0 (no epoch was issued)".to_owned(),
+                    ));
+                }
+                if l.holder.is_empty() {
+                    return Err(StateError("issuer lease holder is empty".to_owned()));
+                }
+                let expires_at = decimal(&l.expires_at, "lease expiresAt")?;
+                if expires_at > MAX_SAFE_INTEGER {
+                    return Err(StateError(format!(
+                        "issuer lease expiresAt {expires_at} exceeds 2^53-1 ms"
+                    )));
+                }
+                if l.request_id.as_deref() == Some("") {
+                    return Err(StateError("issuer lease requestId is empty".to_owned()));
+                }
+                Some(Lease {
+                    holder: l.holder.clone(),
+                    expires_at,
+                    request_id: l.request_id.clone(),
+                })
+            }
+        };
+        Ok(IssuerState { epoch, lease })
+    }
+
+    /// Decodes the JSON text of a persisted state (format version 1, strict:
+    /// every field required, no other field, no duplicate). Errors are `CORRUPT_STATE`.
+    pub fn from_json(text: &str) -> Result<IssuerState, StateError> {
+        IssuerState::from_wire(&WireIssuerState::from_json(text)?)
+    }
+
+    /// The JSON text of this state's wire form, e.g.
+    /// `{"v":1,"epoch":"41","lease":null}`.
+    pub fn to_json(&self) -> String {
+        self.to_wire().to_json()
+    }
+
+    /// The lease, when it is live at `now_ms` (`now < expires_at`).
+    pub fn live_lease(&self, now_ms: u64) -> Option<&Lease> {
+        self.lease.as_ref().filter(|l| now_ms < l.expires_at)
+    }
+}
+
+/// The id of the lease that granted `epoch` in `scope`: `"<scope>#<epoch>"`.
+pub fn lease_id(scope: &str, epoch: u64) -> String {
+    format!("{scope}#{epoch}")
+}
+
+/// The epoch named by a lease id of `scope`, when it has the derived form.
+fn epoch_of_lease_id(scope: &str, id: &str) -> Option<u64> {
+    let (s, e) = id.rsplit_once('#')?;
+    if s != scope {
+        return None;
+    }
+    parse_token(e).ok()
+}
+
+/// Why a transition could not be computed. Nothing changes on any of these.
+#[derive(Clone, Debug, PartialEq, Eq, Error)]
+pub enum IssuerError {
+    /// An argument is outside its domain (an empty holder, `ttl_ms` 0, a time
+    /// that is not a safe integer, `now + ttl` beyond 2^53−1). Code `INVALID_ARGUMENT`.
+    #[error("{0}")]
+    InvalidArgument(String),
+    /// The scope's epoch is already the largest allowed: the next one would
+    /// wrap or be rounded. Code `EPOCH_OVERFLOW`.
+    #[error("scope epoch {epoch} is the largest issuable epoch ({limit}); no further epoch can be issued")]
+    EpochOverflow {
+        /// The scope's current epoch.
+        epoch: u64,
+        /// The limit in force.
+        limit: u64,
+    },
+    /// The stored state is behind a lease id it issued (an issuer restored from
+    /// an old backup, R11) or could not be decoded. Code `CORRUPT_STATE`.
+    #[error(transparent)]
+    Corrupt(#[from] StateError),
+}
+
+impl IssuerError {
+    /// The stable code of this error.
+    pub fn code(&self) -> Code {
+        match self {
+            IssuerError::InvalidArgument(_) => Code::InvalidArgument,
+            IssuerError::EpochOverflow { .. } => Code::EpochOverflow,
+            IssuerError::Corrupt(_) => Code::CorruptState,
+        }
+    }
+}
+
+fn invalid(message: impl Into<String>) -> IssuerError {
+    IssuerError::InvalidArgument(message.into())
+}
+
+/// Validates host-supplied milliseconds (a JS number): a safe integer ≥ 0.
+pub fn ms_from_f64(name: &str, value: f64) -> Result<u64, IssuerError> {
+    if !value.is_finite() || value.fract() != 0.0 || value < 0.0 || value > MAX_SAFE_INTEGER as f64
+    {
+        // The value is not printed: formatting an f64 would pull float printing into the Wasm.
+        return Err(invalid(format!(
+            "{name} must be a safe integer number of milliseconds ≥ 0 (at most 2^53−1)"
+        )));
+    }
+    Ok(value as u64)
+}
+
+/// `now + ttl` after checking `ttl ≥ 1` and that the sum stays ≤ 2^53−1.
+fn expiry(now_ms: u64, ttl_ms: u64) -> Result<u64, IssuerError> {
+    if ttl_ms == 0 {
+        return Err(invalid("ttlMs must be at least 1 ms"));
+    }
+    if now_ms > MAX_SAFE_INTEGER || ttl_ms > MAX_SAFE_INTEGER {
+        return Err(invalid("now and ttlMs must be ≤ 2^53−1 ms"));
+    }
+    now_ms
+        .checked_add(ttl_ms)
+        .filter(|e| *e <= MAX_SAFE_INTEGER)
+        .ok_or_else(|| {
+            invalid(format!(
+                "now + ttlMs ({now_ms} + {ttl_ms}) exceeds 2^53−1 ms"
+            ))
+        })
+}
+
+fn non_empty(name: &str, value: &str) -> Result<(), IssuerError> {
+    if value.is_empty() {
+        Err(invalid(format!("{name} must be a non-empty string")))
+    } else {
+        Ok(())
+    }
+}
+
+/// A granted (or replayed) lease.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Grant {
+    /// The epoch (fencing token) of this lease.
+    pub epoch: u64,
+    /// `"<scope>#<epoch>"`.
+    pub lease_id: String,
+    /// The holder.
+    pub holder: String,
+    /// Expiry in host ms.
+    pub expires_at: u64,
+    /// The acquiring request's id.
+    pub request_id: Option<String>,
+    /// `true` when this is the answer to a retried request id (nothing changed).
+    pub replayed: bool,
+}
+
+/// The answer of one transition.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum IssuerResult {
+    /// `acquire` granted a lease with a new epoch (or replayed the same one).
+    Granted(Grant),
+    /// `acquire`: another live lease holds the scope (code `LEASE_HELD`).
+    Held {
+        /// The scope's current epoch (the live lease's).
+        epoch: u64,
+        /// Its holder.
+        holder: String,
+        /// Its expiry in host ms.
+        expires_at: u64,
+    },
+    /// `renew` extended the lease; its epoch is unchanged.
+    Renewed(Grant),
+    /// `renew` of a lease that expired, was released or was superseded, or an
+    /// `acquire` retried with a request id whose lease has expired (code `LEASE_EXPIRED`).
+    Expired {
+        /// The scope's current epoch.
+        epoch: u64,
+    },
+    /// `release`: `released` is true when the lease was the scope's current
+    /// one and is now freed; false when it was not held (nothing changed).
+    Released {
+        /// Whether anything was freed.
+        released: bool,
+        /// The scope's current epoch.
+        epoch: u64,
+    },
+    /// `raise`: the epoch before and after (equal when nothing changed).
+    Raised {
+        /// Epoch before.
+        before: u64,
+        /// Epoch after.
+        after: u64,
+    },
+}
+
+impl IssuerResult {
+    /// The code of an unsuccessful result (`LEASE_HELD`, `LEASE_EXPIRED`), `None` otherwise.
+    pub fn code(&self) -> Option<Code> {
+        match self {
+            IssuerResult::Held { .. } => Some(Code::LeaseHeld),
+            IssuerResult::Expired { .. } => Some(Code::LeaseExpired),
+            _ => None,
+        }
+    }
+}
+
+/// A result and the state to commit before the result is given to anyone
+/// (`None`: nothing changes, write nothing).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Step {
+    /// The answer.
+    pub result: IssuerResult,
+    /// The next state to persist, or `None`.
+    pub next: Option<IssuerState>,
+}
+
+fn unchanged(result: IssuerResult) -> Step {
+    Step { result, next: None }
+}
+
+/// The arguments of [`acquire`].
+#[derive(Clone, Copy, Debug)]
+pub struct AcquireRequest<'a> {
+    /// What the token is for (non-empty).
+    pub scope: &'a str,
+    /// Who asks (non-empty).
+    pub holder: &'a str,
+    /// Lease length in ms (≥ 1).
+    pub ttl_ms: u64,
+    /// The host's current time in ms.
+    pub now_ms: u64,
+    /// An id that makes retries idempotent (non-empty when given).
+    pub request_id: Option<&'a str>,
+    /// The largest epoch that may be issued.
+    pub limit: EpochLimit,
+}
+
+/// Acquire: grants a lease and the epoch `state.epoch + 1` when the scope has
+/// no live lease (never acquired, released, or expired: `now ≥ expiresAt`).
+///
+/// * A live lease → [`IssuerResult::Held`] (`LEASE_HELD`), even for the same
+///   holder: a holder gets a new epoch only after its lease ends.
+/// * The current lease was granted to this `holder` for this `request_id` →
+///   the same lease again with `replayed: true` and no change while it is live;
+///   [`IssuerResult::Expired`] (`LEASE_EXPIRED`) once it has expired (acquire
+///   with a new request id).
+/// * `state.epoch` is already `limit.max()` → [`IssuerError::EpochOverflow`].
+pub fn acquire(state: &IssuerState, req: &AcquireRequest<'_>) -> Result<Step, IssuerError> {
+    non_empty("scope", req.scope)?;
+    non_empty("holder", req.holder)?;
+    if let Some(r) = req.request_id {
+        non_empty("requestId", r)?;
+    }
+    let expires_at = expiry(req.now_ms, req.ttl_ms)?;
+    if let Some(lease) = &state.lease {
+        let same_request = req.request_id.is_some()
+            && lease.request_id.as_deref() == req.request_id
+            && lease.holder == req.holder;
+        let live = req.now_ms < lease.expires_at;
+        if same_request {
+            return Ok(unchanged(if live {
+                IssuerResult::Granted(Grant {
+                    epoch: state.epoch,
+                    lease_id: lease_id(req.scope, state.epoch),
+                    holder: lease.holder.clone(),
+                    expires_at: lease.expires_at,
+                    request_id: lease.request_id.clone(),
+                    replayed: true,
+                })
+            } else {
+                IssuerResult::Expired { epoch: state.epoch }
+            }));
+        }
+        if live {
+            return Ok(unchanged(IssuerResult::Held {
+                epoch: state.epoch,
+                holder: lease.holder.clone(),
+                expires_at: lease.expires_at,
+            }));
+        }
+    }
+    let limit = req.limit.max();
+    let epoch =
+        state
+            .epoch
+            .checked_add(1)
+            .filter(|e| *e <= limit)
+            .ok_or(IssuerError::EpochOverflow {
+                epoch: state.epoch,
+                limit,
+            })?;
+    let lease = Lease {
+        holder: req.holder.to_owned(),
+        expires_at,
+        request_id: req.request_id.map(str::to_owned),
+    };
+    let grant = Grant {
+        epoch,
+        lease_id: lease_id(req.scope, epoch),
+        holder: lease.holder.clone(),
+        expires_at,
+        request_id: lease.request_id.clone(),
+        replayed: false,
+    };
+    Ok(Step {
+        result: IssuerResult::Granted(grant),
+        next: Some(IssuerState {
+            epoch,
+            lease: Some(lease),
+        }),
+    })
+}
+
+/// When `id` names an epoch above the stored one, the stored state is older
+/// than a lease it handed out: restored from a backup (R11).
+fn check_not_behind(state: &IssuerState, scope: &str, id: &str) -> Result<(), IssuerError> {
+    match epoch_of_lease_id(scope, id) {
+        Some(e) if e > state.epoch => Err(IssuerError::Corrupt(StateError(format!(
+            "lease {id:?} names epoch {e} but the issuer state of {scope:?} is at epoch {}: \
+             the issuer state was restored from an older copy; raise() it above every epoch \
+             a resource has seen before issuing again",
+            state.epoch
+        )))),
+        _ => Ok(()),
+    }
+}
+
+/// The current lease when `id` names it.
+fn current<'s>(state: &'s IssuerState, scope: &str, id: &str) -> Option<&'s Lease> {
+    state
+        .lease
+        .as_ref()
+        .filter(|_| state.epoch > 0 && id == lease_id(scope, state.epoch))
+}
+
+/// Renew: when `lease_id` is the scope's current lease and it is live at
+/// `now`, its expiry becomes `now + ttl` and its epoch stays. Otherwise
+/// (expired, released, superseded, unknown) [`IssuerResult::Expired`] and
+/// nothing changes: an expired lease cannot be renewed back into validity.
+pub fn renew(
+    state: &IssuerState,
+    scope: &str,
+    lease_id: &str,
+    ttl_ms: u64,
+    now_ms: u64,
+) -> Result<Step, IssuerError> {
+    non_empty("scope", scope)?;
+    let expires_at = expiry(now_ms, ttl_ms)?;
+    check_not_behind(state, scope, lease_id)?;
+    let Some(lease) = current(state, scope, lease_id).filter(|l| now_ms < l.expires_at) else {
+        return Ok(unchanged(IssuerResult::Expired { epoch: state.epoch }));
+    };
+    let grant = Grant {
+        epoch: state.epoch,
+        lease_id: lease_id.to_owned(),
+        holder: lease.holder.clone(),
+        expires_at,
+        request_id: lease.request_id.clone(),
+        replayed: false,
+    };
+    let next = (expires_at != lease.expires_at).then(|| IssuerState {
+        epoch: state.epoch,
+        lease: Some(Lease {
+            expires_at,
+            ..lease.clone()
+        }),
+    });
+    Ok(Step {
+        result: IssuerResult::Renewed(grant),
+        next,
+    })
+}
+
+/// Release: frees the scope when `lease_id` is its current lease (the lease
+/// record becomes `null`, the epoch stays). A lease that was superseded,
+/// already released or never existed changes nothing (`released: false`).
+/// An expired lease that nobody has superseded is still cleared: the scope
+/// was free already, so only the stored record changes.
+pub fn release(state: &IssuerState, scope: &str, lease_id: &str) -> Result<Step, IssuerError> {
+    non_empty("scope", scope)?;
+    check_not_behind(state, scope, lease_id)?;
+    if current(state, scope, lease_id).is_none() {
+        return Ok(unchanged(IssuerResult::Released {
+            released: false,
+            epoch: state.epoch,
+        }));
+    }
+    Ok(Step {
+        result: IssuerResult::Released {
+            released: true,
+            epoch: state.epoch,
+        },
+        next: Some(IssuerState {
+            epoch: state.epoch,
+            lease: None,
+        }),
+    })
+}
+
+/// Raise (repair after a restore, R11): lifts the scope's epoch to at least
+/// `at_least` so the next acquisition issues `at_least + 1` or more. Use it
+/// with the largest mark any resource of the scope has accepted after an
+/// issuer state was restored from a backup. It refuses with
+/// [`IssuerResult::Held`] while a lease is live at `now` (at most one live
+/// lease, always); when it raises, the ended lease record is dropped. Lower or
+/// equal values change nothing.
+pub fn raise(state: &IssuerState, at_least: u64, now_ms: u64) -> Step {
+    if at_least <= state.epoch {
+        return unchanged(IssuerResult::Raised {
+            before: state.epoch,
+            after: state.epoch,
+        });
+    }
+    if let Some(lease) = state.live_lease(now_ms) {
+        return unchanged(IssuerResult::Held {
+            epoch: state.epoch,
+            holder: lease.holder.clone(),
+            expires_at: lease.expires_at,
+        });
+    }
+    Step {
+        result: IssuerResult::Raised {
+            before: state.epoch,
+            after: at_least,
+        },
+        next: Some(IssuerState {
+            epoch: at_least,
+            lease: None,
+        }),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use proptest::prelude::*;
+    use std::collections::HashMap;
+
+    const T0: u64 = 1_700_000_000_000;
+
+    fn req<'a>(holder: &'a str, ttl: u64, now: u64, rid: Option<&'a str>) -> AcquireRequest<'a> {
+        AcquireRequest {
+            scope: "s",
+            holder,
+            ttl_ms: ttl,
+            now_ms: now,
+            request_id: rid,
+            limit: EpochLimit::Number,
+        }
+    }
+
+    /// Applies a step like a host would: commit `next` when present.
+    fn commit(state: &mut IssuerState, step: Step) -> IssuerResult {
+        if let Some(next) = step.next {
+            *state = next;
+        }
+        step.result
+    }
+
+    /// Computes a step on the current state and commits it.
+    fn run(
+        state: &mut IssuerState,
+        f: impl FnOnce(&IssuerState) -> Result<Step, IssuerError>,
+    ) -> IssuerResult {
+        let step = f(state).unwrap();
+        commit(state, step)
+    }
+
+    fn granted(r: &IssuerResult) -> &Grant {
+        match r {
+            IssuerResult::Granted(g) => g,
+            other => panic!("expected a grant, got {other:?}"),
+        }
+    }
+
+    fn encode(s: &IssuerState) -> String {
+        s.to_json()
+    }
+
+    fn decode(text: &str) -> Result<IssuerState, StateError> {
+        IssuerState::from_json(text)
+    }
+
+    #[test]
+    fn wire_format_is_exact_and_strict() {
+        let s = IssuerState {
+            epoch: 41,
+            lease: Some(Lease {
+                holder: "node-a".into(),
+                expires_at: T0 + 30_000,
+                request_id: Some("r-17".into()),
+            }),
+        };
+        assert_eq!(
+            encode(&s),
+            r#"{"v":1,"epoch":"41","lease":{"holder":"node-a","expiresAt":"1700000030000","requestId":"r-17"}}"#
+        );
+        assert_eq!(decode(&encode(&s)), Ok(s));
+        let big = IssuerState {
+            epoch: u64::MAX,
+            lease: None,
+        };
+        assert_eq!(
+            encode(&big),
+            r#"{"v":1,"epoch":"18446744073709551615","lease":null}"#
+        );
+        assert_eq!(decode(&encode(&big)), Ok(big));
+        // Any valid JSON text of the same shape decodes: key order and whitespace are free.
+        assert_eq!(
+            decode(" { \"lease\" : null , \"epoch\" : \"3\" , \"v\" : 1 } "),
+            Ok(IssuerState {
+                epoch: 3,
+                lease: None
+            })
+        );
+        let escaped = IssuerState {
+            epoch: 2,
+            lease: Some(Lease {
+                holder: "a \"quoted\" \\ holder ✓ \u{1F512}".into(),
+                expires_at: 9,
+                request_id: Some("\n".into()),
+            }),
+        };
+        assert_eq!(decode(&encode(&escaped)), Ok(escaped));
+        for bad in [
+            r#"{"v":2,"epoch":"1","lease":null}"#,
+            r#"{"v":1,"epoch":1,"lease":null}"#,
+            r#"{"v":1,"epoch":"01","lease":null}"#,
+            r#"{"v":1,"epoch":"18446744073709551616","lease":null}"#,
+            r#"{"v":1,"epoch":"1"}"#,
+            r#"{"v":1,"lease":null}"#,
+            r#"{"epoch":"1","lease":null}"#,
+            r#"{"v":1,"epoch":"1","lease":null,"x":0}"#,
+            r#"{"v":1,"epoch":"0","lease":{"holder":"a","expiresAt":"5","requestId":null}}"#,
+            r#"{"v":1,"epoch":"1","lease":{"holder":"","expiresAt":"5","requestId":null}}"#,
+            r#"{"v":1,"epoch":"1","lease":{"holder":"a","expiresAt":5,"requestId":null}}"#,
+            r#"{"v":1,"epoch":"1","lease":{"holder":"a","expiresAt":"9007199254740992","requestId":null}}"#,
+            r#"{"v":1,"epoch":"1","lease":{"holder":"a","expiresAt":"5"}}"#,
+            r#"{"v":1,"epoch":"1","lease":{"holder":"a","expiresAt":"5","requestId":""}}"#,
+            r#"{"v":1,"epoch":"1","lease":{"holder":"a","expiresAt":"5","requestId":null,"id":"s#1"}}"#,
+            r#"{"v":1,"epoch":"1","lease":[]}"#,
+            r#"{"v":1,"epoch":"1","epoch":"2","lease":null}"#,
+            r#"{"v":1,"epoch":"1","lease":{"holder":"a","holder":"b","expiresAt":"5","requestId":null}}"#,
+            r#"{"v":1.5,"epoch":"1","lease":null}"#,
+            r#"{"v":1,"epoch":"1","lease":null} x"#,
+            r#""#,
+            r#"[]"#,
+            r#"null"#,
+        ] {
+            assert!(decode(bad).is_err(), "{bad}");
+        }
+    }
+
+    /// Issue 4: L1 acquires 33, lapses; L2 acquires 34 (the gate then rejects 33).
+    #[test]
+    fn lapsed_lease_is_superseded_by_a_higher_epoch() {
+        let mut s = IssuerState {
+            epoch: 32,
+            lease: None,
+        };
+        let a = granted(&run(&mut s, |s| acquire(s, &req("L1", 1000, T0, None)))).clone();
+        assert_eq!(
+            (a.epoch, a.lease_id.as_str(), a.expires_at),
+            (33, "s#33", T0 + 1000)
+        );
+        // Still live one ms before expiry: held, nothing changes.
+        let before = encode(&s);
+        let held = acquire(&s, &req("L2", 1000, T0 + 999, None)).unwrap();
+        assert_eq!(
+            held,
+            Step {
+                result: IssuerResult::Held {
+                    epoch: 33,
+                    holder: "L1".into(),
+                    expires_at: T0 + 1000
+                },
+                next: None
+            }
+        );
+        assert_eq!(encode(&s), before);
+        // At now == expiresAt the lease is over.
+        let b = granted(&run(&mut s, |s| {
+            acquire(s, &req("L2", 1000, T0 + 1000, None))
+        }))
+        .clone();
+        assert_eq!(b.epoch, 34);
+        // L1 cannot renew its old lease back into validity, nor release L2's.
+        let r = renew(&s, "s", &a.lease_id, 1000, T0 + 1001).unwrap();
+        assert_eq!(r, unchanged(IssuerResult::Expired { epoch: 34 }));
+        let r = release(&s, "s", &a.lease_id).unwrap();
+        assert_eq!(
+            r,
+            unchanged(IssuerResult::Released {
+                released: false,
+                epoch: 34
+            })
+        );
+        // L1's next acquisition waits for L2, then gets a higher epoch.
+        assert!(matches!(
+            acquire(&s, &req("L1", 1000, T0 + 1500, None))
+                .unwrap()
+                .result,
+            IssuerResult::Held { epoch: 34, .. }
+        ));
+        assert_eq!(
+            run(&mut s, |s| release(s, "s", &b.lease_id)),
+            IssuerResult::Released {
+                released: true,
+                epoch: 34
+            }
+        );
+        assert_eq!(s.lease, None);
+        let c = granted(&run(&mut s, |s| {
+            acquire(s, &req("L1", 1000, T0 + 1501, None))
+        }))
+        .clone();
+        assert_eq!(c.epoch, 35);
+    }
+
+    #[test]
+    fn renew_keeps_the_epoch_and_needs_a_live_lease() {
+        let mut s = IssuerState::default();
+        let a = granted(&run(&mut s, |s| acquire(s, &req("A", 100, 0, None)))).clone();
+        assert_eq!(a.epoch, 1);
+        let r = run(&mut s, |s| renew(s, "s", &a.lease_id, 100, 99));
+        assert!(matches!(
+            r,
+            IssuerResult::Renewed(Grant {
+                epoch: 1,
+                expires_at: 199,
+                ..
+            })
+        ));
+        assert_eq!(s.lease.as_ref().unwrap().expires_at, 199);
+        // Same expiry again: a success that writes nothing.
+        assert_eq!(renew(&s, "s", &a.lease_id, 100, 99).unwrap().next, None);
+        assert_eq!(
+            renew(&s, "s", &a.lease_id, 100, 199).unwrap(),
+            unchanged(IssuerResult::Expired { epoch: 1 })
+        );
+        // Wrong scope or a made-up id: not this lease.
+        assert_eq!(
+            renew(&s, "t", "s#1", 100, 150).unwrap().result,
+            IssuerResult::Expired { epoch: 1 }
+        );
+        assert_eq!(
+            renew(&s, "s", "whatever", 100, 150).unwrap().result,
+            IssuerResult::Expired { epoch: 1 }
+        );
+    }
+
+    /// Issue 4: "Issued 1, 2, 3, then the store throws after committing 4 and
+    /// the reply is lost: a retry with the same request id returns 4; a
+    /// different holder's acquire after expiry returns 5."
+    #[test]
+    fn request_id_makes_acquire_idempotent() {
+        let mut s = IssuerState {
+            epoch: 3,
+            lease: None,
+        };
+        let step = acquire(&s, &req("A", 1000, T0, Some("r1"))).unwrap();
+        commit(&mut s, step); // committed; the reply is lost
+        let stored = encode(&s);
+        let retry = acquire(&s, &req("A", 1000, T0 + 10, Some("r1"))).unwrap();
+        assert_eq!(retry.next, None);
+        let g = granted(&retry.result);
+        assert_eq!((g.epoch, g.expires_at, g.replayed), (4, T0 + 1000, true));
+        assert_eq!(encode(&s), stored);
+        // Another holder with the same request id is a different request.
+        assert!(matches!(
+            acquire(&s, &req("B", 1000, T0 + 10, Some("r1")))
+                .unwrap()
+                .result,
+            IssuerResult::Held { epoch: 4, .. }
+        ));
+        // The same request after its lease expired does not get a new epoch.
+        assert_eq!(
+            acquire(&s, &req("A", 1000, T0 + 1000, Some("r1"))).unwrap(),
+            unchanged(IssuerResult::Expired { epoch: 4 })
+        );
+        let b = granted(&run(&mut s, |s| {
+            acquire(s, &req("B", 1000, T0 + 1000, None))
+        }))
+        .clone();
+        assert_eq!(b.epoch, 5);
+    }
+
+    /// Issue 4: with now = 1,700,000,000,000 A acquires; later now =
+    /// 1,699,999,998,000 (the clock went back) and A's lease was released; B's
+    /// epoch is still larger than A's.
+    #[test]
+    fn clock_going_backwards_never_lowers_an_epoch() {
+        let mut s = IssuerState::default();
+        let a = granted(&run(&mut s, |s| acquire(s, &req("A", 1000, T0, None)))).clone();
+        run(&mut s, |s| release(s, "s", &a.lease_id));
+        let b = granted(&run(&mut s, |s| {
+            acquire(s, &req("B", 1000, 1_699_999_998_000, None))
+        }))
+        .clone();
+        assert!(b.epoch > a.epoch);
+        assert_eq!(b.expires_at, 1_699_999_999_000);
+    }
+
+    #[test]
+    fn overflow_at_the_largest_exact_epoch() {
+        let s = IssuerState {
+            epoch: MAX_SAFE_INTEGER - 1,
+            lease: None,
+        };
+        let g = acquire(&s, &req("A", 1, 0, None)).unwrap();
+        assert_eq!(granted(&g.result).epoch, MAX_SAFE_INTEGER);
+        let s = g.next.unwrap();
+        assert_eq!(
+            acquire(&s, &req("B", 1, 1, None)),
+            Err(IssuerError::EpochOverflow {
+                epoch: MAX_SAFE_INTEGER,
+                limit: MAX_SAFE_INTEGER
+            })
+        );
+        // While the last lease is live the answer is still LEASE_HELD.
+        assert!(matches!(
+            acquire(&s, &req("B", 1, 0, None)).unwrap().result,
+            IssuerResult::Held { .. }
+        ));
+        let mut big = req("B", 1, 1, None);
+        big.limit = EpochLimit::BigInt;
+        assert_eq!(granted(&acquire(&s, &big).unwrap().result).epoch, 1 << 53);
+        let top = IssuerState {
+            epoch: u64::MAX,
+            lease: None,
+        };
+        let e = acquire(&top, &big).unwrap_err();
+        assert_eq!(e.code(), Code::EpochOverflow);
+    }
+
+    #[test]
+    fn bad_arguments_are_errors_not_panics() {
+        let s = IssuerState::default();
+        for (r, what) in [
+            (req("", 1, 0, None), "empty holder"),
+            (req("A", 0, 0, None), "ttl 0"),
+            (req("A", 1, MAX_SAFE_INTEGER, None), "expiry overflow"),
+            (req("A", MAX_SAFE_INTEGER, 1, None), "expiry overflow"),
+            (req("A", u64::MAX, u64::MAX, None), "u64 overflow"),
+            (req("A", 1, 0, Some("")), "empty request id"),
+        ] {
+            let e = acquire(&s, &r).unwrap_err();
+            assert_eq!(e.code(), Code::InvalidArgument, "{what}");
+        }
+        let mut r = req("A", 1, 0, None);
+        r.scope = "";
+        assert_eq!(acquire(&s, &r).unwrap_err().code(), Code::InvalidArgument);
+        for bad in [f64::NAN, f64::INFINITY, -1.0, 0.5, 9007199254740992.0, -0.5] {
+            assert!(ms_from_f64("now", bad).is_err(), "{bad}");
+        }
+        assert_eq!(ms_from_f64("now", 0.0), Ok(0));
+        assert_eq!(ms_from_f64("now", -0.0), Ok(0));
+        assert_eq!(ms_from_f64("now", 9007199254740991.0), Ok(MAX_SAFE_INTEGER));
+    }
+
+    #[test]
+    fn a_restored_issuer_is_detected_and_raised() {
+        // Epoch 7 was issued, then the issuer state was restored to epoch 5.
+        let restored = IssuerState {
+            epoch: 5,
+            lease: None,
+        };
+        for e in [
+            renew(&restored, "s", "s#7", 10, 0).unwrap_err(),
+            release(&restored, "s", "s#7").unwrap_err(),
+        ] {
+            assert_eq!(e.code(), Code::CorruptState);
+        }
+        let held = IssuerState {
+            epoch: 5,
+            lease: Some(Lease {
+                holder: "A".into(),
+                expires_at: 10,
+                request_id: None,
+            }),
+        };
+        assert!(matches!(
+            raise(&held, 9, 9).result,
+            IssuerResult::Held { .. }
+        ));
+        assert_eq!(raise(&held, 9, 9).next, None);
+        assert!(raise(&held, 9, 10).next.is_some());
+        let raised = raise(&restored, 9, 0);
+        assert_eq!(
+            raised.result,
+            IssuerResult::Raised {
+                before: 5,
+                after: 9
+            }
+        );
+        let s = raised.next.unwrap();
+        assert_eq!(
+            granted(&acquire(&s, &req("A", 1, 0, None)).unwrap().result).epoch,
+            10
+        );
+        assert_eq!(raise(&s, 3, 0).next, None);
+    }
+
+    #[derive(Clone, Debug)]
+    enum Op {
+        Acquire {
+            holder: u8,
+            ttl: u64,
+            rid: Option<u8>,
+        },
+        Renew {
+            pick: usize,
+            ttl: u64,
+        },
+        Release {
+            pick: usize,
+        },
+        Raise {
+            by: u64,
+        },
+    }
+
+    fn op() -> impl Strategy<Value = (Op, u64)> {
+        let op = prop_oneof![
+            4 => (0u8..3, 1u64..40, proptest::option::of(0u8..3))
+                .prop_map(|(holder, ttl, rid)| Op::Acquire { holder, ttl, rid }),
+            2 => (any::<usize>(), 1u64..40).prop_map(|(pick, ttl)| Op::Renew { pick, ttl }),
+            2 => any::<usize>().prop_map(|pick| Op::Release { pick }),
+            1 => (0u64..3).prop_map(|by| Op::Raise { by }),
+        ];
+        // Time mostly moves forward, sometimes backwards.
+        (op, -10i64..30).prop_map(|(o, dt)| (o, dt as u64))
+    }
+
+    proptest! {
+        /// Any state survives to_json → from_json exactly, and the text is
+        /// plain JSON that serde_json reads to the same fields.
+        #[test]
+        fn state_text_round_trips(
+            epoch in 1u64..,
+            holder in ".+",
+            expires_at in 0..=MAX_SAFE_INTEGER,
+            request_id in proptest::option::of(".+"),
+            leased in any::<bool>(),
+        ) {
+            let s = IssuerState {
+                epoch,
+                lease: leased.then_some(Lease { holder, expires_at, request_id }),
+            };
+            let text = s.to_json();
+            prop_assert_eq!(IssuerState::from_json(&text), Ok(s.clone()));
+            let v: serde_json::Value = serde_json::from_str(&text).unwrap();
+            prop_assert_eq!(&v["epoch"], &serde_json::Value::String(epoch.to_string()));
+            if let Some(l) = &s.lease {
+                prop_assert_eq!(&v["lease"]["holder"], &serde_json::Value::String(l.holder.clone()));
+                let again = serde_json::to_string(&v).unwrap();
+                prop_assert_eq!(IssuerState::from_json(&again), Ok(s.clone()));
+            }
+        }
+    }
+
+    proptest! {
+        #![proptest_config(ProptestConfig::with_cases(2000))]
+
+        /// Over any sequence of operations: epochs strictly increase and are
+        /// never issued twice, even when the host's clock goes backwards;
+        /// unchanged and failed steps leave the stored bytes identical; every
+        /// stored state round-trips exactly. When the host's time does not go
+        /// backwards (`monotone`), a grant (or raise) happens only when no
+        /// other lease is live at that instant, and only a live current lease
+        /// can be renewed. (With a clock that jumps back, "live at an instant"
+        /// has no single meaning; epochs still never go back.)
+        #[test]
+        fn issuer_invariants(
+            ops in proptest::collection::vec(op(), 1..80),
+            start in 0u64..1000,
+            monotone in any::<bool>(),
+        ) {
+            let holders = ["h0", "h1", "h2"];
+            let rids = ["r0", "r1", "r2"];
+            let mut s = IssuerState::default();
+            let mut now = start;
+            let mut issued: Vec<Grant> = Vec::new();
+            // epoch → (expiry, released) for every lease ever granted.
+            let mut leases: HashMap<u64, (u64, bool)> = HashMap::new();
+            for (op, dt) in ops {
+                let dt = if monotone { (dt as i64).max(0) } else { dt as i64 };
+                now = (now as i64 + dt).max(0) as u64;
+                let before = encode(&s);
+                let before_epoch = s.epoch;
+                let step = match &op {
+                    Op::Acquire { holder, ttl, rid } => acquire(&s, &AcquireRequest {
+                        scope: "s",
+                        holder: holders[*holder as usize],
+                        ttl_ms: *ttl,
+                        now_ms: now,
+                        request_id: rid.map(|r| rids[r as usize]),
+                        limit: EpochLimit::Number,
+                    }),
+                    Op::Renew { pick, ttl } => {
+                        let id = issued.get(pick % (issued.len() + 1)).map_or("s#0".to_owned(), |g| g.lease_id.clone());
+                        renew(&s, "s", &id, *ttl, now)
+                    }
+                    Op::Release { pick } => {
+                        let id = issued.get(pick % (issued.len() + 1)).map_or("s#0".to_owned(), |g| g.lease_id.clone());
+                        release(&s, "s", &id)
+                    }
+                    Op::Raise { by } => Ok(raise(&s, s.epoch + by, now)),
+                };
+                let step = match step {
+                    Ok(step) => step,
+                    Err(e) => {
+                        prop_assert!(e.code() != Code::CorruptState, "{e}");
+                        prop_assert_eq!(encode(&s), before);
+                        continue;
+                    }
+                };
+                match &step.result {
+                    IssuerResult::Granted(g) if !g.replayed => {
+                        prop_assert_eq!(g.epoch, before_epoch + 1);
+                        prop_assert!(issued.iter().all(|o| o.epoch < g.epoch));
+                        for (e, (exp, released)) in &leases {
+                            prop_assert!(!monotone || *released || *exp <= now, "epoch {} granted at {} while {} live until {}", g.epoch, now, e, exp);
+                        }
+                        leases.insert(g.epoch, (g.expires_at, false));
+                        issued.push(g.clone());
+                    }
+                    IssuerResult::Granted(g) => {
+                        prop_assert!(step.next.is_none());
+                        prop_assert!(issued.iter().any(|o| o.epoch == g.epoch && o.request_id == g.request_id));
+                        prop_assert!(now < g.expires_at);
+                    }
+                    IssuerResult::Renewed(g) => {
+                        prop_assert_eq!(g.epoch, s.epoch);
+                        let entry = leases.get_mut(&g.epoch);
+                        prop_assert!(entry.as_ref().is_some_and(|(exp, rel)| !rel && (!monotone || now < *exp)));
+                        if let Some(entry) = entry { entry.0 = g.expires_at; }
+                    }
+                    IssuerResult::Released { released: true, epoch } => {
+                        if let Some(entry) = leases.get_mut(epoch) { entry.1 = true; }
+                    }
+                    IssuerResult::Raised { after, .. } if *after > before_epoch => {
+                        for (e, (exp, released)) in &leases {
+                            prop_assert!(!monotone || *released || *exp <= now, "raised at {} while {} live until {}", now, e, exp);
+                        }
+                    }
+                    _ => prop_assert!(step.next.is_none()),
+                }
+                match step.next {
+                    None => prop_assert_eq!(encode(&s), before),
+                    Some(next) => {
+                        prop_assert!(next.epoch >= before_epoch);
+                        prop_assert_eq!(decode(&encode(&next)), Ok(next.clone()));
+                        s = next;
+                    }
+                }
+            }
+        }
+    }
+}

@@ -1,0 +1,228 @@
+//! Bindings of the lease-bound issuer ([`crate::issuer`]).
+//!
+//! One function applies one transition to one scope's persisted issuer state
+//! and answers a flat array that the JS `Issuer` class (`pkg/lib/issuer.mjs`)
+//! shapes into a result; the class loads the state from the host store, calls
+//! in, and commits the next state before it returns the result to anyone.
+//! Nothing here stores anything.
+//!
+//! The state crosses the boundary as JSON text, both ways (the JS side
+//! stringifies an object a store returned, and parses the next state for the
+//! store): one string instead of a dozen property reads and writes, and the
+//! same strict decoder ([`IssuerState::from_json`]) as the native tests.
+
+use js_sys::Array;
+use wasm_bindgen::prelude::*;
+
+use super::{epoch_to_js, error, token_from_js};
+use crate::error::Code;
+use crate::issuer::{
+    acquire, lease_id, ms_from_f64, raise, release, renew, AcquireRequest, EpochLimit, Grant,
+    IssuerError, IssuerResult, IssuerState,
+};
+
+fn issuer_error(e: &IssuerError, scope: &str) -> JsValue {
+    let scope = JsValue::from_str(scope);
+    match e {
+        IssuerError::EpochOverflow { epoch, limit } => error(
+            e.code(),
+            &e.to_string(),
+            &[
+                ("scope", scope),
+                ("epoch", epoch_to_js(*epoch)),
+                ("limit", epoch_to_js(*limit)),
+            ],
+        ),
+        _ => error(e.code(), &e.to_string(), &[("scope", scope)]),
+    }
+}
+
+fn decode(state: Option<String>, scope: &str) -> Result<IssuerState, JsValue> {
+    match state {
+        None => Ok(IssuerState::default()),
+        Some(text) => IssuerState::from_json(&text).map_err(|e| {
+            error(
+                Code::CorruptState,
+                &e.to_string(),
+                &[("scope", JsValue::from_str(scope))],
+            )
+        }),
+    }
+}
+
+fn ms(name: &str, value: f64) -> Result<u64, IssuerError> {
+    ms_from_f64(name, value)
+}
+
+fn opt_str(s: Option<&str>) -> JsValue {
+    s.map_or(JsValue::NULL, JsValue::from_str)
+}
+
+/// Result kinds, index 0 of the answer array.
+const GRANTED: u8 = 0;
+const HELD: u8 = 1;
+const RENEWED: u8 = 2;
+const EXPIRED: u8 = 3;
+const RELEASED: u8 = 4;
+const RAISED: u8 = 5;
+
+fn grant_row(kind: u8, g: &Grant, flag: bool) -> [JsValue; 7] {
+    [
+        JsValue::from(kind),
+        epoch_to_js(g.epoch),
+        JsValue::from_f64(g.expires_at as f64),
+        JsValue::from_str(&g.holder),
+        opt_str(g.request_id.as_deref()),
+        JsValue::from_bool(flag),
+        JsValue::from_str(&g.lease_id),
+    ]
+}
+
+fn row(result: &IssuerResult) -> [JsValue; 7] {
+    let none = || JsValue::NULL;
+    match result {
+        IssuerResult::Granted(g) => grant_row(GRANTED, g, g.replayed),
+        IssuerResult::Renewed(g) => grant_row(RENEWED, g, false),
+        IssuerResult::Held {
+            epoch,
+            holder,
+            expires_at,
+        } => [
+            JsValue::from(HELD),
+            epoch_to_js(*epoch),
+            JsValue::from_f64(*expires_at as f64),
+            JsValue::from_str(holder),
+            none(),
+            JsValue::FALSE,
+            none(),
+        ],
+        IssuerResult::Expired { epoch } => [
+            JsValue::from(EXPIRED),
+            epoch_to_js(*epoch),
+            none(),
+            none(),
+            none(),
+            JsValue::FALSE,
+            none(),
+        ],
+        IssuerResult::Released { released, epoch } => [
+            JsValue::from(RELEASED),
+            epoch_to_js(*epoch),
+            none(),
+            none(),
+            none(),
+            JsValue::from_bool(*released),
+            none(),
+        ],
+        IssuerResult::Raised { before, after } => [
+            JsValue::from(RAISED),
+            epoch_to_js(*after),
+            none(),
+            none(),
+            none(),
+            JsValue::FALSE,
+            epoch_to_js(*before),
+        ],
+    }
+}
+
+/// Applies one issuer transition to one scope's persisted state.
+///
+/// * `state`: the stored state as JSON text (`{"v":1,"epoch":"41","lease":…}`),
+///   or `undefined`/`null` for a scope with no record.
+/// * `op`: 0 acquire, 1 renew, 2 release, 3 raise.
+/// * `arg`: the holder (acquire) or the lease id (renew, release); ignored by raise.
+/// * `ttl_ms`, `now_ms`: host milliseconds (ignored where the operation takes none).
+/// * `request_id`: acquire's request id, or `undefined`.
+/// * `bigint`: epochs may go up to 2^64−1 (else 2^53−1).
+/// * `at_least`: raise's floor (number or bigint).
+///
+/// Answers `[kind, epoch, expiresAt, holder, requestId, flag, leaseId|epochBefore, nextState]`:
+/// `kind` 0 granted (flag = replayed), 1 LEASE_HELD, 2 renewed, 3 LEASE_EXPIRED,
+/// 4 released (flag = released), 5 raised; `nextState` is the JSON text to
+/// commit before the result is handed out, or `null` when nothing changes.
+/// Throws INVALID_ARGUMENT, CORRUPT_STATE, EPOCH_OVERFLOW (nothing changes on any).
+#[allow(clippy::too_many_arguments)]
+#[wasm_bindgen(js_name = "__issuerStep")]
+pub fn issuer_step(
+    state: Option<String>,
+    op: u8,
+    scope: &str,
+    arg: &str,
+    ttl_ms: f64,
+    now_ms: f64,
+    request_id: Option<String>,
+    bigint: bool,
+    at_least: JsValue,
+) -> Result<Array, JsValue> {
+    let decoded = decode(state, scope)?;
+    let step = (|| match op {
+        0 => acquire(
+            &decoded,
+            &AcquireRequest {
+                scope,
+                holder: arg,
+                ttl_ms: ms("ttlMs", ttl_ms)?,
+                now_ms: ms("now", now_ms)?,
+                request_id: request_id.as_deref(),
+                limit: if bigint {
+                    EpochLimit::BigInt
+                } else {
+                    EpochLimit::Number
+                },
+            },
+        ),
+        1 => renew(
+            &decoded,
+            scope,
+            arg,
+            ms("ttlMs", ttl_ms)?,
+            ms("now", now_ms)?,
+        ),
+        2 => release(&decoded, scope, arg),
+        3 => {
+            let floor = token_from_js(&at_least).map_err(|e| {
+                IssuerError::InvalidArgument(format!("atLeast must be an epoch: {e}"))
+            })?;
+            Ok(raise(&decoded, floor, ms("now", now_ms)?))
+        }
+        _ => Err(IssuerError::InvalidArgument(
+            "unknown issuer operation".to_owned(),
+        )),
+    })()
+    .map_err(|e| issuer_error(&e, scope))?;
+    let out = Array::new();
+    for v in row(&step.result) {
+        out.push(&v);
+    }
+    out.push(
+        &step
+            .next
+            .map_or(JsValue::NULL, |n| JsValue::from(n.to_json())),
+    );
+    Ok(out)
+}
+
+/// Decodes a scope's persisted issuer state (JSON text, or `undefined`/`null`
+/// for no record) for reading: `[epoch, holder, expiresAt, requestId, leaseId]`,
+/// the last four `null` when there is no lease. Throws CORRUPT_STATE.
+#[wasm_bindgen(js_name = "__issuerDecode")]
+pub fn issuer_decode(state: Option<String>, scope: &str) -> Result<Array, JsValue> {
+    let decoded = decode(state, scope)?;
+    let out = Array::new();
+    out.push(&epoch_to_js(decoded.epoch));
+    match &decoded.lease {
+        None => {
+            for _ in 0..4 {
+                out.push(&JsValue::NULL);
+            }
+        }
+        Some(l) => {
+            out.push(&JsValue::from_str(&l.holder));
+            out.push(&JsValue::from_f64(l.expires_at as f64));
+            out.push(&opt_str(l.request_id.as_deref()));
+            out.push(&JsValue::from_str(&lease_id(scope, decoded.epoch)));
+        }
+    }
+    Ok(out)
+}
