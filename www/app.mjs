@@ -125,7 +125,7 @@ const demo = {
     if (r.ok) {
       sim.clients[c].held = { epoch: r.epoch, expiresAt: r.expiresAt };
       sim.events.push({ type: 'lease', client: c, epoch: String(r.epoch), from: sim.now, to: r.expiresAt });
-      sim.events.push({ type: 'issuer', at: sim.now, label: `${String(r.epoch)} → ${c}` });
+      sim.events.push({ type: 'issuer', at: sim.now, label: `${String(r.epoch)}→${c}` });
       log('ok', `${c} acquires the lease: epoch ${String(r.epoch)}, until ${s(r.expiresAt)}`);
     } else if (r.code === 'LEASE_HELD') {
       log('reject', `${c} cannot acquire: LEASE_HELD by ${r.holder} (epoch ${String(r.epoch)}) until ${s(r.expiresAt)}`);
@@ -192,7 +192,7 @@ const demo = {
     const highest = await highestMark();
     const r = await issuer.recovery.raise(highest.mark, sim.now);
     if (r.ok) {
-      sim.events.push({ type: 'issuer', at: sim.now, label: `raise ${String(r.epochBefore)} → ${String(r.epoch)}` });
+      sim.events.push({ type: 'issuer', at: sim.now, label: `raised to ${String(r.epoch)}` });
       log('ok', `the issuer is raised to at least ${String(highest.mark)}, the highest mark its resources accepted: epoch ${String(r.epochBefore)} → ${String(r.epoch)}`);
     } else {
       log('reject', `the issuer cannot be raised: ${r.code} by ${r.holder} until ${s(r.expiresAt)}`);
@@ -338,6 +338,7 @@ function clientCards() {
     card.addEventListener('click', (ev) => {
       const b = ev.target.closest('button[data-act]');
       if (!b) return;
+      performance.mark('fencegate:click');
       const resource = $('#op-resource').value;
       if (b.dataset.act === 'acquire') act(() => demo.acquire(c));
       if (b.dataset.act === 'write') act(() => demo.write(c, resource, $('#op-value').value, Number($('#op-delay').value)));

@@ -21,8 +21,9 @@ export function spanOf(now) {
 export function renderTimeline(svg, sim, resources, marks) {
   const senders = ['issuer', ...Object.keys(sim.clients), 'forged'];
   const rowY = new Map();
-  senders.forEach((s, i) => rowY.set(s, TOP + ROW * i + ROW / 2));
-  const resTop = TOP + ROW * senders.length + 10;
+  const LANES = 24; // room above the issuer row for its labels, staggered in three lanes
+  senders.forEach((s, i) => rowY.set(s, TOP + LANES + ROW * i + ROW / 2));
+  const resTop = TOP + LANES + ROW * senders.length + 10;
   resources.forEach((r, i) => rowY.set('res:' + r, resTop + ROW * i + ROW / 2));
   const axisY = resTop + ROW * resources.length + 4;
   const bandY = axisY + 26;
@@ -70,11 +71,15 @@ export function renderTimeline(svg, sim, resources, marks) {
   }
 
   // The issuer: each epoch handed out (epoch → holder), backups, restores, repairs.
+  let lane = 0;
   for (const e of sim.events) {
     if (e.type !== 'issuer') continue;
     const y = rowY.get('issuer');
-    out.push(`<circle class="issue" cx="${x(e.at)}" cy="${y}" r="4"/>`);
-    out.push(`<text class="issue-label" x="${x(e.at) + 6}" y="${y - 4}">${esc(e.label)}</text>`);
+    const ly = y - 4 - 11 * (lane++ % 3);
+    const cls = e.label === 'restore' ? 'issue restore' : 'issue';
+    if (ly < y - 4) out.push(`<line class="issue-tie" x1="${x(e.at)}" x2="${x(e.at)}" y1="${y}" y2="${ly + 2}"/>`);
+    out.push(`<circle class="${cls}" cx="${x(e.at)}" cy="${y}" r="4"/>`);
+    out.push(`<text class="${cls}-label" x="${x(e.at) + 4}" y="${ly}">${esc(e.label)}</text>`);
   }
 
   // Operations.

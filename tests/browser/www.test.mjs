@@ -96,6 +96,10 @@ test('first load: navigation → first verdict, bytes transferred (HTML + JS + C
   // The preloaded .wasm is fetched once (the preload is used, not a second download).
   assert.equal(bodies.filter((b) => b.url.endsWith('.wasm')).length, 1);
   assert.deepEqual(warnings.filter((w) => /preload/i.test(w)), []);
+  // Every module the page loads is modulepreloaded (no import waterfall), and every preload is used.
+  const preloads = await page.$$eval('link[rel=modulepreload]', (ls) => ls.map((l) => l.href));
+  const modules = bodies.map((b) => b.url).filter((u) => /\.m?js$/.test(u) && !u.endsWith('/www/app.mjs'));
+  assert.deepEqual([...modules].sort(), [...preloads].sort());
   const total = bodies.reduce((a, b) => a + b.bytes, 0);
   const totalGz = bodies.reduce((a, b) => a + b.gzip, 0);
   console.log(`www-metrics: navigation→ready ${times.ready.toFixed(0)} ms (Wasm instantiated, IndexedDB opened, state restored)`);
@@ -104,6 +108,39 @@ test('first load: navigation → first verdict, bytes transferred (HTML + JS + C
     console.log(`www-metrics: ${k}: ${v.files} file(s), ${v.bytes} bytes (${v.gzip} gzip -9)`);
   }
   console.log(`www-metrics: total ${bodies.length} files, ${total} bytes transferred uncompressed (${totalGz} if served gzip -9)`);
+});
+
+test('load times over 5 more fresh loads (new browser context each: empty cache, empty IndexedDB)', async () => {
+  const ready = [];
+  const verdict = [];
+  const decide = [];
+  for (let i = 0; i < 5; i++) {
+    const ctx = await browser.newContext({ viewport: { width: 1000, height: 900 } });
+    const p = await ctx.newPage();
+    p.on('console', (m) => m.type() === 'error' && errors.push(m.text()));
+    p.on('pageerror', (e) => errors.push(String(e)));
+    await p.goto(`${server.url}/www/`);
+    await p.waitForFunction(() => document.body.dataset.ready === 'true');
+    await p.getByRole('button', { name: 'Acquire client A', exact: true }).click();
+    await p.getByRole('button', { name: 'Write client A', exact: true }).click();
+    await p.waitForFunction(() => performance.getEntriesByName('fencegate:first-verdict').length === 1);
+    const t = await p.evaluate(() => [
+      performance.getEntriesByName('fencegate:ready')[0].startTime,
+      performance.getEntriesByName('fencegate:first-verdict')[0].startTime,
+      performance.getEntriesByName('fencegate:click')[1].startTime, // the Write click
+    ]);
+    ready.push(t[0]);
+    verdict.push(t[1]);
+    decide.push(t[1] - t[2]);
+    await ctx.close();
+  }
+  const stats = (xs) => {
+    const v = [...xs].sort((a, b) => a - b);
+    return `min ${v[0].toFixed(0)} / median ${v[2].toFixed(0)} / max ${v[4].toFixed(0)} ms`;
+  };
+  console.log(`www-metrics: 5 fresh loads, navigation→ready ${stats(ready)}`);
+  console.log(`www-metrics: 5 fresh loads, navigation→first verdict ${stats(verdict)} (two scripted clicks included)`);
+  console.log(`www-metrics: 5 fresh loads, Write click→verdict (IndexedDB transaction + Wasm decision) ${stats(decide)}`);
 });
 
 const PLAY = {
@@ -164,31 +201,6 @@ test("guided: the seed's quick verification, step by step", async () => {
   await page.screenshot({ path: join(shots, 'www-seed.png'), fullPage: true });
 });
 
-test('guided: the paused leader, step by step', async () => {
-  await play('paused', [
-    [['0 s · A acquires the lease: epoch 1, until 10 s'], '0', '(none)'],
-    [['1 s · A writes "A: draft 1" to orders/42 with token 1 → advance: mark 0 → 1'], '1', '"A: draft 1"'],
-    [['2 s · A sends "A: draft 2" to orders/42 with token 1; the network holds it until 17 s'], '1', '"A: draft 1"'],
-    [['3 s · A pauses (it keeps believing it holds epoch 1)'], '1', '"A: draft 1"', { [A]: 'paused · holds epoch 1 (lease until 10 s)' }],
-    [['3 s · time passes: 10 s (clock 3 s → 13 s)', "10 s · A's lease (epoch 1) runs out"], '1', '"A: draft 1"',
-      { [A]: 'paused · believes it holds epoch 1 (its lease ran out at 10 s)' }],
-    [['13 s · B acquires the lease: epoch 2, until 23 s'], '1', '"A: draft 1"', { [B]: 'running · holds epoch 2 (lease until 23 s)' }],
-    [['14 s · B establishes epoch 2 on orders/42 → advance: mark 1 → 2'], '2', '"A: draft 1"'],
-    [['15 s · time passes: 3 s (clock 15 s → 18 s)',
-      '17 s · A writes "A: draft 2" to orders/42 with token 1 (sent at 2 s, delayed in flight) → reject STALE_TOKEN: mark stays 2, value unchanged'],
-      '2', '"A: draft 1"'],
-    [['18 s · B writes "B: final" to orders/42 with token 2 → accept: mark stays 2'], '2', '"B: final"'],
-    [['19 s · A resumes; it still believes it holds epoch 1'], '2', '"B: final"',
-      { [A]: 'running · believes it holds epoch 1 (its lease ran out at 10 s)' }],
-    [['19 s · A writes "A: zombie write" to orders/42 with token 1 → reject STALE_TOKEN: mark stays 2, value unchanged'], '2', '"B: final"'],
-    [['20 s · A cannot acquire: LEASE_HELD by B (epoch 2) until 23 s'], '2', '"B: final"'],
-  ]);
-  assert.equal(await page.locator('#timeline line.op.ok').count(), 3); // A's first write, B's establish, B's write
-  assert.equal(await page.locator('#timeline line.op.reject').count(), 2); // the delayed write, the zombie write
-  assert.equal(await page.locator('#timeline rect.pause').count(), 1);
-  await page.screenshot({ path: join(shots, 'www-paused-leader.png'), fullPage: true });
-});
-
 test('guided: the issuer restored from an old backup (only when the package has Issuer.raise)', async (t) => {
   const button = page.getByRole('button', { name: `Play: ${PLAY.restore}`, exact: true });
   const recovery = await page.evaluate(async () => typeof (await import('/pkg/browser.mjs')).Issuer?.prototype.raise === 'function');
@@ -217,6 +229,31 @@ test('guided: the issuer restored from an old backup (only when the package has 
     [['29 s · C writes "C: v3" to orders/42 with token 3 → advance: mark 2 → 3'], '3', '"C: v3"'],
   ]);
   await page.screenshot({ path: join(shots, 'www-restore.png'), fullPage: true });
+});
+
+test('guided: the paused leader, step by step', async () => {
+  await play('paused', [
+    [['0 s · A acquires the lease: epoch 1, until 10 s'], '0', '(none)'],
+    [['1 s · A writes "A: draft 1" to orders/42 with token 1 → advance: mark 0 → 1'], '1', '"A: draft 1"'],
+    [['2 s · A sends "A: draft 2" to orders/42 with token 1; the network holds it until 17 s'], '1', '"A: draft 1"'],
+    [['3 s · A pauses (it keeps believing it holds epoch 1)'], '1', '"A: draft 1"', { [A]: 'paused · holds epoch 1 (lease until 10 s)' }],
+    [['3 s · time passes: 10 s (clock 3 s → 13 s)', "10 s · A's lease (epoch 1) runs out"], '1', '"A: draft 1"',
+      { [A]: 'paused · believes it holds epoch 1 (its lease ran out at 10 s)' }],
+    [['13 s · B acquires the lease: epoch 2, until 23 s'], '1', '"A: draft 1"', { [B]: 'running · holds epoch 2 (lease until 23 s)' }],
+    [['14 s · B establishes epoch 2 on orders/42 → advance: mark 1 → 2'], '2', '"A: draft 1"'],
+    [['15 s · time passes: 3 s (clock 15 s → 18 s)',
+      '17 s · A writes "A: draft 2" to orders/42 with token 1 (sent at 2 s, delayed in flight) → reject STALE_TOKEN: mark stays 2, value unchanged'],
+      '2', '"A: draft 1"'],
+    [['18 s · B writes "B: final" to orders/42 with token 2 → accept: mark stays 2'], '2', '"B: final"'],
+    [['19 s · A resumes; it still believes it holds epoch 1'], '2', '"B: final"',
+      { [A]: 'running · believes it holds epoch 1 (its lease ran out at 10 s)' }],
+    [['19 s · A writes "A: zombie write" to orders/42 with token 1 → reject STALE_TOKEN: mark stays 2, value unchanged'], '2', '"B: final"'],
+    [['20 s · A cannot acquire: LEASE_HELD by B (epoch 2) until 23 s'], '2', '"B: final"'],
+  ]);
+  assert.equal(await page.locator('#timeline line.op.ok').count(), 3); // A's first write, B's establish, B's write
+  assert.equal(await page.locator('#timeline line.op.reject').count(), 2); // the delayed write, the zombie write
+  assert.equal(await page.locator('#timeline rect.pause').count(), 1);
+  await page.screenshot({ path: join(shots, 'www-paused-leader.png'), fullPage: true });
 });
 
 test('reload keeps marks, values, the clock and the log (IndexedDB); the stored mark still fences', async () => {
