@@ -92,7 +92,8 @@ async function deliver(op) {
   const who = op.from === 'forged' ? 'a forged request' : op.from;
   const tokenText = op.from === 'forged' ? `with ${FORGED[op.forged].long}` : `with ${tokenLong(op.token)}`;
   const late = op.arriveAt > op.sentAt ? ` (sent at ${s(op.sentAt)}, delayed in flight)` : '';
-  const what = op.kind === 'establish' ? `establishes epoch ${String(op.token)} on ${op.resource}` : `writes "${op.value}" to ${op.resource} ${tokenText}`;
+  const est = op.token === undefined || op.token === null ? 'establishes with no token' : `establishes epoch ${String(op.token)}`;
+  const what = op.kind === 'establish' ? `${est} on ${op.resource}` : `writes "${op.value}" to ${op.resource} ${tokenText}`;
   log(v.ok ? 'ok' : 'reject', `${who} ${what}${late} → ${verdictText(v)}`);
   if (performance.getEntriesByName('fencegate:first-verdict').length === 0) performance.mark('fencegate:first-verdict');
 }
@@ -284,7 +285,7 @@ async function issuerLine() {
     `last epoch issued ${String(cur.epoch)}; ` +
     (lease ? `lease ${live ? 'held' : 'ran out'}: ${lease.holder}, until ${s(lease.expiresAt)}` : 'no lease') +
     (BigInt(cur.epoch) < BigInt(highest.mark)
-      ? `. Behind: ${highest.key} has accepted ${String(highest.mark)}, so the issuer was restored from an older copy; repair it before the next acquisition.`
+      ? `. Behind: ${highest.key} has accepted ${String(highest.mark)}, more than this issuer has issued (restored from an older copy, or a forged token); repair it before the next acquisition.`
       : '');
   $('#issuer-state').classList.toggle('reject', BigInt(cur.epoch) < BigInt(highest.mark));
   const restore = $('#issuer-restore');

@@ -223,7 +223,7 @@ test('guided: the issuer restored from an old backup (only when the package has 
     [['16 s · time passes: 10 s (clock 16 s → 26 s)', "23 s · B's lease (epoch 2) runs out"], '2', '"B: v2"',
       { [issuer]: 'last epoch issued 2; lease ran out: B, until 23 s' }],
     [['26 s · the issuer is restored from the backup taken at 1 s: last epoch issued 1, but orders/42 has accepted 2'], '2', '"B: v2"',
-      { [issuer]: 'last epoch issued 1; lease ran out: A, until 10 s. Behind: orders/42 has accepted 2, so the issuer was restored from an older copy; repair it before the next acquisition.' }],
+      { [issuer]: 'last epoch issued 1; lease ran out: A, until 10 s. Behind: orders/42 has accepted 2, more than this issuer has issued (restored from an older copy, or a forged token); repair it before the next acquisition.' }],
     [['27 s · the issuer is raised to at least 2, the highest mark its resources accepted: epoch 1 → 2'], '2', '"B: v2"'],
     [['28 s · C acquires the lease: epoch 3, until 38 s'], '2', '"B: v2"', { [issuer]: 'last epoch issued 3; lease held: C, until 38 s' }],
     [['29 s · C writes "C: v3" to orders/42 with token 3 → advance: mark 2 → 3'], '3', '"C: v3"'],
@@ -293,6 +293,21 @@ test('reload keeps marks, values, the clock and the log (IndexedDB); the stored 
     '30 s · a forged request writes "forged" to invoices/9 with 18446744073709551615 (2^64−1) → advance: mark 0 → 18446744073709551615',
   );
   assert.deepEqual(await resource('invoices/9'), { mark: '18446744073709551615', value: '"forged"' });
+  for (const [kind, at, label] of [['zero', 31, '0'], ['fraction', 32, '1.5'], ['unsafe', 33, '2^53 (not a safe integer)']]) {
+    await page.selectOption('#forge-kind', kind);
+    const n = (await logLines()).length;
+    await clickButton('Send forged write');
+    assert.equal(
+      (await logLines())[n],
+      `${at} s · a forged request writes "forged" to invoices/9 with ${label} → reject MALFORMED_TOKEN: mark stays 18446744073709551615, value unchanged`,
+    );
+  }
+  // C has no lease: its establish carries no token.
+  await clickButton('Establish client C');
+  assert.equal(
+    (await logLines()).at(-1),
+    '34 s · C establishes with no token on invoices/9 → reject MISSING_TOKEN: mark stays 18446744073709551615, value unchanged',
+  );
   await page.reload();
   await idle();
   assert.deepEqual(await resource('invoices/9'), { mark: '18446744073709551615', value: '"forged"' });
