@@ -39,10 +39,27 @@ export type ErrorCode =
   | 'BAD_SIGNATURE'
   | 'WRONG_SCOPE'
   | 'INVALID_ARGUMENT'
-  | 'NOT_INITIALIZED';
+  | 'NOT_INITIALIZED'
+  | 'UNKNOWN_KEY'
+  | 'KEY_RETIRED'
+  | 'UNSIGNED_TOKEN'
+  | 'EPOCH_JUMP_TOO_LARGE'
+  | 'FUTURE_EPOCH';
 
 /** Codes a verdict of a fenced operation can carry. */
-export type RejectCode = 'MISSING_TOKEN' | 'MALFORMED_TOKEN' | 'STALE_TOKEN' | 'SAME_EPOCH_REJECTED';
+export type RejectCode =
+  | 'MISSING_TOKEN'
+  | 'MALFORMED_TOKEN'
+  | 'STALE_TOKEN'
+  | 'SAME_EPOCH_REJECTED'
+  /** Gate policies only (see {@link GateOptions}): */
+  | 'UNSIGNED_TOKEN'
+  | 'UNKNOWN_KEY'
+  | 'KEY_RETIRED'
+  | 'BAD_SIGNATURE'
+  | 'WRONG_SCOPE'
+  | 'EPOCH_JUMP_TOO_LARGE'
+  | 'FUTURE_EPOCH';
 
 /** The answer to one fenced operation. `markAfter >= markBefore` always. */
 export interface Verdict {
@@ -53,12 +70,22 @@ export interface Verdict {
   outcome: Outcome;
   /** Why it was rejected; `null` when `ok`. */
   code: RejectCode | null;
-  /** The validated token (canonical), or `null` when it was missing/malformed. */
+  /**
+   * The validated token (canonical), or `null` when it was missing/malformed or,
+   * on a gate with policy options, not authenticated (UNSIGNED_TOKEN,
+   * BAD_SIGNATURE, UNKNOWN_KEY, KEY_RETIRED). A WRONG_SCOPE verdict carries the
+   * genuine token's epoch.
+   */
   token: Epoch | null;
   /** The mark before the operation (0 = never written). */
   markBefore: Epoch;
   /** The mark after: the token on advance, otherwise `markBefore`. */
   markAfter: Epoch;
+  /**
+   * Gates with policy options only: the verified claims of a signed token, or
+   * `null` (a plain number, or a token refused before its signature verified).
+   */
+  claims?: TokenClaims | null;
 }
 
 /**
@@ -122,10 +149,114 @@ export function encodeState(mark: Epoch): PersistedState;
 /** Every stable code, in a fixed order. */
 export function errorCodes(): ErrorCode[];
 
+/** Signature algorithm of a signed token. */
+export type TokenAlgorithm = 'hmac-sha256' | 'ed25519';
+
+/**
+ * What a signed token says; every field is covered by the signature.
+ * Text form: `fg1.<base64url(claims)>.<base64url(signature)>`, at most 1,058
+ * characters of `[A-Za-z0-9_.-]` (docs/signed-tokens.md).
+ */
+export interface TokenClaims {
+  alg: TokenAlgorithm;
+  /** Key id: 1–64 characters of `[A-Za-z0-9._-]`. */
+  kid: string;
+  /** What the token is for (lock or resource name): 1–512 UTF-8 bytes. */
+  scope: string;
+  /** The fencing token (ownership epoch), ≥ 1. */
+  epoch: Epoch;
+  /** The lease the epoch was issued for: 0–128 UTF-8 bytes. */
+  leaseId: string;
+  /** Issuer generation (raised when an issuer is restored, R11), ≥ 0. */
+  generation: Epoch;
+}
+
+/**
+ * A key a resource verifies with: an HMAC-SHA256 secret (32–1024 bytes, as a
+ * `Uint8Array` or `{ hmac }`), or an Ed25519 public key (32 bytes; Ed25519 build only).
+ */
+export type VerifyKey = Uint8Array | { hmac: Uint8Array } | { ed25519: Uint8Array };
+
+/** A key an issuer mints with: an HMAC secret, or an Ed25519 32-byte seed (Ed25519 build only). */
+export type SigningKey = { kid: string; hmac: Uint8Array } | { kid: string; ed25519Seed: Uint8Array };
+
+/**
+ * Keys by key id, and retired key ids. A token naming a retired id is refused
+ * with KEY_RETIRED; an id not configured at all with UNKNOWN_KEY. An id cannot
+ * be both configured and retired (INVALID_ARGUMENT).
+ */
+export interface KeyringOptions {
+  keys: Record<string, VerifyKey>;
+  retired?: string[];
+}
+
+/**
+ * What a gate does with a token above the mark:
+ * - `adopt` (default): any higher epoch advances the mark;
+ * - `adopt-within`: only if token − mark ≤ `maxJump` epochs (also from mark 0),
+ *   else EPOCH_JUMP_TOO_LARGE;
+ * - `reject-future`: only if token ≤ the ceiling, else FUTURE_EPOCH. The ceiling
+ *   is `ceiling` (an epoch, or a function called before every operation, e.g.
+ *   returning the issuer's current epoch; 0 allowed; it may return a Promise on a
+ *   host-store {@link Gate}, not on a MemoryGate) or {@link MemoryGate.setCeiling};
+ *   without one, writes can never raise the mark (only `establish` can).
+ */
+export type HigherEpochPolicy =
+  | 'adopt'
+  | 'adopt-within'
+  | 'reject-future'
+  | { mode: 'adopt' }
+  | { mode: 'adopt-within'; maxJump: Epoch }
+  | { mode: 'reject-future'; ceiling?: Epoch | (() => Epoch | Promise<Epoch>) };
+
+/**
+ * Mints a signed fence token's text form (issuer side).
+ * `leaseId` defaults to `''`, `generation` to `0`. HMAC tokens are deterministic.
+ * @example mintToken({ scope: 'orders', epoch: 42, leaseId: 'L-7', generation: 1 }, { kid: 'k-2026-01', hmac: secret })
+ * @throws FencegateError INVALID_ARGUMENT for a claim outside its range, a short secret, a bad key id,
+ *   or an Ed25519 seed in a build without Ed25519.
+ */
+export function mintToken(
+  claims: { scope: string; epoch: Epoch; leaseId?: string; generation?: Epoch },
+  key: SigningKey,
+): string;
+
+/**
+ * Verifies a signed token's text and returns its claims. Checks, in order: the
+ * text form (MALFORMED_TOKEN), the key id (KEY_RETIRED / UNKNOWN_KEY), algorithm
+ * and signature (BAD_SIGNATURE, constant-time for HMAC), then the scope
+ * (WRONG_SCOPE; `scope: null` skips it, for inspection tools only).
+ * @throws FencegateError with those codes; MISSING_TOKEN for undefined/null; INVALID_ARGUMENT for bad keys.
+ */
+export function verifyToken(text: string, options: KeyringOptions & { scope: string | null }): TokenClaims;
+
+/** The 32-byte Ed25519 public key of a 32-byte seed. @throws FencegateError INVALID_ARGUMENT without Ed25519. */
+export function ed25519PublicKey(seed: Uint8Array): Uint8Array;
+
+/** Optional algorithms in this build: `['ed25519']` in the Ed25519 build, `[]` otherwise. */
+export function features(): string[];
+
 /** Options of a gate. */
 export interface GateOptions {
   /** Equal-epoch policy; default `'allow'`. */
   sameEpoch?: SameEpochPolicy;
+  /**
+   * Refuse plain numbers and bigints with UNSIGNED_TOKEN: only signed tokens
+   * (text form) verified with `keys` count. Needs at least one key. Default false.
+   */
+  requireSigned?: boolean;
+  /** Keys that signed tokens are verified with, by key id. */
+  keys?: Record<string, VerifyKey>;
+  /** Retired key ids (KEY_RETIRED). */
+  retired?: string[];
+  /**
+   * The scope a signed token must name (else WRONG_SCOPE): a fixed string for
+   * every key of the gate, or a function of the resource key. Default: the
+   * resource key itself, so a token for one key is refused at another.
+   */
+  scope?: string | ((key: string) => string);
+  /** Policy for epochs above the mark; default `'adopt'`. */
+  higherEpoch?: HigherEpochPolicy;
 }
 
 /** A key's current mark and value. */
@@ -165,6 +296,20 @@ export class MemoryGate<V = unknown> {
   state(key: string): PersistedState | undefined;
   /** Keys that have state, sorted. */
   keys(): string[];
+  /**
+   * Key rotation on a live gate: adds a verification key under `kid`.
+   * @throws FencegateError INVALID_ARGUMENT for a bad, duplicate or retired id, a bad key,
+   *   or a gate created without policy options.
+   */
+  addKey(kid: string, key: VerifyKey): void;
+  /** Key rotation on a live gate: retires `kid`; tokens naming it get KEY_RETIRED. */
+  retireKey(kid: string): void;
+  /**
+   * Sets the ceiling of a `reject-future` gate (an epoch ≥ 0, e.g. the issuer's
+   * current epoch), or clears it with `null`; replaces a `ceiling` function.
+   * @throws FencegateError INVALID_ARGUMENT on other gates or for a bad value.
+   */
+  setCeiling(ceiling: Epoch | null): void;
   /** Releases the WebAssembly memory. The gate is unusable afterwards. */
   free(): void;
   [Symbol.dispose](): void;
@@ -179,8 +324,12 @@ export type Change<V = unknown> = { kind: 'set'; value: V } | { kind: 'delete' }
 
 /** What a host store's `load` returns for a key that has a record. */
 export interface StoredRecord<V = unknown> {
-  /** The stored fence state: the {@link PersistedState} object or its JSON text. Never null in a record. */
-  state: PersistedState | string;
+  /**
+   * The stored fence state: the {@link PersistedState} object or its JSON text.
+   * A record whose state is missing (`undefined`/`null`) is damaged: the gate
+   * answers CORRUPT_STATE and writes nothing.
+   */
+  state: PersistedState | string | null | undefined;
   /** An opaque version the host compares in `commit` (a counter, an ETag, a revision). */
   version: unknown;
   /** The protected value, `undefined` when the key has none. */
@@ -255,6 +404,10 @@ export class Gate<V = unknown> {
   read(key: string): Promise<Reading<V>>;
   /** The high-water mark (0 = no fence record). */
   mark(key: string): Promise<Epoch>;
+  /** Key rotation: adds a verification key under `kid` (see {@link MemoryGate.addKey}). */
+  addKey(kid: string, key: VerifyKey): void;
+  /** Key rotation: retires `kid`; tokens naming it get KEY_RETIRED. */
+  retireKey(kid: string): void;
 }
 
 // ───────────────────────────── Issuer ─────────────────────────────

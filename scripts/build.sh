@@ -5,25 +5,36 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 export PATH="$HOME/.cargo/bin:$PATH"
 
-cargo build --release --target wasm32-unknown-unknown --lib
-rm -rf pkg/dist
-wasm-bindgen --target web --no-typescript --out-dir pkg/dist --out-name fencegate \
-  target/wasm32-unknown-unknown/release/fencegate.wasm
+# Variant builds (docs/signed-tokens.md): FENCEGATE_FEATURES=ed25519 FENCEGATE_OUT=build/pkg-ed25519
+# builds a complete copy of the package with Ed25519 compiled in, in its own target dir.
+FEATURES="${FENCEGATE_FEATURES:-}"
+OUT="${FENCEGATE_OUT:-pkg}"
+TARGET_DIR=target
+if [ -n "$FEATURES" ]; then TARGET_DIR="target/features-${FEATURES//[, ]/-}"; fi
+if [ "$OUT" != pkg ]; then
+  rm -rf "$OUT" && mkdir -p "$OUT" && cp -r pkg/. "$OUT"/ && rm -rf "$OUT/dist"
+fi
+
+CARGO_TARGET_DIR="$TARGET_DIR" cargo build --release --target wasm32-unknown-unknown --lib \
+  ${FEATURES:+--features "$FEATURES"}
+rm -rf "$OUT/dist"
+wasm-bindgen --target web --no-typescript --out-dir "$OUT/dist" --out-name fencegate \
+  "$TARGET_DIR/wasm32-unknown-unknown/release/fencegate.wasm"
 npx --no-install wasm-opt -Oz \
   --enable-bulk-memory --enable-reference-types --enable-nontrapping-float-to-int \
   --enable-sign-ext --enable-multivalue --enable-mutable-globals \
-  pkg/dist/fencegate_bg.wasm -o pkg/dist/fencegate_bg.wasm
+  "$OUT/dist/fencegate_bg.wasm" -o "$OUT/dist/fencegate_bg.wasm"
 # CommonJS copy of the API for require(); the ESM glue's import.meta is unused there
 # because node.cjs instantiates synchronously from bytes.
-npx --no-install esbuild pkg/lib/cjs-entry.mjs --bundle --format=cjs --platform=node \
-  --log-override:empty-import-meta=silent --outfile=pkg/dist/fencegate.cjs --log-level=warning
-cp pkg/index.d.ts pkg/dist/index.d.cts
+npx --no-install esbuild "$OUT/lib/cjs-entry.mjs" --bundle --format=cjs --platform=node \
+  --log-override:empty-import-meta=silent --outfile="$OUT/dist/fencegate.cjs" --log-level=warning
+cp "$OUT/index.d.ts" "$OUT/dist/index.d.cts"
 # CommonJS copies of the store adapters (fencegate/sqlite, /redis, /postgres); they import nothing.
 for a in sqlite redis postgres; do
-  npx --no-install esbuild "pkg/adapters/$a.mjs" --format=cjs --platform=node \
-    --outfile="pkg/dist/adapters/$a.cjs" --log-level=warning
-  cp "pkg/adapters/$a.d.ts" "pkg/dist/adapters/$a.d.cts"
+  npx --no-install esbuild "$OUT/adapters/$a.mjs" --format=cjs --platform=node \
+    --outfile="$OUT/dist/adapters/$a.cjs" --log-level=warning
+  cp "$OUT/adapters/$a.d.ts" "$OUT/dist/adapters/$a.d.cts"
 done
-raw=$(wc -c < pkg/dist/fencegate_bg.wasm)
-gz=$(gzip -9 -c pkg/dist/fencegate_bg.wasm | wc -c)
-echo "build: pkg/dist/fencegate_bg.wasm ${raw} bytes raw, ${gz} bytes gzip -9"
+raw=$(wc -c < "$OUT/dist/fencegate_bg.wasm")
+gz=$(gzip -9 -c "$OUT/dist/fencegate_bg.wasm" | wc -c)
+echo "build: $OUT/dist/fencegate_bg.wasm ${raw} bytes raw, ${gz} bytes gzip -9${FEATURES:+ (features: $FEATURES)}"

@@ -12,6 +12,13 @@ cargo test --quiet
 echo "== build the npm package =="
 bash scripts/build.sh
 
+echo "== Ed25519 build (a separate package build: docs/signed-tokens.md) =="
+cargo test --quiet --features ed25519 --lib signed
+FENCEGATE_FEATURES=ed25519 FENCEGATE_OUT=build/pkg-ed25519 bash scripts/build.sh
+
+echo "== fuzz the signed-token parser for 15 s =="
+bash scripts/fuzz-signed.sh 15
+
 
 echo "== main job: the seed scenario through the installed package =="
 bash scripts/demo.sh

@@ -49,6 +49,14 @@ pub enum Outcome {
     Accept,
     /// Nothing changes: not the mark, not the data (R3).
     Reject,
+    /// The operation id was already applied in this epoch (DESIGN R10): nothing
+    /// changes, and the verdict says what the original did.
+    Duplicate {
+        /// `true` when the original advanced the mark, `false` when it was accepted.
+        original_advanced: bool,
+        /// The mark before the original was applied.
+        original_before: u64,
+    },
 }
 
 impl Outcome {
@@ -58,9 +66,13 @@ impl Outcome {
             Outcome::Advance => "advance",
             Outcome::Accept => "accept",
             Outcome::Reject => "reject",
+            Outcome::Duplicate { .. } => "duplicate",
         }
     }
 }
+
+/// The first status number used for duplicates (see [`Verdict::status`]).
+pub const DUPLICATE_STATUS: u32 = 256;
 
 /// The result of one fence check. `mark_after >= mark_before` always (R5).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -79,8 +91,20 @@ pub struct Verdict {
 
 impl Verdict {
     /// `true` for advance and accept: the host must apply the change.
+    /// (A duplicate applies nothing: the original already did.)
     pub const fn applies(&self) -> bool {
-        !matches!(self.outcome, Outcome::Reject)
+        matches!(self.outcome, Outcome::Advance | Outcome::Accept)
+    }
+
+    /// A rejection with `code` for a valid token; the mark stays.
+    pub const fn rejected(&self, code: Code) -> Verdict {
+        Verdict {
+            outcome: Outcome::Reject,
+            code: Some(code),
+            token: self.token,
+            mark_before: self.mark_before,
+            mark_after: self.mark_before,
+        }
     }
 
     /// A rejection for a token that failed validation; the mark stays.
@@ -94,11 +118,20 @@ impl Verdict {
         }
     }
 
-    /// A compact status for the hot path: 0 = advance, 1 = accept, 2 + code index = reject.
+    /// A compact status for the hot path: 0 = advance, 1 = accept, 2 + code
+    /// index = reject, 256 = duplicate of an advance, 257 = duplicate of an accept.
     pub const fn status(&self) -> u32 {
         match (self.outcome, self.code) {
             (Outcome::Advance, _) => 0,
             (Outcome::Accept, _) => 1,
+            (
+                Outcome::Duplicate {
+                    original_advanced: true,
+                    ..
+                },
+                _,
+            ) => DUPLICATE_STATUS,
+            (Outcome::Duplicate { .. }, _) => DUPLICATE_STATUS + 1,
             (Outcome::Reject, Some(code)) => 2 + code as u32,
             (Outcome::Reject, None) => 2 + Code::StaleToken as u32,
         }

@@ -45,11 +45,27 @@ pub enum Code {
     InvalidArgument = 13,
     /// The API was used before the WebAssembly module was initialised (`await init()`).
     NotInitialized = 14,
+    /// A signed token names a key id the resource has no key for (issue 5).
+    UnknownKey = 15,
+    /// A signed token names a key id the resource lists as retired (issue 5).
+    KeyRetired = 16,
+    /// A plain number or bigint where the gate requires a signed token (R9).
+    UnsignedToken = 17,
+    /// Higher-epoch policy `adopt-within`: the token is more than `maxJump` above the mark.
+    EpochJumpTooLarge = 18,
+    /// Higher-epoch policy `reject-future`: the token is above the established ceiling.
+    FutureEpoch = 19,
+    /// Two holders presented the same epoch: the issuer handed one epoch to two
+    /// owners (a rollback or a bug). Reported, never applied (issue 6, R11).
+    EpochConflict = 20,
+    /// The operation id may already have been applied in this epoch but fell
+    /// out of the de-duplication window: the gate cannot tell, so it refuses.
+    OpIdExpired = 21,
 }
 
 impl Code {
     /// Every code, in discriminant order.
-    pub const ALL: [Code; 15] = [
+    pub const ALL: [Code; 22] = [
         Code::MissingToken,
         Code::MalformedToken,
         Code::StaleToken,
@@ -65,6 +81,13 @@ impl Code {
         Code::WrongScope,
         Code::InvalidArgument,
         Code::NotInitialized,
+        Code::UnknownKey,
+        Code::KeyRetired,
+        Code::UnsignedToken,
+        Code::EpochJumpTooLarge,
+        Code::FutureEpoch,
+        Code::EpochConflict,
+        Code::OpIdExpired,
     ];
 
     /// The stable string JavaScript sees.
@@ -85,6 +108,13 @@ impl Code {
             Code::WrongScope => "WRONG_SCOPE",
             Code::InvalidArgument => "INVALID_ARGUMENT",
             Code::NotInitialized => "NOT_INITIALIZED",
+            Code::UnknownKey => "UNKNOWN_KEY",
+            Code::KeyRetired => "KEY_RETIRED",
+            Code::UnsignedToken => "UNSIGNED_TOKEN",
+            Code::EpochJumpTooLarge => "EPOCH_JUMP_TOO_LARGE",
+            Code::FutureEpoch => "FUTURE_EPOCH",
+            Code::EpochConflict => "EPOCH_CONFLICT",
+            Code::OpIdExpired => "OP_ID_EXPIRED",
         }
     }
 }

@@ -9,18 +9,132 @@
 //! (DESIGN R1). A rejection returns no next state, so the host writes nothing
 //! (R3); the next state's mark is `max(mark, token)` (R5).
 
-use crate::decision::{decide, Operation, SameEpoch, Verdict};
-use crate::error::TokenError;
+use crate::decision::{decide, Operation, Outcome, SameEpoch, Verdict};
+use crate::error::{Code, TokenError};
+use crate::ops::{OpRecord, Seen, DEFAULT_WINDOW};
 use crate::state::ResourceState;
 use crate::token::parse_token;
 
-/// The result of deciding one operation against stored state.
+/// What an operation says about itself beyond its token (issue 6).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct OpMeta<'a> {
+    /// The operation id, for de-duplication within an epoch (writes only;
+    /// ignored by establish).
+    pub op_id: Option<&'a str>,
+    /// The holder or lease presenting the token. Unsigned numeric tokens name
+    /// none; then holder binding cannot apply.
+    pub holder: Option<&'a str>,
+    /// How many operation ids the key keeps per epoch (1..=1024).
+    pub window: usize,
+}
+
+impl OpMeta<'_> {
+    /// No operation id, no holder.
+    pub const NONE: OpMeta<'static> = OpMeta {
+        op_id: None,
+        holder: None,
+        window: DEFAULT_WINDOW,
+    };
+}
+
+/// Applies holder binding and operation-id semantics to an epoch-level
+/// `verdict` (from [`decide`] or a provenance policy) and, when the result
+/// applies, updates `state` in place. A result that does not apply leaves
+/// `state` untouched (R3).
+///
+/// At an equal epoch, in this order:
+/// 1. the state names a holder and the operation names a different one →
+///    `EPOCH_CONFLICT` (one epoch handed to two owners: an issuer rollback);
+/// 2. the operation id is in the window → `duplicate` with the original's
+///    outcome (also under `strict`, so a retry after COMMIT_UNKNOWN is safe);
+/// 3. the id fell out of the window (Bloom filter hit) → `OP_ID_EXPIRED`;
+/// 4. otherwise the epoch-level verdict stands; an accept records the id and,
+///    when the state named no holder yet, binds the operation's holder.
+///
+/// On advance the new epoch's holder is the operation's, and the window
+/// restarts with this operation's id.
+pub fn settle(
+    state: &mut ResourceState,
+    verdict: Verdict,
+    op: Operation,
+    meta: &OpMeta<'_>,
+) -> Verdict {
+    let Some(token) = verdict.token else {
+        return verdict;
+    };
+    let op_id = if matches!(op, Operation::Write) {
+        meta.op_id
+    } else {
+        None
+    };
+    match verdict.outcome {
+        Outcome::Advance => {
+            state.mark = state.mark.max(verdict.mark_after);
+            state.holder = meta.holder.map(str::to_owned);
+            state.ops.clear();
+            if let Some(id) = op_id {
+                let record = OpRecord {
+                    id: id.to_owned(),
+                    mark_before: verdict.mark_before,
+                };
+                state.ops.push(record, meta.window);
+            }
+            verdict
+        }
+        Outcome::Accept | Outcome::Reject if token == state.mark => {
+            let strict_refusal = verdict.code == Some(Code::SameEpochRejected);
+            if verdict.outcome == Outcome::Reject && !strict_refusal {
+                return verdict;
+            }
+            if let (Some(bound), Some(holder)) = (state.holder.as_deref(), meta.holder) {
+                if bound != holder {
+                    return verdict.rejected(Code::EpochConflict);
+                }
+            }
+            if let Some(id) = op_id {
+                match state.ops.seen(id) {
+                    Seen::Applied(original) => {
+                        return Verdict {
+                            outcome: Outcome::Duplicate {
+                                original_advanced: original.mark_before < token,
+                                original_before: original.mark_before,
+                            },
+                            code: None,
+                            token: Some(token),
+                            mark_before: state.mark,
+                            mark_after: state.mark,
+                        };
+                    }
+                    Seen::Expired => return verdict.rejected(Code::OpIdExpired),
+                    Seen::New => {}
+                }
+            }
+            if strict_refusal {
+                return verdict;
+            }
+            if state.holder.is_none() {
+                state.holder = meta.holder.map(str::to_owned);
+            }
+            if let Some(id) = op_id {
+                let record = OpRecord {
+                    id: id.to_owned(),
+                    mark_before: verdict.mark_before,
+                };
+                state.ops.push(record, meta.window);
+            }
+            verdict
+        }
+        _ => verdict,
+    }
+}
+
+/// The result of deciding one operation against stored state.
+#[derive(Clone, Debug, PartialEq, Eq)]
 pub struct HostDecision {
     /// The verdict (same shape as the in-memory gate's).
     pub verdict: Verdict,
-    /// The state to commit with the data change; `None` when rejected
-    /// (the host must write nothing at all).
+    /// The state to commit with the data change; `None` when nothing applies
+    /// (reject or duplicate: the host must write nothing at all).
     pub next: Option<ResourceState>,
 }
 
@@ -30,24 +144,43 @@ pub struct HostDecision {
 ///   record yet (mark 0). Decoding errors are the caller's CORRUPT_STATE and
 ///   never reach this function as "no state".
 /// * `token` — the validated epoch, or why it is not one (always a rejection).
+/// * `meta` — operation id and holder ([`settle`]).
 ///
 /// On advance the next state carries the token as mark; on accept it carries
 /// the unchanged mark (it is still written, so the host's version moves and a
 /// concurrent writer that loaded the same version must re-check).
 pub fn decide_state(
-    stored: Option<ResourceState>,
+    stored: Option<&ResourceState>,
     token: Result<u64, TokenError>,
     policy: SameEpoch,
     op: Operation,
+    meta: &OpMeta<'_>,
 ) -> HostDecision {
     let mark = stored.map_or(0, |s| s.mark);
     let verdict = match token {
         Ok(t) => decide(mark, t, policy, op),
         Err(e) => Verdict::invalid_token(mark, &e),
     };
-    let next = verdict.applies().then_some(ResourceState {
-        mark: verdict.mark_after,
-    });
+    decide_with_state(stored, verdict, op, meta)
+}
+
+/// Like [`decide_state`] for an epoch-level verdict already made against the
+/// stored mark (e.g. by a provenance policy).
+pub fn decide_with_state(
+    stored: Option<&ResourceState>,
+    verdict: Verdict,
+    op: Operation,
+    meta: &OpMeta<'_>,
+) -> HostDecision {
+    if !verdict.applies() && meta.op_id.is_none() && meta.holder.is_none() {
+        return HostDecision {
+            verdict,
+            next: None,
+        };
+    }
+    let mut state = stored.cloned().unwrap_or_default();
+    let verdict = settle(&mut state, verdict, op, meta);
+    let next = verdict.applies().then_some(state);
     HostDecision { verdict, next }
 }
 
@@ -62,9 +195,9 @@ pub fn decode_canonical_text(text: &str) -> Option<ResourceState> {
         .strip_prefix(r#"{"v":1,"mark":""#)?
         .strip_suffix(r#""}"#)?;
     if digits == "0" {
-        return Some(ResourceState { mark: 0 });
+        return Some(ResourceState::at(0));
     }
-    parse_token(digits).ok().map(|mark| ResourceState { mark })
+    parse_token(digits).ok().map(ResourceState::at)
 }
 
 #[cfg(test)]
@@ -78,37 +211,49 @@ mod tests {
 
     #[test]
     fn no_record_is_mark_zero() {
-        let d = decide_state(None, Ok(1), SameEpoch::Allow, W);
+        let d = decide_state(None, Ok(1), SameEpoch::Allow, W, &OpMeta::NONE);
         assert_eq!(d.verdict.outcome, Outcome::Advance);
-        assert_eq!(d.next, Some(ResourceState { mark: 1 }));
+        assert_eq!(d.next, Some(ResourceState::at(1)));
     }
 
     #[test]
     fn rejection_has_no_next_state() {
-        let s = Some(ResourceState { mark: 100 });
-        let d = decide_state(s, Ok(99), SameEpoch::Allow, W);
+        let s = Some(ResourceState::at(100));
+        let d = decide_state(s.as_ref(), Ok(99), SameEpoch::Allow, W, &OpMeta::NONE);
         assert_eq!(
             (d.verdict.code, d.verdict.mark_after, d.next),
             (Some(Code::StaleToken), 100, None)
         );
-        let d = decide_state(s, Err(TokenError::Missing), SameEpoch::Allow, W);
+        let d = decide_state(
+            s.as_ref(),
+            Err(TokenError::Missing),
+            SameEpoch::Allow,
+            W,
+            &OpMeta::NONE,
+        );
         assert_eq!((d.verdict.code, d.next), (Some(Code::MissingToken), None));
-        let d = decide_state(s, Ok(100), SameEpoch::Strict, W);
+        let d = decide_state(s.as_ref(), Ok(100), SameEpoch::Strict, W, &OpMeta::NONE);
         assert_eq!(
             (d.verdict.code, d.next),
             (Some(Code::SameEpochRejected), None)
         );
-        let d = decide_state(s, Ok(101), SameEpoch::Allow, W);
-        assert_eq!(d.next, Some(ResourceState { mark: 101 }));
+        let d = decide_state(s.as_ref(), Ok(101), SameEpoch::Allow, W, &OpMeta::NONE);
+        assert_eq!(d.next, Some(ResourceState::at(101)));
     }
 
     #[test]
     fn accept_rewrites_the_same_mark() {
-        let s = Some(ResourceState { mark: u64::MAX });
-        let d = decide_state(s, Ok(u64::MAX), SameEpoch::Allow, W);
+        let s = Some(ResourceState::at(u64::MAX));
+        let d = decide_state(s.as_ref(), Ok(u64::MAX), SameEpoch::Allow, W, &OpMeta::NONE);
         assert_eq!(d.verdict.outcome, Outcome::Accept);
         assert_eq!(d.next, s);
-        let d = decide_state(s, Ok(u64::MAX), SameEpoch::Strict, Operation::Establish);
+        let d = decide_state(
+            s.as_ref(),
+            Ok(u64::MAX),
+            SameEpoch::Strict,
+            Operation::Establish,
+            &OpMeta::NONE,
+        );
         assert_eq!(d.next, s);
     }
 
@@ -116,7 +261,7 @@ mod tests {
     fn canonical_text_fast_path() {
         for mark in [0, 1, 41, (1 << 53) + 1, u64::MAX] {
             let text = format!(r#"{{"v":1,"mark":"{mark}"}}"#);
-            assert_eq!(decode_canonical_text(&text), Some(ResourceState { mark }));
+            assert_eq!(decode_canonical_text(&text), Some(ResourceState::at(mark)));
         }
         for other in [
             r#"{"v":1,"mark":"05"}"#,
@@ -135,25 +280,237 @@ mod tests {
         }
     }
 
+    fn meta<'a>(op_id: Option<&'a str>, holder: Option<&'a str>, window: usize) -> OpMeta<'a> {
+        OpMeta {
+            op_id,
+            holder,
+            window,
+        }
+    }
+
+    /// Issue 6: mark 4; write(5, op r1) advances; the reply is lost; the retry
+    /// with op r1 is a duplicate, applies nothing, and the mark stays 5.
+    #[test]
+    fn retried_operation_is_a_duplicate() {
+        let s = ResourceState::at(4);
+        let d = decide_state(
+            Some(&s),
+            Ok(5),
+            SameEpoch::Allow,
+            W,
+            &meta(Some("r1"), None, 64),
+        );
+        assert_eq!(d.verdict.outcome, Outcome::Advance);
+        let s = d.next.unwrap();
+        assert_eq!(
+            s.to_json(),
+            r#"{"v":2,"mark":"5","holder":null,"ops":{"r1":"4"},"evicted":null}"#
+        );
+        for policy in [SameEpoch::Allow, SameEpoch::Strict] {
+            let d = decide_state(Some(&s), Ok(5), policy, W, &meta(Some("r1"), None, 64));
+            assert_eq!(
+                d.verdict.outcome,
+                Outcome::Duplicate {
+                    original_advanced: true,
+                    original_before: 4
+                }
+            );
+            assert_eq!(
+                (
+                    d.verdict.mark_before,
+                    d.verdict.mark_after,
+                    d.verdict.status()
+                ),
+                (5, 5, 256)
+            );
+            assert_eq!(d.next, None);
+        }
+        let d = decide_state(
+            Some(&s),
+            Ok(5),
+            SameEpoch::Allow,
+            W,
+            &meta(Some("r2"), None, 64),
+        );
+        assert_eq!(d.verdict.outcome, Outcome::Accept);
+        let s2 = d.next.unwrap();
+        let d = decide_state(
+            Some(&s2),
+            Ok(5),
+            SameEpoch::Allow,
+            W,
+            &meta(Some("r2"), None, 64),
+        );
+        assert_eq!(
+            d.verdict.outcome,
+            Outcome::Duplicate {
+                original_advanced: false,
+                original_before: 5
+            }
+        );
+        assert_eq!(d.verdict.status(), 257);
+        // A new epoch clears the window: r1 is new again at epoch 6.
+        let d = decide_state(
+            Some(&s2),
+            Ok(6),
+            SameEpoch::Allow,
+            W,
+            &meta(Some("r1"), None, 64),
+        );
+        assert_eq!(d.verdict.outcome, Outcome::Advance);
+        assert_eq!(d.next.unwrap().ops.ops.len(), 1);
+        // A stale retry is stale, not a duplicate.
+        let d = decide_state(
+            Some(&s2),
+            Ok(4),
+            SameEpoch::Allow,
+            W,
+            &meta(Some("r1"), None, 64),
+        );
+        assert_eq!(d.verdict.code, Some(Code::StaleToken));
+    }
+
+    /// Issue 6: mark 5, window 3: a, b, c, d applied; a again is not applied as new.
+    #[test]
+    fn evicted_id_is_not_applied_as_new() {
+        let mut s = ResourceState::at(5);
+        for id in ["a", "b", "c", "d"] {
+            let d = decide_state(
+                Some(&s),
+                Ok(5),
+                SameEpoch::Allow,
+                W,
+                &meta(Some(id), None, 3),
+            );
+            assert_eq!(d.verdict.outcome, Outcome::Accept, "{id}");
+            s = d.next.unwrap();
+        }
+        let d = decide_state(
+            Some(&s),
+            Ok(5),
+            SameEpoch::Allow,
+            W,
+            &meta(Some("a"), None, 3),
+        );
+        assert_eq!(
+            (d.verdict.outcome, d.verdict.code, d.next),
+            (Outcome::Reject, Some(Code::OpIdExpired), None)
+        );
+        let d = decide_state(
+            Some(&s),
+            Ok(5),
+            SameEpoch::Allow,
+            W,
+            &meta(Some("b"), None, 3),
+        );
+        assert_eq!(
+            d.verdict.outcome,
+            Outcome::Duplicate {
+                original_advanced: false,
+                original_before: 5
+            }
+        );
+    }
+
+    /// Issue 6: the same epoch from a different holder is EPOCH_CONFLICT.
+    #[test]
+    fn holder_binding() {
+        let d = decide_state(
+            None,
+            Ok(41),
+            SameEpoch::Allow,
+            Operation::Establish,
+            &meta(None, Some("A"), 64),
+        );
+        let s = d.next.unwrap();
+        assert_eq!(s.holder.as_deref(), Some("A"));
+        let d = decide_state(
+            Some(&s),
+            Ok(41),
+            SameEpoch::Allow,
+            W,
+            &meta(None, Some("B"), 64),
+        );
+        assert_eq!(
+            (d.verdict.code, d.verdict.mark_after, d.next),
+            (Some(Code::EpochConflict), 41, None)
+        );
+        let d = decide_state(
+            Some(&s),
+            Ok(41),
+            SameEpoch::Allow,
+            W,
+            &meta(None, Some("A"), 64),
+        );
+        assert_eq!(d.verdict.outcome, Outcome::Accept);
+        // An unnamed (plain numeric) token cannot be told apart: accepted.
+        let d = decide_state(Some(&s), Ok(41), SameEpoch::Allow, W, &OpMeta::NONE);
+        assert_eq!(d.verdict.outcome, Outcome::Accept);
+        // The first named writer binds an epoch established without a holder.
+        let d = decide_state(
+            Some(&ResourceState::at(41)),
+            Ok(41),
+            SameEpoch::Allow,
+            W,
+            &meta(None, Some("A"), 64),
+        );
+        let s = d.next.unwrap();
+        assert_eq!(s.holder.as_deref(), Some("A"));
+        let d = decide_state(
+            Some(&s),
+            Ok(41),
+            SameEpoch::Allow,
+            W,
+            &meta(None, Some("B"), 64),
+        );
+        assert_eq!(d.verdict.code, Some(Code::EpochConflict));
+        // A new epoch belongs to its own holder.
+        let d = decide_state(
+            Some(&s),
+            Ok(42),
+            SameEpoch::Allow,
+            W,
+            &meta(None, Some("B"), 64),
+        );
+        assert_eq!(d.next.unwrap().holder.as_deref(), Some("B"));
+    }
+
     proptest! {
         #[test]
+        fn an_op_id_is_applied_at_most_once_per_epoch(ids in proptest::collection::vec(0u8..20, 1..80), window in 1usize..8) {
+            let mut s = ResourceState::at(3);
+            let mut applied = std::collections::HashSet::new();
+            for id in ids {
+                let id = format!("op{id}");
+                let d = decide_state(Some(&s), Ok(3), SameEpoch::Allow, W, &meta(Some(&id), None, window));
+                if d.verdict.applies() {
+                    prop_assert!(applied.insert(id.clone()), "{} applied twice", id);
+                    s = d.next.unwrap();
+                } else {
+                    prop_assert!(applied.contains(&id) || d.verdict.code == Some(Code::OpIdExpired));
+                    prop_assert_eq!(d.next, None);
+                }
+                prop_assert_eq!(s.mark, 3);
+            }
+        }
+
+        #[test]
         fn fast_path_agrees_with_the_wire_form(mark in any::<u64>()) {
-            let text = serde_json::to_string(&ResourceState { mark }.to_wire()).unwrap();
-            prop_assert_eq!(decode_canonical_text(&text), Some(ResourceState { mark }));
+            let text = ResourceState::at(mark).to_json();
+            prop_assert_eq!(decode_canonical_text(&text), Some(ResourceState::at(mark)));
         }
 
         #[test]
         fn fast_path_never_accepts_what_the_full_decoder_refuses(text in r#"\{"v":1,"mark":"[0-9a-z\-]{0,22}"\}.?"#) {
             if let Some(state) = decode_canonical_text(&text) {
-                let wire: crate::state::WireState = serde_json::from_str(&text).unwrap();
-                prop_assert_eq!(ResourceState::from_wire(&wire), Ok(state));
+                prop_assert_eq!(ResourceState::from_json(&text), Ok(state));
             }
         }
 
         #[test]
         fn next_state_is_max_or_nothing(mark in any::<u64>(), token in 1u64.., strict in any::<bool>()) {
             let policy = if strict { SameEpoch::Strict } else { SameEpoch::Allow };
-            let d = decide_state(Some(ResourceState { mark }), Ok(token), policy, W);
+            let d = decide_state(Some(&ResourceState::at(mark)), Ok(token), policy, W, &OpMeta::NONE);
             match d.next {
                 Some(n) => {
                     prop_assert!(d.verdict.applies());

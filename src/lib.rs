@@ -6,8 +6,9 @@
 //! and refuses smaller ones, in the same atomic step as the data change.
 //!
 //! This crate is the pure core (no `JsValue`): [`token`] validation,
-//! [`decision`] (advance / accept / reject), [`state`] encoding and the
-//! in-memory [`store`]. The [`wasm`] module is the only code that touches
+//! [`decision`] (advance / accept / reject), [`state`] encoding, the
+//! in-memory [`store`], [`signed`] tokens and the gate [`policy`] (provenance
+//! and higher epochs). The [`wasm`] module is the only code that touches
 //! JavaScript.
 
 pub mod decision;
@@ -16,6 +17,8 @@ pub mod host;
 pub mod issuer;
 pub mod json;
 pub mod ops;
+pub mod policy;
+pub mod signed;
 pub mod state;
 pub mod store;
 pub mod token;
@@ -23,5 +26,7 @@ pub mod wasm;
 
 pub use decision::{decide, Operation, Outcome, SameEpoch, Verdict};
 pub use error::{Code, StateError, TokenError};
+pub use policy::{decide_with_policy, GatePolicy, HigherEpoch, Presented};
+pub use signed::{Algorithm, Claims, Key, Keyring, SignedError};
 pub use state::ResourceState;
 pub use token::{epoch_from_f64, epoch_from_u64, parse_token, MAX_SAFE_INTEGER};

@@ -1,136 +1,299 @@
 //! The persisted state of one resource key, and its versioned wire form.
 //!
-//! Format version 1 (JSON-safe, exact for every u64, DESIGN R6):
+//! Two format versions, both JSON-safe and exact for every u64 (DESIGN R6).
+//! Version 1 is written while a key has no holder and no operation ids (the
+//! common case, and the shipped adapters' fast path); version 2 as soon as it
+//! has either. Decoders read both.
 //!
 //! ```json
 //! {"v":1,"mark":"41"}
+//! {"v":2,"mark":"41","holder":"node-a","ops":{"r1":"40","r2":"41"},"evicted":null}
 //! ```
 //!
-//! * `v` — the format version, the number `1`.
+//! * `v` — the format version, the number `1` or `2`.
 //! * `mark` — the high-water mark as canonical decimal text (`"0"` or
 //!   `[1-9][0-9]*`, ≤ 2^64−1). Text, because JSON numbers above 2^53 lose
 //!   precision in JavaScript.
+//! * `holder` (v2) — the holder or lease that established the current epoch,
+//!   or `null` (unsigned numeric tokens name none).
+//! * `ops` (v2) — the operation ids applied in the current epoch, oldest
+//!   first, each mapped to the mark before it was applied (decimal text).
+//! * `evicted` (v2) — `null`, or the Bloom filter of ids pushed out of the
+//!   window in this epoch as 512 lowercase hex digits ([`crate::ops`]).
 //!
-//! No other fields are allowed. Anything else — another version, a number
-//! `mark`, `"041"`, a missing field, an extra field, a non-object — is
-//! [`StateError`] (code `CORRUPT_STATE`), never "empty, mark 0". A key that has
-//! no state at all is the only way to have mark 0 without a stored record.
+//! Fields appear exactly as listed, in this order; nothing else is allowed.
+//! Anything else — another version, a number `mark`, `"041"`, a missing field,
+//! an extra field, a non-object — is [`StateError`] (code `CORRUPT_STATE`),
+//! never "empty, mark 0". A key that has no state at all is the only way to
+//! have mark 0 without a stored record.
 
-use serde::{Deserialize, Serialize};
+use std::collections::VecDeque;
 
 use crate::error::StateError;
+use crate::json::{self, Value};
+use crate::ops::{valid_op_id, OpRecord, OpWindow, BLOOM_BYTES, MAX_WINDOW};
 use crate::token::parse_token;
 
-/// The current format version written by [`ResourceState::to_wire`].
+/// The format version written for states with no holder and no operation ids.
 pub const STATE_VERSION: u64 = 1;
+/// The format version written when a state has a holder or operation ids.
+pub const STATE_VERSION_2: u64 = 2;
 
 /// The decoded state of a resource key.
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub struct ResourceState {
     /// The high-water mark: the largest epoch accepted (0 = never written).
     pub mark: u64,
-}
-
-/// The serde shape of format version 1.
-#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(deny_unknown_fields)]
-pub struct WireState {
-    /// Format version, always [`STATE_VERSION`] when written.
-    pub v: u64,
-    /// The mark as canonical decimal text.
-    pub mark: String,
-}
-
-/// The field names of format version 1, in order. Decoders that cannot
-/// enforce `deny_unknown_fields` themselves (serde-wasm-bindgen reads only the
-/// declared properties of a JS object) check the object's own keys against it.
-pub const WIRE_FIELDS: [&str; 2] = ["v", "mark"];
-
-/// Only the version, read first so an unknown version gets a clear message.
-#[derive(Deserialize)]
-pub struct WireVersion {
-    /// The format version found.
-    pub v: u64,
+    /// The holder (or lease) that established the current epoch, when one was named.
+    pub holder: Option<String>,
+    /// Operation ids applied in the current epoch.
+    pub ops: OpWindow,
 }
 
 impl ResourceState {
-    /// The wire form of this state.
-    pub fn to_wire(&self) -> WireState {
-        WireState {
-            v: STATE_VERSION,
-            mark: self.mark.to_string(),
+    /// A state with only a mark (format v1).
+    pub const fn at(mark: u64) -> ResourceState {
+        ResourceState {
+            mark,
+            holder: None,
+            ops: OpWindow {
+                ops: VecDeque::new(),
+                evicted: None,
+            },
         }
     }
 
-    /// Validates a wire form (after its version was checked with [`check_version`]).
-    pub fn from_wire(wire: &WireState) -> Result<ResourceState, StateError> {
-        check_version(wire.v)?;
-        let mark = if wire.mark == "0" {
-            0
-        } else {
-            parse_token(&wire.mark).map_err(|_| {
-                StateError(format!(
-                    "mark {:?} is not canonical decimal text in 0..=2^64-1",
-                    wire.mark
-                ))
-            })?
+    /// The JSON text of this state: format v1 when it has no holder and no
+    /// operation ids, v2 otherwise.
+    pub fn to_json(&self) -> String {
+        if self.holder.is_none() && self.ops.is_empty() {
+            return format!("{{\"v\":1,\"mark\":\"{}\"}}", self.mark);
+        }
+        let mut out = String::with_capacity(96);
+        out.push_str("{\"v\":2,\"mark\":\"");
+        out.push_str(&self.mark.to_string());
+        out.push_str("\",\"holder\":");
+        match &self.holder {
+            Some(h) => json::write_str(&mut out, h),
+            None => out.push_str("null"),
+        }
+        out.push_str(",\"ops\":{");
+        for (i, r) in self.ops.ops.iter().enumerate() {
+            if i > 0 {
+                out.push(',');
+            }
+            json::write_str(&mut out, &r.id);
+            out.push_str(":\"");
+            out.push_str(&r.mark_before.to_string());
+            out.push('"');
+        }
+        out.push_str("},\"evicted\":");
+        match &self.ops.evicted {
+            Some(filter) => {
+                out.push('"');
+                for b in filter.iter() {
+                    out.push(char::from(HEX[usize::from(b >> 4)]));
+                    out.push(char::from(HEX[usize::from(b & 15)]));
+                }
+                out.push('"');
+            }
+            None => out.push_str("null"),
+        }
+        out.push('}');
+        out
+    }
+
+    /// Decodes the JSON text of format v1 or v2 (see the module docs).
+    pub fn from_json(text: &str) -> Result<ResourceState, StateError> {
+        let value = json::parse(text)
+            .map_err(|e| StateError(format!("state is not JSON of the expected shape: {e}")))?;
+        let Value::Obj(fields) = value else {
+            return Err(StateError(
+                "state must be an object {v, mark, …}".to_owned(),
+            ));
         };
-        Ok(ResourceState { mark })
+        let version = match fields.first() {
+            Some((k, Value::Int(v))) if k == "v" => *v,
+            _ => {
+                return Err(StateError(
+                    "state must start with a numeric version field v".to_owned(),
+                ))
+            }
+        };
+        let names: Vec<&str> = fields.iter().map(|(k, _)| k.as_str()).collect();
+        let expected: &[&str] = match version {
+            1 => &["v", "mark"],
+            2 => &["v", "mark", "holder", "ops", "evicted"],
+            v => {
+                return Err(StateError(format!(
+                    "unsupported state format version {v} (this build reads versions 1 and 2)"
+                )))
+            }
+        };
+        if names != expected {
+            return Err(StateError(format!(
+                "state format v{version} has exactly the fields {expected:?} in that order, found {names:?}"
+            )));
+        }
+        let mut it = fields.into_iter().skip(1).map(|(_, v)| v);
+        let mark = match it.next() {
+            Some(Value::Str(m)) => decimal(&m, "mark")?,
+            _ => return Err(StateError("mark must be decimal text".to_owned())),
+        };
+        let mut state = ResourceState::at(mark);
+        if version == 1 {
+            return Ok(state);
+        }
+        state.holder = match it.next() {
+            Some(Value::Null) => None,
+            Some(Value::Str(h)) if !h.is_empty() => Some(h),
+            _ => {
+                return Err(StateError(
+                    "holder must be null or a non-empty string".to_owned(),
+                ))
+            }
+        };
+        match it.next() {
+            Some(Value::Obj(ops)) => {
+                if ops.len() > MAX_WINDOW {
+                    return Err(StateError(format!("more than {MAX_WINDOW} operation ids")));
+                }
+                for (id, before) in ops {
+                    let Value::Str(before) = before else {
+                        return Err(StateError(
+                            "an operation's mark before must be decimal text".to_owned(),
+                        ));
+                    };
+                    if !valid_op_id(&id) {
+                        return Err(StateError(format!("invalid operation id {id:?}")));
+                    }
+                    let mark_before = decimal(&before, "operation mark before")?;
+                    if mark_before > mark {
+                        return Err(StateError(format!(
+                            "operation {id:?} has a mark before above the mark"
+                        )));
+                    }
+                    state.ops.ops.push_back(OpRecord { id, mark_before });
+                }
+            }
+            _ => {
+                return Err(StateError(
+                    "ops must be an object of id → mark before".to_owned(),
+                ))
+            }
+        }
+        state.ops.evicted = match it.next() {
+            Some(Value::Null) => None,
+            Some(Value::Str(hex)) => Some(Box::new(unhex(&hex)?)),
+            _ => return Err(StateError("evicted must be null or hex text".to_owned())),
+        };
+        Ok(state)
     }
 }
 
-/// Refuses every format version this build does not know.
-pub fn check_version(v: u64) -> Result<(), StateError> {
-    if v == STATE_VERSION {
-        Ok(())
-    } else {
-        Err(StateError(format!(
-            "unsupported state format version {v} (this build reads version {STATE_VERSION})"
-        )))
+const HEX: &[u8; 16] = b"0123456789abcdef";
+
+fn unhex(text: &str) -> Result<[u8; BLOOM_BYTES], StateError> {
+    let bytes = text.as_bytes();
+    if bytes.len() != BLOOM_BYTES * 2 {
+        return Err(StateError(format!(
+            "evicted must be {} hex digits",
+            BLOOM_BYTES * 2
+        )));
     }
+    let mut out = [0u8; BLOOM_BYTES];
+    for (i, pair) in bytes.chunks_exact(2).enumerate() {
+        let digit = |c: u8| match c {
+            b'0'..=b'9' => Ok(c - b'0'),
+            b'a'..=b'f' => Ok(c - b'a' + 10),
+            _ => Err(StateError("evicted must be lowercase hex".to_owned())),
+        };
+        out[i] = (digit(pair[0])? << 4) | digit(pair[1])?;
+    }
+    Ok(out)
+}
+
+fn decimal(text: &str, what: &str) -> Result<u64, StateError> {
+    if text == "0" {
+        return Ok(0);
+    }
+    parse_token(text).map_err(|_| {
+        StateError(format!(
+            "{what} {text:?} is not canonical decimal text in 0..=2^64-1"
+        ))
+    })
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
 
-    fn decode(text: &str) -> Result<ResourceState, StateError> {
-        let version: WireVersion =
-            serde_json::from_str(text).map_err(|e| StateError(e.to_string()))?;
-        check_version(version.v)?;
-        let wire: WireState = serde_json::from_str(text).map_err(|e| StateError(e.to_string()))?;
-        ResourceState::from_wire(&wire)
-    }
-
     #[test]
     fn round_trip_is_exact() {
         for mark in [0, 1, 41, (1 << 53) + 1, u64::MAX] {
-            let text = serde_json::to_string(&ResourceState { mark }.to_wire()).unwrap();
-            assert_eq!(decode(&text), Ok(ResourceState { mark }));
+            let text = ResourceState::at(mark).to_json();
+            assert_eq!(text, format!(r#"{{"v":1,"mark":"{mark}"}}"#));
+            assert_eq!(ResourceState::from_json(&text), Ok(ResourceState::at(mark)));
+            let v: serde_json::Value = serde_json::from_str(&text).unwrap();
+            assert_eq!(v["mark"].as_str(), Some(mark.to_string().as_str()));
         }
+    }
+
+    #[test]
+    fn v2_round_trip_with_holder_ops_and_filter() {
+        let mut s = ResourceState::at(41);
+        s.holder = Some("node-\"a\"".to_owned());
+        for (i, id) in ["r1", "r2", "ü/3"].iter().enumerate() {
+            s.ops.push(
+                OpRecord {
+                    id: (*id).to_owned(),
+                    mark_before: 39 + i as u64,
+                },
+                2,
+            );
+        }
+        let text = s.to_json();
+        assert!(text.starts_with(r#"{"v":2,"mark":"41","holder":"node-\"a\"","ops":{"r2":"40","ü/3":"41"},"evicted":""#), "{text}");
+        assert_eq!(ResourceState::from_json(&text), Ok(s.clone()));
+        let v: serde_json::Value = serde_json::from_str(&text).unwrap();
+        assert_eq!(v["evicted"].as_str().unwrap().len(), 512);
+        let mut plain = ResourceState::at(7);
+        plain.holder = Some("h".to_owned());
         assert_eq!(
-            serde_json::to_string(&ResourceState { mark: 41 }.to_wire()).unwrap(),
-            r#"{"v":1,"mark":"41"}"#
+            plain.to_json(),
+            r#"{"v":2,"mark":"7","holder":"h","ops":{},"evicted":null}"#
         );
+        assert_eq!(ResourceState::from_json(&plain.to_json()), Ok(plain));
     }
 
     #[test]
     fn damaged_state_is_corrupt_never_empty() {
         for bad in [
-            r#"{"v":2,"mark":"41"}"#,
+            r#"{"v":3,"mark":"41"}"#,
             r#"{"v":1,"mark":41}"#,
             r#"{"v":1,"mark":"041"}"#,
             r#"{"v":1,"mark":"-1"}"#,
             r#"{"v":1,"mark":"18446744073709551616"}"#,
             r#"{"v":1}"#,
             r#"{"mark":"1"}"#,
+            r#"{"mark":"1","v":1}"#,
             r#"{"v":1,"mark":"1","extra":true}"#,
             r#"{"v":"1","mark":"1"}"#,
+            r#"{"v":2,"mark":"1"}"#,
+            r#"{"v":2,"mark":"5","holder":null,"ops":{"a":"6"},"evicted":null}"#,
+            r#"{"v":2,"mark":"5","holder":"","ops":{},"evicted":null}"#,
+            r#"{"v":2,"mark":"5","holder":null,"ops":{"":"1"},"evicted":null}"#,
+            r#"{"v":2,"mark":"5","holder":null,"ops":{"a":1},"evicted":null}"#,
+            r#"{"v":2,"mark":"5","holder":null,"ops":{"a":"1","a":"2"},"evicted":null}"#,
+            r#"{"v":2,"mark":"5","holder":null,"ops":{},"evicted":"00"}"#,
+            r#"{"v":2,"mark":"5","holder":null,"ops":[],"evicted":null}"#,
             r#"[]"#,
             r#"null"#,
             r#""""#,
+            "",
+            "{",
         ] {
-            assert!(decode(bad).is_err(), "{bad}");
+            assert!(ResourceState::from_json(bad).is_err(), "{bad}");
         }
     }
 }

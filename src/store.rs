@@ -12,6 +12,7 @@ use std::hash::{BuildHasher, Hash};
 
 use crate::decision::{decide, Operation, SameEpoch, Verdict};
 use crate::error::TokenError;
+use crate::host::{settle, OpMeta};
 use crate::state::ResourceState;
 
 /// One resource key's state and protected value.
@@ -61,7 +62,7 @@ impl<K: Hash + Eq, V, S: BuildHasher> MemoryStore<K, V, S> {
         K: Borrow<Q>,
         Q: Hash + Eq + ToOwned<Owned = K> + ?Sized,
     {
-        self.apply(key, token, Operation::Write, Some(value))
+        self.apply(key, token, Operation::Write, Some(value), &OpMeta::NONE)
     }
 
     /// Establish: raise the mark of `key` to `token` with no data change.
@@ -70,38 +71,78 @@ impl<K: Hash + Eq, V, S: BuildHasher> MemoryStore<K, V, S> {
         K: Borrow<Q>,
         Q: Hash + Eq + ToOwned<Owned = K> + ?Sized,
     {
-        self.apply(key, token, Operation::Establish, None)
+        self.apply(key, token, Operation::Establish, None, &OpMeta::NONE)
     }
 
-    fn apply<Q>(
+    /// A write or establish with an operation id and/or holder ([`settle`]).
+    /// `value` is `None` for establish.
+    pub fn apply<Q>(
         &mut self,
         key: &Q,
         token: Result<u64, TokenError>,
         op: Operation,
         value: Option<V>,
+        meta: &OpMeta<'_>,
     ) -> Verdict
     where
         K: Borrow<Q>,
         Q: Hash + Eq + ToOwned<Owned = K> + ?Sized,
     {
-        let mark = self.mark(key);
-        let token = match token {
-            Ok(t) => t,
-            Err(e) => return Verdict::invalid_token(mark, &e),
-        };
-        let verdict = decide(mark, token, self.policy, op);
-        if verdict.applies() {
-            let entry = match self.entries.get_mut(key) {
-                Some(entry) => entry,
-                None => self.entries.entry(key.to_owned()).or_insert(Entry {
-                    state: ResourceState::default(),
-                    value: None,
-                }),
-            };
-            entry.state.mark = verdict.mark_after;
-            if value.is_some() {
+        let policy = self.policy;
+        self.apply_with(key, op, value, meta, |mark| match token {
+            Ok(t) => decide(mark, t, policy, op),
+            Err(e) => Verdict::invalid_token(mark, &e),
+        })
+    }
+
+    /// Fenced write decided by `check` (e.g. [`crate::policy::GatePolicy::admit`]
+    /// for signed tokens and higher-epoch policies); see [`MemoryStore::apply_with`].
+    pub fn write_with<Q>(&mut self, key: &Q, value: V, check: impl FnOnce(u64) -> Verdict) -> Verdict
+    where
+        K: Borrow<Q>,
+        Q: Hash + Eq + ToOwned<Owned = K> + ?Sized,
+    {
+        self.apply_with(key, Operation::Write, Some(value), &OpMeta::NONE, check)
+    }
+
+    /// Establish decided by `check` (see [`MemoryStore::write_with`]); no data change.
+    pub fn establish_with<Q>(&mut self, key: &Q, check: impl FnOnce(u64) -> Verdict) -> Verdict
+    where
+        K: Borrow<Q>,
+        Q: Hash + Eq + ToOwned<Owned = K> + ?Sized,
+    {
+        self.apply_with(key, Operation::Establish, None, &OpMeta::NONE, check)
+    }
+
+    /// The general form: `check` gets the current mark and makes the
+    /// epoch-level verdict (plain [`decide`], or a provenance policy); then
+    /// [`settle`] applies holder and operation-id semantics. Check and apply
+    /// happen in this one `&mut` call; a verdict that does not apply changes
+    /// nothing, and the mark only ever rises (R5).
+    pub fn apply_with<Q>(
+        &mut self,
+        key: &Q,
+        op: Operation,
+        value: Option<V>,
+        meta: &OpMeta<'_>,
+        check: impl FnOnce(u64) -> Verdict,
+    ) -> Verdict
+    where
+        K: Borrow<Q>,
+        Q: Hash + Eq + ToOwned<Owned = K> + ?Sized,
+    {
+        if let Some(entry) = self.entries.get_mut(key) {
+            let epoch_verdict = check(entry.state.mark);
+            let verdict = settle(&mut entry.state, epoch_verdict, op, meta);
+            if verdict.applies() && value.is_some() {
                 entry.value = value;
             }
+            return verdict;
+        }
+        let mut state = ResourceState::default();
+        let verdict = settle(&mut state, check(0), op, meta);
+        if verdict.applies() {
+            self.entries.insert(key.to_owned(), Entry { state, value });
         }
         verdict
     }

@@ -3,10 +3,12 @@
 import * as wasm from '../dist/fencegate.js';
 import { FencegateError } from './errors.mjs';
 import { ready, initAsync, CODES, lastMarks } from './runtime.mjs';
+import { policyFromOptions, applyWithPolicy, setPolicyCeiling, addPolicyKey, retirePolicyKey } from './signed.mjs';
 
 export { FencegateError };
 export { Gate } from './gate.mjs';
 export { Issuer, MemoryHostStore } from './issuer.mjs';
+export { mintToken, verifyToken, ed25519PublicKey, features } from './signed.mjs';
 
 const MAX_U64 = 0xffff_ffff_ffff_ffffn;
 const MAX_SAFE = 9007199254740991n;
@@ -107,10 +109,12 @@ export class MemoryGate {
   #slots = new Map();
   #names = [];
   #values = [];
+  #policy;
 
   constructor(options) {
     if (!ready) notReady();
     this.#strict = policyFlag(options);
+    this.#policy = policyFromOptions(options);
     this.#raw = new wasm.RawMemoryGate(this.#strict);
   }
 
@@ -143,6 +147,12 @@ export class MemoryGate {
   write(key, token, value) {
     const slot = this.#slot(key);
     const raw = this.#raw;
+    if (this.#policy !== null) {
+      const v = applyWithPolicy(raw, this.#policy, slot, key, token, true);
+      // Same synchronous step as the decision, as below.
+      if (v.ok) this.#values[slot] = value;
+      return v;
+    }
     let status;
     if (typeof token === 'number') status = raw.write_n(slot, token);
     else if (typeof token === 'bigint' && token >= 0n && token <= MAX_U64) status = raw.write_b(slot, token);
@@ -156,6 +166,7 @@ export class MemoryGate {
   establish(key, token) {
     const slot = this.#slot(key);
     const raw = this.#raw;
+    if (this.#policy !== null) return applyWithPolicy(raw, this.#policy, slot, key, token, false);
     let status;
     if (typeof token === 'number') status = raw.establish_n(slot, token);
     else if (typeof token === 'bigint' && token >= 0n && token <= MAX_U64) status = raw.establish_b(slot, token);
@@ -194,10 +205,33 @@ export class MemoryGate {
     return this.#names.filter((_, slot) => this.#raw.has_state(slot)).sort();
   }
 
+  /**
+   * Sets the ceiling of a `reject-future` gate (the issuer's current epoch, say),
+   * or clears it with `null`. Replaces a `higherEpoch.ceiling` function.
+   */
+  setCeiling(ceiling) {
+    setPolicyCeiling(this.#policy, ceiling);
+  }
+
+  /**
+   * Key rotation on a live gate: adds a verification key (`secret`,
+   * `{ hmac }` or `{ ed25519 }`) under `kid`. INVALID_ARGUMENT for a bad,
+   * duplicate or retired id, or on a gate created without policy options.
+   */
+  addKey(kid, key) {
+    addPolicyKey(this.#policy, kid, key);
+  }
+
+  /** Key rotation on a live gate: retires `kid` (its key is dropped; tokens naming it get KEY_RETIRED). */
+  retireKey(kid) {
+    retirePolicyKey(this.#policy, kid);
+  }
+
   /** Releases the gate's WebAssembly memory now (also done by `using`). */
   free() {
     this.#values = [];
     this.#raw.free();
+    if (this.#policy !== null) this.#policy.raw.free();
   }
 }
 

@@ -20,6 +20,7 @@
 import * as wasm from '../dist/fencegate.js';
 import { FencegateError } from './errors.mjs';
 import { ready, CODES } from './runtime.mjs';
+import { policyFromOptions, claimsOf, ceilingOf, addPolicyKey, retirePolicyKey, bounded } from './signed.mjs';
 
 const OUTCOMES = ['advance', 'accept'];
 const MAX_U64 = 0xffff_ffff_ffff_ffffn;
@@ -99,7 +100,7 @@ function withTimeout(result, ms) {
 
 function verdictOf(key, d) {
   const rejected = d.status >= 2;
-  return {
+  const v = {
     key,
     ok: !rejected,
     outcome: rejected ? 'reject' : OUTCOMES[d.status],
@@ -108,6 +109,8 @@ function verdictOf(key, d) {
     markBefore: d.markBefore,
     markAfter: d.markAfter,
   };
+  if (d.claims !== undefined) v.claims = d.claims;
+  return v;
 }
 
 /** Decodes stored state in Wasm (null = no record) and remembers its mark there; throws CORRUPT_STATE. */
@@ -127,10 +130,11 @@ function loadState(key, state) {
  * state to commit (format v1 with the exact `markAfter`), or null when rejected.
  * Numbers and bigints reach Wasm as plain numbers; no strings are built there.
  */
-function decide(key, state, token, establish, strict) {
+function decide(key, state, token, establish, strict, policy = null) {
   loadState(key, state);
   const flags = (establish ? 1 : 0) | (strict ? 2 : 0);
   let status;
+  if (policy !== null) return decidePolicy(token, flags, policy);
   if (typeof token === 'number') status = wasm.__decide_n(token, flags);
   else if (typeof token === 'bigint' && token >= 0n && token <= MAX_U64) status = wasm.__decide_b(token, flags);
   else status = wasm.__decide_any(token, flags);
@@ -142,6 +146,29 @@ function decide(key, state, token, establish, strict) {
   return {
     status,
     token: badToken ? null : canonical(token),
+    markBefore,
+    markAfter,
+    next: status < 2 ? { v: 1, mark: String(markAfter) } : null,
+  };
+}
+
+/**
+ * `decide` under a gate policy (docs/signed-tokens.md): provenance, then the
+ * higher-epoch policy, then the fence check, against the state just loaded.
+ * `policy` is `{ p, scope, ceiling }` prepared by `Gate.#run`.
+ */
+function decidePolicy(token, flags, { p, scope, ceiling }) {
+  if (ceiling !== undefined) p.raw.set_ceiling(ceiling);
+  const number = typeof token === 'number';
+  const status = number ? p.raw.decide_host_n(token, flags) : p.raw.decide_host_any(scope, bounded(token), flags);
+  const before = wasm.__last_before_n();
+  const after = wasm.__last_after_n();
+  const markBefore = before >= 0 ? before : wasm.__last_before_b();
+  const markAfter = after >= 0 ? after : wasm.__last_after_b();
+  return {
+    status,
+    token: p.raw.last_token(),
+    claims: number ? null : claimsOf(p.raw),
     markBefore,
     markAfter,
     next: status < 2 ? { v: 1, mark: String(markAfter) } : null,
@@ -196,11 +223,13 @@ export class Gate {
   #maxRetries;
   #commitTimeoutMs;
   #transactional;
+  #policy;
 
   constructor(store, options) {
     checkReady();
     if (store === null || typeof store !== 'object') throw invalid('a Gate needs a host store object', { store });
     const o = parseOptions(options);
+    this.#policy = policyFromOptions(options);
     this.#transactional = typeof store.transaction === 'function';
     if (!this.#transactional && (typeof store.load !== 'function' || typeof store.commit !== 'function')) {
       throw invalid('a host store has transaction(key, fn), or load(key) and commit(key, expectedVersion, nextState, change)', {
@@ -254,6 +283,20 @@ export class Gate {
     return verdicts;
   }
 
+  /**
+   * Key rotation on a live gate: adds a verification key (`secret`,
+   * `{ hmac }` or `{ ed25519 }`) under `kid`. INVALID_ARGUMENT for a bad,
+   * duplicate or retired id, or on a gate created without policy options.
+   */
+  addKey(kid, key) {
+    addPolicyKey(this.#policy, kid, key);
+  }
+
+  /** Key rotation on a live gate: retires `kid` (its key is dropped; tokens naming it get KEY_RETIRED). */
+  retireKey(kid) {
+    retirePolicyKey(this.#policy, kid);
+  }
+
   /** `{ mark, value, hasValue }` of `key` through the host's `load`. Throws CORRUPT_STATE, STORE_ERROR. */
   async read(key) {
     checkKey(key);
@@ -282,15 +325,25 @@ export class Gate {
     }
   }
 
-  #run(key, token, establish, change) {
-    return this.#transactional ? this.#viaTransaction(key, token, establish, change) : this.#viaCas(key, token, establish, change);
+  async #run(key, token, establish, change) {
+    let policy = null;
+    if (this.#policy !== null) {
+      // Callbacks of the policy run before the store is touched; the ceiling is
+      // set again right before each (synchronous) decision.
+      const p = this.#policy;
+      const ceiling = await ceilingOf(p);
+      policy = { p, scope: typeof token === 'number' ? '' : p.scopeOf(key), ceiling };
+    }
+    return this.#transactional
+      ? this.#viaTransaction(key, token, establish, change, policy)
+      : this.#viaCas(key, token, establish, change, policy);
   }
 
-  async #viaCas(key, token, establish, change) {
+  async #viaCas(key, token, establish, change, policy) {
     const store = this.#store;
     for (let attempt = 0; attempt <= this.#maxRetries; attempt++) {
       const record = await this.#load(key);
-      const d = decide(key, stateOf(key, record), token, establish, this.#strict);
+      const d = decide(key, stateOf(key, record), token, establish, this.#strict, policy);
       if (d.status >= 2) return verdictOf(key, d);
       const expected = record === null || record === undefined ? null : record.version ?? null;
       let committed;
@@ -317,7 +370,7 @@ export class Gate {
     );
   }
 
-  async #viaTransaction(key, token, establish, change) {
+  async #viaTransaction(key, token, establish, change, policy) {
     const strict = this.#strict;
     let decision = null;
     let ownError = null;
@@ -326,7 +379,7 @@ export class Gate {
       ownError = null;
       try {
         // Inside a transaction the host passes only the state: null/undefined = no record.
-        const d = decide(key, state === undefined ? null : state, token, establish, strict);
+        const d = decide(key, state === undefined ? null : state, token, establish, strict, policy);
         decision = d;
         return d.status >= 2 ? null : { nextState: d.next, change };
       } catch (e) {

@@ -16,25 +16,30 @@
 //! 3. `__last_*` — the verdict's marks; the next state to commit is format v1
 //!    with `mark = markAfter` when the status is < 2, and nothing otherwise.
 
-use std::cell::Cell;
+use std::cell::{Cell, RefCell};
 
 use wasm_bindgen::prelude::*;
 
 use super::{decode_state_js, error, small, token_from_js};
 use crate::decision::{Operation, SameEpoch, Verdict};
 use crate::error::{Code, StateError, TokenError};
-use crate::host::{decide_state, decode_canonical_text};
+use crate::host::{decide_state, decide_with_state, decode_canonical_text, HostDecision, OpMeta};
+use crate::ops::{valid_op_id, DEFAULT_WINDOW, MAX_WINDOW};
 use crate::state::ResourceState;
 use crate::token::{epoch_from_f64, epoch_from_u64};
 
 /// `flags` bit: establish (raise the mark, no data change) instead of write.
-const ESTABLISH: u32 = 1;
+pub(crate) const ESTABLISH: u32 = 1;
 /// `flags` bit: same-epoch policy `strict` instead of `allow`.
-const STRICT: u32 = 2;
+pub(crate) const STRICT: u32 = 2;
 
 thread_local! {
-    static STORED: Cell<Option<ResourceState>> = const { Cell::new(None) };
+    static STORED: RefCell<Option<ResourceState>> = const { RefCell::new(None) };
     static LAST: Cell<Verdict> = const { Cell::new(Verdict::invalid_token(0, &TokenError::Missing)) };
+    /// Operation id, holder and window for the next decision (set by `__meta`, cleared after it).
+    static META: RefCell<(Option<String>, Option<String>, usize)> = const { RefCell::new((None, None, DEFAULT_WINDOW)) };
+    /// The next state of the last decision, when it is not plain format v1.
+    static NEXT: RefCell<Option<ResourceState>> = const { RefCell::new(None) };
 }
 
 fn corrupt(e: &StateError, state: JsValue) -> JsValue {
@@ -53,7 +58,7 @@ pub fn state_text(text: &str) -> Result<(), JsValue> {
             decode_state_js(&value).map_err(|e| corrupt(&e, value))?
         }
     };
-    STORED.with(|s| s.set(Some(state)));
+    STORED.with(|s| *s.borrow_mut() = Some(state));
     Ok(())
 }
 
@@ -62,26 +67,26 @@ pub fn state_text(text: &str) -> Result<(), JsValue> {
 #[wasm_bindgen(js_name = "__state_any")]
 pub fn state_any(value: JsValue) -> Result<(), JsValue> {
     let state = decode_state_js(&value).map_err(|e| corrupt(&e, value))?;
-    STORED.with(|s| s.set(Some(state)));
+    STORED.with(|s| *s.borrow_mut() = Some(state));
     Ok(())
 }
 
 /// The key has no fence record: mark 0.
 #[wasm_bindgen(js_name = "__state_none")]
 pub fn state_none() {
-    STORED.with(|s| s.set(None));
+    STORED.with(|s| *s.borrow_mut() = None);
 }
 
 /// The decoded stored mark, or −1 when above 2^53−1 (then use `__stored_mark_b`).
 #[wasm_bindgen(js_name = "__stored_mark_n")]
 pub fn stored_mark_n() -> f64 {
-    small(STORED.with(|s| s.get()).map_or(0, |s| s.mark))
+    small(STORED.with(|s| s.borrow().as_ref().map_or(0, |s| s.mark)))
 }
 
 /// The decoded stored mark, exactly.
 #[wasm_bindgen(js_name = "__stored_mark_b")]
 pub fn stored_mark_b() -> u64 {
-    STORED.with(|s| s.get()).map_or(0, |s| s.mark)
+    STORED.with(|s| s.borrow().as_ref().map_or(0, |s| s.mark))
 }
 
 fn decide(token: Result<u64, TokenError>, flags: u32) -> u32 {
@@ -95,10 +100,97 @@ fn decide(token: Result<u64, TokenError>, flags: u32) -> u32 {
     } else {
         Operation::Write
     };
-    let stored = STORED.with(|s| s.get());
-    let d = decide_state(stored, token, policy, op);
+    let (op_id, holder, window) = take_meta();
+    let meta = OpMeta {
+        op_id: op_id.as_deref(),
+        holder: holder.as_deref(),
+        window,
+    };
+    let d = STORED.with(|s| decide_state(s.borrow().as_ref(), token, policy, op, &meta));
+    finish(d)
+}
+
+fn take_meta() -> (Option<String>, Option<String>, usize) {
+    META.with(|m| std::mem::replace(&mut *m.borrow_mut(), (None, None, DEFAULT_WINDOW)))
+}
+
+/// Remembers the decision's verdict (and its next state when it is not plain v1).
+fn finish(d: HostDecision) -> u32 {
     LAST.with(|l| l.set(d.verdict));
+    let plain = d
+        .next
+        .as_ref()
+        .is_none_or(|n| n.holder.is_none() && n.ops.is_empty());
+    NEXT.with(|n| *n.borrow_mut() = if plain { None } else { d.next });
     d.verdict.status()
+}
+
+/// Sets the operation id, holder and window size for the next `__decide_*`
+/// call only. Throws INVALID_ARGUMENT for an id that is not 1..=128 bytes
+/// without control characters, an empty holder, or a window outside 1..=1024.
+#[wasm_bindgen(js_name = "__meta")]
+pub fn meta(op_id: Option<String>, holder: Option<String>, window: u32) -> Result<(), JsValue> {
+    check_meta(op_id.as_deref(), holder.as_deref(), window)?;
+    META.with(|m| *m.borrow_mut() = (op_id, holder, window as usize));
+    Ok(())
+}
+
+/// Validates operation metadata (shared with the in-memory gate).
+pub(crate) fn check_meta(
+    op_id: Option<&str>,
+    holder: Option<&str>,
+    window: u32,
+) -> Result<(), JsValue> {
+    if let Some(id) = op_id {
+        if !valid_op_id(id) {
+            return Err(error(
+                Code::InvalidArgument,
+                "an operation id is 1..=128 bytes of text without control characters",
+                &[("opId", JsValue::from_str(id))],
+            ));
+        }
+    }
+    if holder == Some("") || holder.is_some_and(|h| h.len() > 256) {
+        return Err(error(
+            Code::InvalidArgument,
+            "a holder is 1..=256 bytes of text",
+            &[],
+        ));
+    }
+    if window == 0 || window as usize > MAX_WINDOW {
+        return Err(error(
+            Code::InvalidArgument,
+            &format!("the operation-id window is 1..={MAX_WINDOW}"),
+            &[("opWindow", JsValue::from(window))],
+        ));
+    }
+    Ok(())
+}
+
+/// The next state of the last decision as JSON text when it is format v2
+/// (a holder or operation ids), `undefined` when it is plain v1 (the caller
+/// then writes `{v: 1, mark: markAfter}`) or when nothing applies.
+#[wasm_bindgen(js_name = "__next_text")]
+pub fn next_text() -> Option<String> {
+    NEXT.with(|n| n.borrow_mut().take()).map(|s| s.to_json())
+}
+
+/// Decides with `check` (given the stored mark) and remembers the verdict, as
+/// the `__decide_*` exports do, holder and operation-id semantics included;
+/// the gate policy binding (`signed.rs`) uses it.
+pub(crate) fn decide_with(op: Operation, check: impl FnOnce(u64) -> Verdict) -> u32 {
+    let (op_id, holder, window) = take_meta();
+    let meta = OpMeta {
+        op_id: op_id.as_deref(),
+        holder: holder.as_deref(),
+        window,
+    };
+    let d = STORED.with(|s| {
+        let stored = s.borrow();
+        let verdict = check(stored.as_ref().map_or(0, |s| s.mark));
+        decide_with_state(stored.as_ref(), verdict, op, &meta)
+    });
+    finish(d)
 }
 
 /// Decides a number token against the stored state.

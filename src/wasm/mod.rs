@@ -12,16 +12,16 @@ use std::sync::atomic::{AtomicU64, Ordering};
 
 use js_sys::{Array, Function, Object, Reflect};
 use rustc_hash::FxBuildHasher;
-use serde::Serialize;
 use wasm_bindgen::prelude::*;
 
 use crate::decision::{SameEpoch, Verdict};
 use crate::error::{Code, StateError, TokenError};
-use crate::state::{check_version, ResourceState, WireState, WireVersion, WIRE_FIELDS};
+use crate::state::ResourceState;
 use crate::store::MemoryStore;
 use crate::token::{epoch_from_f64, epoch_from_u64, parse_token, MAX_SAFE_INTEGER};
 
 mod host;
+mod signed;
 
 thread_local! {
     static ERROR_CLASS: RefCell<Option<Function>> = const { RefCell::new(None) };
@@ -137,42 +137,28 @@ pub fn parse_token_js(text: JsValue) -> Result<JsValue, JsValue> {
         .map_err(|e| token_error(&e, &text))
 }
 
-fn serializer() -> serde_wasm_bindgen::Serializer {
-    serde_wasm_bindgen::Serializer::json_compatible()
-}
-
-fn wire_to_js(wire: &WireState) -> JsValue {
-    // Serialising two plain fields cannot fail; fall back to undefined rather than panic.
-    wire.serialize(&serializer()).unwrap_or(JsValue::UNDEFINED)
-}
-
-/// Decodes persisted state (the wire object, or its JSON text) to `{ mark }`.
+/// Decodes persisted state (the wire object, or its JSON text), format v1 or v2.
+/// Objects are turned into JSON text first, so one decoder
+/// ([`ResourceState::from_json`]) reads every form.
 pub(crate) fn decode_state_js(value: &JsValue) -> Result<ResourceState, StateError> {
-    let parsed;
-    let value = if let Some(text) = value.as_string() {
-        parsed = js_sys::JSON::parse(&text)
-            .map_err(|_| StateError("state text is not JSON".to_owned()))?;
-        &parsed
-    } else {
-        value
-    };
+    if let Some(text) = value.as_string() {
+        return ResourceState::from_json(&text);
+    }
     if !value.is_object() || Array::is_array(value) {
-        return Err(StateError("state must be an object {v, mark}".to_owned()));
+        return Err(StateError(
+            "state must be an object {v, mark, …} or its JSON text".to_owned(),
+        ));
     }
-    for key in Object::keys(value.unchecked_ref::<Object>()).iter() {
-        let known = key
-            .as_string()
-            .is_some_and(|k| WIRE_FIELDS.contains(&k.as_str()));
-        if !known {
-            return Err(StateError(format!("unknown state field {key:?}")));
-        }
-    }
-    let version: WireVersion = serde_wasm_bindgen::from_value(value.clone())
-        .map_err(|e| StateError(format!("state has no numeric version field v: {e}")))?;
-    check_version(version.v)?;
-    let wire: WireState =
-        serde_wasm_bindgen::from_value(value.clone()).map_err(|e| StateError(e.to_string()))?;
-    ResourceState::from_wire(&wire)
+    let text = js_sys::JSON::stringify(value)
+        .ok()
+        .and_then(|t| t.as_string())
+        .ok_or_else(|| StateError("state object cannot be turned into JSON".to_owned()))?;
+    ResourceState::from_json(&text)
+}
+
+/// The wire object of a state (parsed from its JSON text).
+pub(crate) fn state_to_js(state: &ResourceState) -> JsValue {
+    js_sys::JSON::parse(&state.to_json()).unwrap_or(JsValue::UNDEFINED)
 }
 
 /// Decodes persisted state (`{"v":1,"mark":"41"}` as an object or JSON text)
@@ -182,6 +168,20 @@ pub fn decode_state(value: JsValue) -> Result<JsValue, JsValue> {
     let state = decode_state_js(&value).map_err(|e| state_error(&e))?;
     let out = Object::new();
     let _ = Reflect::set(&out, &JsValue::from_str("mark"), &epoch_to_js(state.mark));
+    if state.holder.is_some() || !state.ops.is_empty() {
+        let holder = state
+            .holder
+            .as_deref()
+            .map_or(JsValue::NULL, JsValue::from_str);
+        let _ = Reflect::set(&out, &JsValue::from_str("holder"), &holder);
+        let ops: Array = state
+            .ops
+            .ops
+            .iter()
+            .map(|r| JsValue::from_str(&r.id))
+            .collect();
+        let _ = Reflect::set(&out, &JsValue::from_str("opIds"), &ops);
+    }
     Ok(out.into())
 }
 
@@ -200,7 +200,7 @@ pub fn encode_state(mark: JsValue) -> Result<JsValue, JsValue> {
             ))
         }
     };
-    Ok(wire_to_js(&ResourceState { mark }.to_wire()))
+    Ok(state_to_js(&ResourceState::at(mark)))
 }
 
 /// The last verdict's marks as f64 (−1 when above 2^53−1), read by the JS
@@ -230,8 +230,8 @@ pub(crate) fn small(epoch: u64) -> f64 {
 /// throw between them. The hot path passes no strings and no `JsValue`s.
 #[wasm_bindgen]
 pub struct RawMemoryGate {
-    store: MemoryStore<u32, (), FxBuildHasher>,
-    last: Verdict,
+    pub(crate) store: MemoryStore<u32, (), FxBuildHasher>,
+    pub(crate) last: Verdict,
 }
 
 #[wasm_bindgen]
@@ -250,7 +250,7 @@ impl RawMemoryGate {
         }
     }
 
-    fn done(&mut self, verdict: Verdict) -> u32 {
+    pub(crate) fn done(&mut self, verdict: Verdict) -> u32 {
         self.last = verdict;
         LAST_MARKS[0].store(small(verdict.mark_before).to_bits(), Ordering::Relaxed);
         LAST_MARKS[1].store(small(verdict.mark_after).to_bits(), Ordering::Relaxed);
@@ -329,6 +329,6 @@ impl RawMemoryGate {
     pub fn state(&self, slot: u32) -> JsValue {
         self.store
             .get(&slot)
-            .map_or(JsValue::UNDEFINED, |e| wire_to_js(&e.state.to_wire()))
+            .map_or(JsValue::UNDEFINED, |e| state_to_js(&e.state))
     }
 }

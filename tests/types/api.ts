@@ -10,6 +10,13 @@ import {
   decodeState,
   encodeState,
   errorCodes,
+  mintToken,
+  verifyToken,
+  ed25519PublicKey,
+  features,
+  type TokenClaims,
+  type HigherEpochPolicy,
+  type VerifyKey,
   type Epoch,
   type Verdict,
   type Outcome,
@@ -82,11 +89,12 @@ import {
 
 import { SqliteStore, type SqliteDatabase } from 'fencegate/sqlite';
 import type { PostgresStore } from 'fencegate/postgres';
+import type { RedisStore } from 'fencegate/redis';
 
 /** The Issuer takes the shipped adapters (and shares them with a Gate). */
-export function issuerOverAdapters(db: SqliteDatabase, pgStore: PostgresStore): [Issuer, Issuer, Gate] {
+export function issuerOverAdapters(db: SqliteDatabase, pgStore: PostgresStore, redisStore: RedisStore): [Issuer, Issuer, Gate, Gate, Issuer] {
   const sqlite = new SqliteStore(db);
-  return [new Issuer(sqlite), new Issuer(pgStore, { keyPrefix: 'locks:' }), new Gate(sqlite)];
+  return [new Issuer(sqlite), new Issuer(pgStore, { keyPrefix: 'locks:' }), new Gate(sqlite), new Gate(redisStore), new Issuer(redisStore)];
 }
 
 export async function useIssuer(): Promise<void> {
@@ -127,4 +135,30 @@ export async function useIssuer(): Promise<void> {
   // @ts-expect-error unknown epoch range
   new Issuer(null, { epochs: 'u64' });
   void [holder, raised, s];
+/** Signed tokens and gate policies (issue 5, docs/signed-tokens.md). */
+export function useSigned(): void {
+  const secret = new Uint8Array(32);
+  const keys: Record<string, VerifyKey> = { k1: secret, k2: { hmac: secret }, k3: { ed25519: secret } };
+  const token: string = mintToken({ scope: 'orders', epoch: 7, leaseId: 'L', generation: 1n }, { kid: 'k1', hmac: secret });
+  const claims: TokenClaims = verifyToken(token, { keys, retired: ['k0'], scope: 'orders' });
+  const inspected: TokenClaims = verifyToken(token, { keys, scope: null });
+  const within: HigherEpochPolicy = { mode: 'adopt-within', maxJump: 1000 };
+  const gate = new MemoryGate<string>({ requireSigned: true, keys, scope: (key) => key, higherEpoch: within });
+  const v: Verdict = gate.write('orders', token, 'x');
+  const leaseId: string | undefined = v.claims?.leaseId;
+  const future = new MemoryGate({ higherEpoch: { mode: 'reject-future', ceiling: () => 9n } });
+  future.setCeiling(10);
+  gate.addKey('k4', { hmac: secret });
+  gate.retireKey('k1');
+  future.setCeiling(null);
+  const hostPolicy: HigherEpochPolicy = { mode: 'reject-future', ceiling: async () => 9n };
+  const pub: Uint8Array = ed25519PublicKey(secret);
+  const f: string[] = features();
+  // @ts-expect-error unknown higher-epoch mode
+  new MemoryGate({ higherEpoch: { mode: 'sometimes' } });
+  // @ts-expect-error maxJump belongs to adopt-within
+  const bad: HigherEpochPolicy = { mode: 'adopt', maxJump: 3 };
+  // @ts-expect-error a signing key needs a kid
+  mintToken({ scope: 's', epoch: 1 }, { hmac: secret });
+  void [claims, inspected, leaseId, pub, f, bad, hostPolicy];
 }

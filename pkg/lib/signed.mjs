@@ -1,0 +1,292 @@
+// Signed, scoped fence tokens and gate policies (issue 5). The checks live in
+// Rust (src/signed.rs, src/policy.rs); this file validates option shapes and
+// shapes results.
+import * as wasm from '../dist/fencegate.js';
+import { FencegateError } from './errors.mjs';
+import { ready, CODES, lastMarks } from './runtime.mjs';
+
+const MODES = { adopt: 0, 'adopt-within': 1, 'reject-future': 2 };
+const ALGS = [null, 'hmac-sha256', 'ed25519'];
+// Longest fg1 text (src/signed.rs MAX_TEXT_LEN). Longer strings are cut to one
+// unit more before they enter Wasm: still refused (MALFORMED_TOKEN), but a huge
+// header cannot grow Wasm memory, which never shrinks.
+const MAX_TEXT_LEN = 1058;
+
+/** `token`, with strings longer than any valid token cut to MAX_TEXT_LEN + 1 units. @internal */
+export function bounded(token) {
+  return typeof token === 'string' && token.length > MAX_TEXT_LEN ? token.slice(0, MAX_TEXT_LEN + 1) : token;
+}
+
+/** The claims last verified by a RawPolicy, as an object, or null. @internal */
+export function claimsOf(raw) {
+  const text = raw.claims_text();
+  if (text === undefined) return null;
+  const k = raw.claims_kid_len();
+  const s = k + raw.claims_scope_len();
+  return {
+    alg: ALGS[raw.claims_alg()],
+    kid: text.slice(0, k),
+    scope: text.slice(k, s),
+    epoch: raw.claims_epoch(),
+    leaseId: text.slice(s),
+    generation: raw.claims_generation(),
+  };
+}
+
+function notReady() {
+  throw new FencegateError(
+    'NOT_INITIALIZED',
+    "fencegate's WebAssembly module is not loaded yet: call `await init()` first (browser and default entries)",
+  );
+}
+
+function invalid(message, details) {
+  return new FencegateError('INVALID_ARGUMENT', message, details);
+}
+
+function isBytes(v) {
+  return v instanceof Uint8Array;
+}
+
+function wellFormed(s) {
+  return typeof s === 'string' && (typeof s.isWellFormed !== 'function' || s.isWellFormed());
+}
+
+function checkText(value, what) {
+  if (!wellFormed(value)) throw invalid(`${what} must be a well-formed string`, { [what]: value });
+}
+
+/** Adds `keys` ({ kid: secret | {hmac} | {ed25519} }) and `retired` ([kid]) to a RawPolicy. */
+function addKeys(raw, keys, retired) {
+  // Retired ids first, so a key id listed in both is refused (INVALID_ARGUMENT).
+  if (retired !== undefined) {
+    if (!Array.isArray(retired)) throw invalid('retired must be an array of key ids', { retired });
+    for (const kid of retired) {
+      if (typeof kid !== 'string') throw invalid('a retired key id must be a string', { kid });
+      raw.retire(kid);
+    }
+  }
+  if (keys !== undefined) {
+    if (keys === null || typeof keys !== 'object' || Array.isArray(keys)) {
+      throw invalid('keys must be an object { keyId: key }', { keys });
+    }
+    for (const kid of Object.keys(keys)) addKey(raw, kid, keys[kid]);
+  }
+}
+
+/** Adds one verification key (`secret | { hmac } | { ed25519 }`) to a RawPolicy. */
+function addKey(raw, kid, k) {
+  if (typeof kid !== 'string') throw invalid('a key id must be a string', { kid });
+  if (isBytes(k)) raw.add_key(kid, 'hmac-sha256', k);
+  else if (k && typeof k === 'object' && isBytes(k.hmac)) raw.add_key(kid, 'hmac-sha256', k.hmac);
+  else if (k && typeof k === 'object' && isBytes(k.ed25519)) raw.add_key(kid, 'ed25519-public', k.ed25519);
+  else {
+    throw invalid(`key ${kid}: an HMAC secret (Uint8Array, or { hmac: Uint8Array }) or { ed25519: publicKey Uint8Array }`, {
+      kid,
+    });
+  }
+}
+
+function needPolicy(p, what) {
+  if (p === null) {
+    throw invalid(`${what} needs a gate created with policy options (keys, requireSigned, scope or higherEpoch)`);
+  }
+}
+
+/** Adds a key to a live gate's policy (key rotation without a new gate). @internal */
+export function addPolicyKey(p, kid, key) {
+  needPolicy(p, 'addKey');
+  addKey(p.raw, kid, key);
+}
+
+/** Retires a key id on a live gate's policy: KEY_RETIRED from now on. @internal */
+export function retirePolicyKey(p, kid) {
+  needPolicy(p, 'retireKey');
+  if (typeof kid !== 'string') throw invalid('a key id must be a string', { kid });
+  p.raw.retire(kid);
+}
+
+function higherEpochOf(h) {
+  if (h === undefined || h === null) return { mode: 'adopt' };
+  if (typeof h === 'string') h = { mode: h };
+  if (typeof h !== 'object') throw invalid('higherEpoch must be an object { mode, maxJump, ceiling }', { higherEpoch: h });
+  const mode = h.mode === undefined ? 'adopt' : h.mode;
+  if (!Object.prototype.hasOwnProperty.call(MODES, mode)) {
+    throw invalid(`higherEpoch.mode must be 'adopt', 'adopt-within' or 'reject-future', got ${String(mode)}`, { mode });
+  }
+  if (mode === 'adopt-within' && h.maxJump === undefined) {
+    throw invalid("higherEpoch.maxJump (epochs) is required for 'adopt-within'");
+  }
+  if (mode !== 'adopt-within' && h.maxJump !== undefined) {
+    throw invalid("higherEpoch.maxJump applies only to 'adopt-within'");
+  }
+  if (mode !== 'reject-future' && h.ceiling !== undefined) {
+    throw invalid("higherEpoch.ceiling applies only to 'reject-future'");
+  }
+  return { mode, maxJump: h.maxJump, ceiling: h.ceiling };
+}
+
+/**
+ * Builds the policy part of gate options, or `null` when the options ask for
+ * the plain fence check (no keys, no requireSigned, higherEpoch 'adopt').
+ * Returns `{ raw, scopeOf, ceilingFn, mode }`.
+ * @internal used by gates
+ */
+export function policyFromOptions(options) {
+  if (options === undefined || options === null) return null;
+  const { requireSigned, keys, retired, scope, higherEpoch } = options;
+  const plain =
+    requireSigned === undefined && keys === undefined && retired === undefined &&
+    scope === undefined && higherEpoch === undefined;
+  if (plain) return null;
+  if (requireSigned !== undefined && typeof requireSigned !== 'boolean') {
+    throw invalid('requireSigned must be a boolean', { requireSigned });
+  }
+  if (requireSigned && (keys === undefined || Object.keys(keys ?? {}).length === 0)) {
+    throw invalid('requireSigned needs at least one key in keys');
+  }
+  let scopeOf;
+  if (scope === undefined) scopeOf = (key) => key;
+  else if (typeof scope === 'function') {
+    scopeOf = (key) => {
+      const s = scope(key);
+      checkText(s, 'scope');
+      return s;
+    };
+  } else {
+    checkText(scope, 'scope');
+    if (scope.length === 0) throw invalid('scope must not be empty');
+    scopeOf = () => scope;
+  }
+  const h = higherEpochOf(higherEpoch);
+  const raw = new wasm.RawPolicy(requireSigned === true, MODES[h.mode], h.maxJump);
+  try {
+    addKeys(raw, keys, retired);
+    let ceilingFn = null;
+    if (typeof h.ceiling === 'function') ceilingFn = h.ceiling;
+    else if (h.ceiling !== undefined) raw.set_ceiling(h.ceiling);
+    return { raw, scopeOf, ceilingFn, mode: h.mode };
+  } catch (e) {
+    raw.free();
+    throw e;
+  }
+}
+
+function refreshCeiling(p) {
+  if (p.ceilingFn === null) return;
+  const c = p.ceilingFn();
+  if (c !== null && typeof c === 'object' && typeof c.then === 'function') {
+    throw invalid('higherEpoch.ceiling() must return an epoch synchronously for a MemoryGate');
+  }
+  p.raw.set_ceiling(c);
+}
+
+/**
+ * Decides one write or establish under a policy on a RawMemoryGate slot. The
+ * caller stores a write's value when the verdict is `ok`, in the same
+ * synchronous step. The ceiling and scope callbacks run before Wasm is entered.
+ * @internal used by MemoryGate
+ */
+export function applyWithPolicy(raw, p, slot, key, token, write) {
+  refreshCeiling(p);
+  let status;
+  const number = typeof token === 'number';
+  if (number) status = write ? raw.write_pn(p.raw, slot, token) : raw.establish_pn(p.raw, slot, token);
+  else {
+    const scope = p.scopeOf(key);
+    const t = bounded(token);
+    status = write ? raw.write_p(p.raw, slot, scope, t) : raw.establish_p(p.raw, slot, scope, t);
+  }
+  const rejected = status >= 2;
+  const marks = lastMarks();
+  const before = marks[0];
+  const after = marks[1];
+  return {
+    key,
+    ok: !rejected,
+    outcome: rejected ? 'reject' : status === 0 ? 'advance' : 'accept',
+    code: rejected ? CODES[status - 2] : null,
+    token: raw.last_token(),
+    markBefore: before >= 0 ? before : raw.before_b(),
+    markAfter: after >= 0 ? after : raw.after_b(),
+    claims: number ? null : claimsOf(p.raw),
+  };
+}
+
+/**
+ * The value of a policy's ceiling function, awaited (host-store gates may read
+ * the issuer's epoch asynchronously), checked; `undefined` when it has none.
+ * @internal used by Gate
+ */
+export async function ceilingOf(p) {
+  if (p.ceilingFn === null) return undefined;
+  const c = await p.ceilingFn();
+  p.raw.set_ceiling(c); // validates now, before the store is touched
+  return c;
+}
+
+/** Sets (or clears with `null`) the ceiling of a reject-future policy. @internal */
+export function setPolicyCeiling(p, ceiling) {
+  if (p === null || p.mode !== 'reject-future') {
+    throw invalid("setCeiling needs higherEpoch mode 'reject-future'");
+  }
+  p.ceilingFn = null;
+  p.raw.set_ceiling(ceiling);
+}
+
+function signingKey(key) {
+  if (key === null || typeof key !== 'object') {
+    throw invalid('key must be { kid, hmac: Uint8Array } or { kid, ed25519Seed: Uint8Array }');
+  }
+  if (typeof key.kid !== 'string') throw invalid('key.kid must be a string', { kid: key.kid });
+  if (isBytes(key.hmac) && key.ed25519Seed === undefined) return ['hmac-sha256', key.hmac];
+  if (isBytes(key.ed25519Seed) && key.hmac === undefined) return ['ed25519-seed', key.ed25519Seed];
+  throw invalid('key must have exactly one of hmac (Uint8Array) or ed25519Seed (Uint8Array)');
+}
+
+/**
+ * Mints a signed fence token (text form `fg1.<claims>.<signature>`). For the
+ * issuer side: it needs the secret (HMAC) or the Ed25519 seed.
+ */
+export function mintToken(claims, key) {
+  if (!ready) notReady();
+  if (claims === null || typeof claims !== 'object') throw invalid('claims must be an object { scope, epoch, leaseId, generation }');
+  const { scope, epoch, leaseId = '', generation = 0 } = claims;
+  checkText(scope, 'scope');
+  checkText(leaseId, 'leaseId');
+  const [alg, bytes] = signingKey(key);
+  return wasm.__mintToken(scope, epoch, leaseId, generation, key.kid, alg, bytes);
+}
+
+/**
+ * Verifies a signed token's text against `keys` (and `retired`) and returns its
+ * claims. `scope` is required: the scope the token must name, or `null` to skip
+ * that check (inspection tools only).
+ */
+export function verifyToken(text, options) {
+  if (!ready) notReady();
+  if (options === null || typeof options !== 'object') throw invalid('options must be { keys, retired?, scope }');
+  const { keys, retired, scope } = options;
+  if (scope !== null) checkText(scope, 'scope');
+  const raw = new wasm.RawPolicy(false, 0, undefined);
+  try {
+    addKeys(raw, keys, retired);
+    raw.verify(bounded(text), scope === null ? undefined : scope);
+    return claimsOf(raw);
+  } finally {
+    raw.free();
+  }
+}
+
+/** The 32-byte Ed25519 public key for a 32-byte seed (Ed25519 builds only). */
+export function ed25519PublicKey(seed) {
+  if (!ready) notReady();
+  if (!isBytes(seed)) throw invalid('seed must be a Uint8Array of 32 bytes');
+  return wasm.__ed25519PublicKey(seed);
+}
+
+/** Optional algorithms compiled into this build: `['ed25519']` or `[]`. */
+export function features() {
+  if (!ready) notReady();
+  return wasm.__features();
+}
