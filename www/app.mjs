@@ -7,19 +7,39 @@ import { renderTimeline } from './timeline.mjs';
 import { SCENARIOS } from './scenarios.mjs';
 
 const { init, Gate } = fencegate;
+/** Signed tokens (DESIGN R9) when this build of the package has them. */
+const SIGNED = typeof fencegate.mintToken === 'function';
+const KID = 'demo-key-1';
 const RESOURCES = ['orders/42', 'invoices/9'];
 const CLIENTS = ['A', 'B', 'C'];
 const ACTION_MS = 1_000; // every client action takes one simulated second
 
-/** Forged or malformed tokens a client-less request can send. */
+/** Forged or malformed tokens a client-less request can send: `(resource) → { token, long, short } | null`. */
 const FORGED = {
-  huge: { token: 0xffff_ffff_ffff_ffffn, long: '18446744073709551615 (2^64−1)', short: '2^64−1' },
-  missing: { token: undefined, long: 'no token', short: 'none' },
-  text: { token: '2', long: 'the text "2"', short: '"2"' },
-  bool: { token: true, long: 'the boolean true', short: 'true' },
-  zero: { token: 0, long: '0', short: '0' },
-  fraction: { token: 1.5, long: '1.5', short: '1.5' },
-  unsafe: { token: 2 ** 53, long: '2^53 (not a safe integer)', short: '2^53' },
+  huge: () => ({ token: 0xffff_ffff_ffff_ffffn, long: '18446744073709551615 (2^64−1)', short: '2^64−1' }),
+  missing: () => ({ token: undefined, long: 'no token', short: 'none' }),
+  text: () => ({ token: '2', long: 'the text "2"', short: '"2"' }),
+  bool: () => ({ token: true, long: 'the boolean true', short: 'true' }),
+  zero: () => ({ token: 0, long: '0', short: '0' }),
+  fraction: () => ({ token: 1.5, long: '1.5', short: '1.5' }),
+  unsafe: () => ({ token: 2 ** 53, long: '2^53 (not a safe integer)', short: '2^53' }),
+  // Signed-token forgeries (shown only when the package has mintToken).
+  guessed: (resource) => ({
+    token: fencegate.mintToken({ scope: resource, epoch: 2n ** 63n }, { kid: KID, hmac: new Uint8Array(32).fill(7) }),
+    long: 'a token for epoch 2^63 signed with a guessed key',
+    short: 'fg1 2^63',
+  }),
+  replay: (resource) => {
+    // A genuine token some client holds for the other resource, replayed here.
+    const other = RESOURCES.find((r) => r !== resource);
+    for (const e of [...sim.events].reverse()) {
+      const held = e.type === 'lease' ? sim.clients[e.client].held : null;
+      if (held?.tokens?.[other]) {
+        return { token: held.tokens[other], long: `${e.client}'s signed token for ${other} (epoch ${String(held.epoch)}), replayed`, short: `${held.epoch} replayed` };
+      }
+    }
+    return null;
+  },
 };
 
 const $ = (sel) => document.querySelector(sel);
@@ -35,7 +55,8 @@ const shown = new Map(); // resource → { mark, value, hasValue }
 function freshSim() {
   const clients = {};
   for (const c of CLIENTS) clients[c] = { paused: false, held: null };
-  return { now: 0, clients, events: [], log: [], scenario: null, nextId: 1 };
+  const secret = SIGNED ? Array.from(crypto.getRandomValues(new Uint8Array(32))) : null;
+  return { now: 0, clients, events: [], log: [], scenario: null, nextId: 1, signed: false, secret };
 }
 
 // ───────────── log ─────────────
@@ -51,8 +72,28 @@ function verdictText(v) {
   return `reject ${v.code}: mark stays ${after}, value unchanged`;
 }
 
-function tokenLong(t) {
-  return t === undefined || t === null ? 'no token' : `token ${String(t)}`;
+/** The token client `c` sends to `resource`: its signed token when resources require them, else its epoch. */
+function clientToken(c, resource) {
+  const held = sim.clients[c].held;
+  if (!held) return { token: undefined, long: 'no token', short: 'none', epoch: undefined };
+  if (sim.signed && held.tokens?.[resource]) {
+    return { token: held.tokens[resource], long: `a signed token for epoch ${String(held.epoch)}`, short: `${String(held.epoch)} signed`, epoch: held.epoch };
+  }
+  return { token: held.epoch, long: `token ${String(held.epoch)}`, short: String(held.epoch), epoch: held.epoch };
+}
+
+/** The gate, rebuilt when the demo state or its signed-token setting changes. */
+let gateOf = null;
+let gateSigned = null;
+function theGate() {
+  if (gateOf !== sim || gateSigned !== sim.signed) {
+    // With keys configured and requireSigned off, the gate takes plain numbers and signed tokens alike.
+    const options = SIGNED && sim.secret ? { requireSigned: sim.signed, keys: { [KID]: Uint8Array.from(sim.secret) } } : undefined;
+    gate = new Gate(store, options);
+    gateOf = sim;
+    gateSigned = sim.signed;
+  }
+  return gate;
 }
 
 // ───────────── the clock ─────────────
@@ -77,7 +118,8 @@ async function tick(ms) {
 // ───────────── fenced operations ─────────────
 
 async function deliver(op) {
-  const token = op.from === 'forged' ? FORGED[op.forged].token : op.token;
+  const token = op.token;
+  const gate = theGate();
   let v;
   try {
     v = op.kind === 'establish' ? await gate.establish(op.resource, token) : await gate.write(op.resource, token, op.value);
@@ -90,15 +132,17 @@ async function deliver(op) {
   op.outcome = v.outcome;
   op.code = v.code;
   const who = op.from === 'forged' ? 'a forged request' : op.from;
-  const tokenText = op.from === 'forged' ? `with ${FORGED[op.forged].long}` : `with ${tokenLong(op.token)}`;
+  const tokenText = `with ${op.tokenLong}`;
   const late = op.arriveAt > op.sentAt ? ` (sent at ${s(op.sentAt)}, delayed in flight)` : '';
-  const est = op.token === undefined || op.token === null ? 'establishes with no token' : `establishes epoch ${String(op.token)}`;
+  const est =
+    op.epoch === undefined ? 'establishes with no token' : `establishes epoch ${String(op.epoch)}${typeof op.token === 'string' ? ' (signed)' : ''}`;
   const what = op.kind === 'establish' ? `${est} on ${op.resource}` : `writes "${op.value}" to ${op.resource} ${tokenText}`;
   log(v.ok ? 'ok' : 'reject', `${who} ${what}${late} → ${verdictText(v)}`);
   if (performance.getEntriesByName('fencegate:first-verdict').length === 0) performance.mark('fencegate:first-verdict');
 }
 
-function send(from, kind, resource, value, token, delayMs, forged) {
+/** `t`: `{ token, long, short, epoch? }`, the token sent and how the page names it. */
+function send(from, kind, resource, value, t, delayMs) {
   const op = {
     type: 'op',
     id: sim.nextId++,
@@ -106,9 +150,10 @@ function send(from, kind, resource, value, token, delayMs, forged) {
     kind,
     resource,
     value,
-    token,
-    forged,
-    tokenShort: forged ? FORGED[forged].short : token === undefined || token === null ? 'none' : String(token),
+    token: t.token,
+    epoch: t.epoch,
+    tokenLong: t.long,
+    tokenShort: t.short,
     sentAt: sim.now,
     arriveAt: sim.now + delayMs,
     outcome: null,
@@ -124,7 +169,13 @@ const demo = {
   async acquire(c) {
     const r = await issuer.acquire(c, sim.now);
     if (r.ok) {
-      sim.clients[c].held = { epoch: r.epoch, expiresAt: r.expiresAt };
+      // The issuer signs one token per resource for this lease (used when resources require signed tokens).
+      const tokens = SIGNED
+        ? Object.fromEntries(
+            RESOURCES.map((res) => [res, fencegate.mintToken({ scope: res, epoch: r.epoch, leaseId: r.leaseId, generation: 1 }, { kid: KID, hmac: Uint8Array.from(sim.secret) })]),
+          )
+        : null;
+      sim.clients[c].held = { epoch: r.epoch, expiresAt: r.expiresAt, tokens };
       sim.events.push({ type: 'lease', client: c, epoch: String(r.epoch), from: sim.now, to: r.expiresAt });
       sim.events.push({ type: 'issuer', at: sim.now, label: `${String(r.epoch)}→${c}` });
       log('ok', `${c} acquires the lease: epoch ${String(r.epoch)}, until ${s(r.expiresAt)}`);
@@ -136,20 +187,34 @@ const demo = {
     await tick(ACTION_MS);
   },
   async write(c, resource, value, delayMs = 0) {
-    const token = sim.clients[c].held?.epoch;
-    const op = send(c, 'write', resource, value, token, delayMs);
-    if (delayMs > 0) log('info', `${c} sends "${value}" to ${resource} with ${tokenLong(token)}; the network holds it until ${s(op.arriveAt)}`);
+    const t = clientToken(c, resource);
+    const op = send(c, 'write', resource, value, t, delayMs);
+    if (delayMs > 0) log('info', `${c} sends "${value}" to ${resource} with ${t.long}; the network holds it until ${s(op.arriveAt)}`);
     else await deliver(op);
     await tick(ACTION_MS);
   },
   async establish(c, resource) {
-    const token = sim.clients[c].held?.epoch;
-    await deliver(send(c, 'establish', resource, undefined, token, 0));
+    await deliver(send(c, 'establish', resource, undefined, clientToken(c, resource), 0));
     await tick(ACTION_MS);
   },
   async forge(kind, resource, value = 'must-not-land') {
-    await deliver(send('forged', 'write', resource, value, undefined, 0, kind));
+    const t = FORGED[kind](resource);
+    if (t === null) {
+      log('info', `there is no signed token for another resource to replay yet: acquire a lease with resources requiring signed tokens first`);
+      return;
+    }
+    await deliver(send('forged', 'write', resource, value, t, 0));
     await tick(ACTION_MS);
+  },
+  /** Resources require tokens signed with the issuer's key (requireSigned), or take plain numbers too. */
+  async requireSigned(on) {
+    sim.signed = on;
+    log(
+      'info',
+      on
+        ? 'resources now require tokens signed by the issuer (requireSigned): plain numbers are refused'
+        : 'resources take plain numbers again (signed tokens still verify)',
+    );
   },
   async pause(c) {
     const cl = sim.clients[c];
@@ -212,18 +277,20 @@ const demo = {
 async function highestMark() {
   let best = { key: RESOURCES[0], mark: 0 };
   for (const r of RESOURCES) {
-    const mark = await gate.mark(r);
+    const mark = await theGate().mark(r);
     if (BigInt(mark) > BigInt(best.mark)) best = { key: r, mark };
   }
   return best;
 }
 
 async function refreshResources() {
-  for (const r of RESOURCES) shown.set(r, await gate.read(r));
+  for (const r of RESOURCES) shown.set(r, await theGate().read(r));
 }
 
 function render() {
   $('#clock').textContent = s(sim.now);
+  const rs = $('#require-signed');
+  if (rs) rs.checked = Boolean(sim.signed);
   for (const r of RESOURCES) {
     const card = document.querySelector(`[data-resource="${r}"]`);
     const m = shown.get(r);
@@ -354,6 +421,7 @@ function wire() {
   for (const b of document.querySelectorAll('button[data-pass]')) {
     b.addEventListener('click', () => act(() => demo.pass(Number(b.dataset.pass))));
   }
+  $('#require-signed')?.addEventListener('change', (ev) => act(() => demo.requireSigned(ev.target.checked)));
   $('#issuer-backup').addEventListener('click', () => act(() => demo.backup()));
   $('#issuer-restore').addEventListener('click', () => act(() => demo.restore()));
   $('#issuer-repair').addEventListener('click', () => act(() => demo.repair()));
@@ -389,16 +457,18 @@ async function main() {
   await init();
   db = await openDatabase('fencegate-www');
   store = new IdbStore(db);
-  gate = new Gate(store);
   issuer = makeIssuer(fencegate, store);
   $('#issuer-kind').textContent = issuer.label;
   // Controls for features this build does not have stay hidden.
   for (const el of document.querySelectorAll('[data-needs="recovery"]')) el.hidden = issuer.recovery === null;
+  for (const el of document.querySelectorAll('[data-needs="signed"]')) el.hidden = false;
   $('#ttl').textContent = s(TTL_MS);
-  const signed = Object.keys(fencegate).some((k) => /sign/i.test(k));
-  $('#signed-note').textContent = signed
-    ? 'This build of fencegate has signed tokens; this page does not use them yet, so a forged number is still a plain number here.'
-    : 'This build of fencegate has no signed tokens yet, so nothing stops a forged plain number.';
+  $('#signed-note').textContent = SIGNED
+    ? 'Turn on “Resources require signed tokens” below and the same forgery is refused (UNSIGNED_TOKEN).'
+    : 'This build of fencegate has no signed tokens, so nothing stops a forged plain number.';
+  for (const el of document.querySelectorAll('[data-needs="signed"]')) {
+    if (!SIGNED) el.remove(); // not built: not shown (options inside a select cannot just be hidden)
+  }
   sim = (await loadUi(db, 'sim')) ?? freshSim();
   clientCards();
   wire();

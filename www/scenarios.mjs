@@ -94,4 +94,29 @@ export const SCENARIOS = {
       { run: (d) => d.write('C', R, 'C: v3'), say: 'C writes with epoch 3: orders/42 advances to mark 3.' },
     ],
   },
+  signed: {
+    title: 'Forged tokens against signed tokens',
+    needs: 'signed',
+    steps: [
+      {
+        run: (d) => d.requireSigned(true),
+        say: "The resources now require tokens signed with the issuer's key: a plain number is no longer enough.",
+      },
+      { run: (d) => d.acquire('A'), say: 'A acquires the lease and gets epoch 1, with a token for each resource signed by the issuer.' },
+      { run: (d) => d.write('A', R, 'A: v1'), say: "A writes with its signed token for orders/42: the signature verifies and the mark advances to 1." },
+      {
+        run: (d) => d.forge('huge', R),
+        say: 'A forged plain 18446744073709551615 is refused as UNSIGNED_TOKEN, so it cannot raise the mark and lock every owner out.',
+      },
+      {
+        run: (d) => d.forge('guessed', R),
+        say: 'A forged token claiming epoch 2^63, signed with a guessed key, fails its signature check: BAD_SIGNATURE.',
+      },
+      {
+        run: (d) => d.forge('replay', R),
+        say: "A's genuine token for invoices/9, replayed at orders/42, is refused as WRONG_SCOPE: a token is valid only where it was minted for.",
+      },
+      { run: (d) => d.write('A', R, 'A: v2'), say: 'A, the real owner, writes again with the same signed token and is accepted.' },
+    ],
+  },
 };

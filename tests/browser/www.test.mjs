@@ -147,6 +147,7 @@ const PLAY = {
   seed: "the seed's quick verification",
   paused: 'the paused leader',
   restore: 'the issuer restored from an old backup',
+  signed: 'forged tokens against signed tokens',
 };
 
 async function play(id, expected) {
@@ -229,6 +230,38 @@ test('guided: the issuer restored from an old backup (only when the package has 
     [['29 s · C writes "C: v3" to orders/42 with token 3 → advance: mark 2 → 3'], '3', '"C: v3"'],
   ]);
   await page.screenshot({ path: join(shots, 'www-restore.png'), fullPage: true });
+});
+
+test('guided: forged tokens against signed tokens (only when the package has mintToken)', async (t) => {
+  const signed = await page.evaluate(async () => typeof (await import('/pkg/browser.mjs')).mintToken === 'function');
+  if (!signed) {
+    assert.equal(await page.getByRole('button', { name: `Play: ${PLAY.signed}`, exact: true }).count(), 0);
+    assert.equal(await page.getByLabel('Resources require signed tokens').count(), 0);
+    t.skip('this build of fencegate has no signed tokens');
+    return;
+  }
+  const forged = (at, what, code) =>
+    `${at} s · a forged request writes "must-not-land" to orders/42 with ${what} → reject ${code}: mark stays 1, value unchanged`;
+  await play('signed', [
+    [['0 s · resources now require tokens signed by the issuer (requireSigned): plain numbers are refused'], '0', '(none)'],
+    [['0 s · A acquires the lease: epoch 1, until 10 s'], '0', '(none)'],
+    [['1 s · A writes "A: v1" to orders/42 with a signed token for epoch 1 → advance: mark 0 → 1'], '1', '"A: v1"'],
+    [[forged(2, '18446744073709551615 (2^64−1)', 'UNSIGNED_TOKEN')], '1', '"A: v1"'],
+    [[forged(3, 'a token for epoch 2^63 signed with a guessed key', 'BAD_SIGNATURE')], '1', '"A: v1"'],
+    [[forged(4, "A's signed token for invoices/9 (epoch 1), replayed", 'WRONG_SCOPE')], '1', '"A: v1"'],
+    [['5 s · A writes "A: v2" to orders/42 with a signed token for epoch 1 → accept: mark stays 1'], '1', '"A: v2"',
+      { '[data-resource="invoices/9"] .mark': '0' }],
+  ]);
+  assert.equal(await page.isChecked('#require-signed'), true);
+  await page.screenshot({ path: join(shots, 'www-signed.png'), fullPage: true });
+  // Turned off by keyboard: plain numbers are taken again.
+  await page.focus('#require-signed');
+  await page.keyboard.press('Space');
+  await idle();
+  assert.equal(await page.isChecked('#require-signed'), false);
+  assert.equal((await logLines()).at(-1), '6 s · resources take plain numbers again (signed tokens still verify)');
+  await clickButton('Write client A');
+  assert.equal((await logLines()).at(-1), '6 s · A writes "hello" to orders/42 with token 1 → accept: mark stays 1');
 });
 
 test('guided: the paused leader, step by step', async () => {
