@@ -17,8 +17,12 @@
  */
 export type Epoch = number | bigint;
 
-/** advance: token > mark; accept: token == mark (allowed); reject: nothing changed. */
-export type Outcome = 'advance' | 'accept' | 'reject';
+/**
+ * advance: token > mark; accept: token == mark (allowed); reject: nothing
+ * changed; duplicate: the operation id was already applied in this epoch
+ * (nothing changed now; `verdict.original` says what the original did).
+ */
+export type Outcome = 'advance' | 'accept' | 'reject' | 'duplicate';
 
 /** Same-epoch policy: `allow` (ownership epochs, default) or `strict` (per-operation sequence numbers). */
 export type SameEpochPolicy = 'allow' | 'strict';
@@ -44,7 +48,9 @@ export type ErrorCode =
   | 'KEY_RETIRED'
   | 'UNSIGNED_TOKEN'
   | 'EPOCH_JUMP_TOO_LARGE'
-  | 'FUTURE_EPOCH';
+  | 'FUTURE_EPOCH'
+  | 'EPOCH_CONFLICT'
+  | 'OP_ID_EXPIRED';
 
 /** Codes a verdict of a fenced operation can carry. */
 export type RejectCode =
@@ -59,15 +65,24 @@ export type RejectCode =
   | 'BAD_SIGNATURE'
   | 'WRONG_SCOPE'
   | 'EPOCH_JUMP_TOO_LARGE'
-  | 'FUTURE_EPOCH';
+  | 'FUTURE_EPOCH'
+  /** Same epoch presented by a different holder: one epoch handed to two owners (issuer rollback). */
+  | 'EPOCH_CONFLICT'
+  /** The operation id fell out of the de-duplication window: it may already have been applied. */
+  | 'OP_ID_EXPIRED';
 
 /** The answer to one fenced operation. `markAfter >= markBefore` always. */
 export interface Verdict {
   /** The resource key. */
   key: string;
-  /** `true` for advance and accept: the change was applied. */
+  /**
+   * `true` when the operation's effect is in place: advance and accept (applied
+   * now) and duplicate (applied once, by the original; nothing applied now).
+   */
   ok: boolean;
   outcome: Outcome;
+  /** Duplicates only: what the original operation did. */
+  original?: 'advance' | 'accept';
   /** Why it was rejected; `null` when `ok`. */
   code: RejectCode | null;
   /**
@@ -89,14 +104,73 @@ export interface Verdict {
 }
 
 /**
- * Persisted state of one resource key, format version 1: JSON-safe, exact for
- * every u64. Example: `{"v":1,"mark":"41"}`. Anything else decodes as CORRUPT_STATE.
+ * Persisted state of one resource key: JSON-safe, exact for every u64. Format
+ * v1 (`{"v":1,"mark":"41"}`) while the key has no holder and no operation ids,
+ * v2 otherwise. Fields exactly as listed, in order; anything else decodes as
+ * CORRUPT_STATE.
  */
-export interface PersistedState {
-  /** Format version: 1. */
+export type PersistedState = PersistedStateV1 | PersistedStateV2;
+
+/** Format version 1. */
+export interface PersistedStateV1 {
   v: 1;
   /** The high-water mark as canonical decimal text ("0" or `[1-9][0-9]*`, ≤ 2^64−1). */
   mark: string;
+}
+
+/** Format version 2: v1 plus holder binding and the per-epoch operation-id window. */
+export interface PersistedStateV2 {
+  v: 2;
+  /** The high-water mark as canonical decimal text. */
+  mark: string;
+  /** The holder (or signed token's lease id) that established the current epoch, or null. */
+  holder: string | null;
+  /** Operation ids applied in the current epoch, oldest first → the mark before each (decimal text). */
+  ops: Record<string, string>;
+  /** Bloom filter (2048 bits, 512 lowercase hex digits) of ids pushed out of the window in this epoch, or null. */
+  evicted: string | null;
+}
+
+/** Per-operation options of `write` / `establish` / `delete`. */
+export interface OperationOptions {
+  /**
+   * Operation id (1..=128 bytes, no control characters). A repeat within the
+   * epoch answers `duplicate` and applies nothing; an id pushed out of the
+   * window answers OP_ID_EXPIRED. Ignored by `establish`.
+   */
+  opId?: string;
+  /**
+   * The holder or lease presenting the token (1..=256 bytes). The first named
+   * holder of an epoch binds it; another holder at the same epoch gets
+   * EPOCH_CONFLICT. A signed token's lease id is used when this is absent.
+   */
+  holder?: string;
+}
+
+/** One verdict as reported to `onVerdict`. */
+export interface AuditRecord {
+  key: string;
+  operation: 'write' | 'establish' | 'delete';
+  outcome: Outcome;
+  code: RejectCode | null;
+  token: Epoch | null;
+  markBefore: Epoch;
+  markAfter: Epoch;
+  holder: string | null;
+  opId: string | null;
+}
+
+/** Counts since the gate was made. */
+export interface GateCounters {
+  total: number;
+  advance: number;
+  accept: number;
+  reject: number;
+  duplicate: number;
+  /** Audit callbacks that threw or rejected (the verdicts were unaffected). */
+  auditErrors: number;
+  /** Rejections per code. */
+  codes: Partial<Record<RejectCode, number>>;
 }
 
 /** The one error class fencegate throws; `code` is stable. */
@@ -138,13 +212,13 @@ export function toToken(value: unknown): Epoch;
  * Decodes persisted state (the object or its JSON text) to `{ mark }`.
  * @throws FencegateError CORRUPT_STATE for unknown versions or damaged fields.
  */
-export function decodeState(state: PersistedState | string | unknown): { mark: Epoch };
+export function decodeState(state: PersistedState | string | unknown): { mark: Epoch; holder?: string | null; opIds?: string[] };
 
 /**
  * Encodes a mark (0, a safe integer or a bigint up to 2^64−1) as {@link PersistedState}.
  * @throws FencegateError INVALID_ARGUMENT.
  */
-export function encodeState(mark: Epoch): PersistedState;
+export function encodeState(mark: Epoch): PersistedStateV1;
 
 /** Every stable code, in a fixed order. */
 export function errorCodes(): ErrorCode[];
@@ -257,6 +331,14 @@ export interface GateOptions {
   scope?: string | ((key: string) => string);
   /** Policy for epochs above the mark; default `'adopt'`. */
   higherEpoch?: HigherEpochPolicy;
+  /** Operation ids kept per key and epoch for de-duplication: 1..=1024, default 64. */
+  opWindow?: number;
+  /**
+   * Audit callback: every verdict, as an {@link AuditRecord}. Sync or async; a
+   * throw or rejection is counted in `counters().auditErrors` and never changes
+   * the verdict.
+   */
+  onVerdict?: (record: AuditRecord) => void | Promise<void>;
 }
 
 /** A key's current mark and value. */
@@ -283,9 +365,11 @@ export class MemoryGate<V = unknown> {
    * @param token a safe integer ≥ 1 or a bigint in 1..2^64−1; anything else is rejected with a code.
    * @throws FencegateError INVALID_ARGUMENT when `key` is not a string.
    */
-  write(key: string, token: unknown, value: V): Verdict;
+  write(key: string, token: unknown, value: V, options?: OperationOptions): Verdict;
   /** Raises the mark to `token` with no data change (a new owner's barrier). Equal → accept. */
-  establish(key: string, token: unknown): Verdict;
+  establish(key: string, token: unknown, options?: OperationOptions): Verdict;
+  /** Counters per outcome and code. */
+  counters(): GateCounters;
   /** The high-water mark (0 = never written). */
   mark(key: string): Epoch;
   /** The protected value, or `undefined`. */
@@ -393,11 +477,13 @@ export class Gate<V = unknown> {
   /** The callback shape in use; a store with `transaction` is driven as a transaction store. */
   readonly shape: 'transaction' | 'compare-and-set';
   /** Fenced write of `value` (not `undefined`; use `delete`). */
-  write(key: string, token: unknown, value: V): Promise<Verdict>;
+  write(key: string, token: unknown, value: V, options?: OperationOptions): Promise<Verdict>;
   /** Raises the mark with no data change (a new owner's barrier). */
-  establish(key: string, token: unknown): Promise<Verdict>;
+  establish(key: string, token: unknown, options?: OperationOptions): Promise<Verdict>;
+  /** Counters per outcome and code. */
+  counters(): GateCounters;
   /** Fenced maintenance delete: clears the value, keeps the fence record. */
-  delete(key: string, token: unknown): Promise<Verdict>;
+  delete(key: string, token: unknown, options?: OperationOptions): Promise<Verdict>;
   /** Fenced delete of several keys, each fenced on its own (not atomic across keys). */
   deleteMany(keys: string[], token: unknown): Promise<Verdict[]>;
   /** Mark and value through the host's `load`. */

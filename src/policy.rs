@@ -385,9 +385,13 @@ mod tests {
         };
         let mut store: MemoryStore<String, &str> = MemoryStore::new(SameEpoch::Allow);
         let t10 = policy.keyring.mint("k1", &claims("a", 10)).unwrap();
-        let v = store.write_with("a", "v10", |m| {
-            policy.admit(m, Presented::Signed(&t10), "a", W, None).0
-        });
+        let v = store.apply_with(
+            "a",
+            Operation::Write,
+            Some("v10"),
+            &crate::host::OpMeta::NONE,
+            |m| policy.admit(m, Presented::Signed(&t10), "a", W, None).0,
+        );
         assert_eq!(v.outcome, Outcome::Advance);
         let t5000 = policy.keyring.mint("k1", &claims("a", 5000)).unwrap();
         let forged = mint(&claims("a", 1 << 63), &Key::hmac(K2).unwrap()).unwrap();
@@ -399,12 +403,24 @@ mod tests {
             (Presented::Plain(Ok(1 << 63)), "UNSIGNED_TOKEN"),
         ];
         for (p, expected) in attempts {
-            let v = store.write_with("a", "bad", |m| policy.admit(m, p.clone(), "a", W, None).0);
+            let v = store.apply_with(
+                "a",
+                Operation::Write,
+                Some("bad"),
+                &crate::host::OpMeta::NONE,
+                |m| policy.admit(m, p.clone(), "a", W, None).0,
+            );
             assert_eq!(
                 (code(&v), v.mark_before, v.mark_after),
                 (Some(expected), 10, 10)
             );
-            let v = store.establish_with("a", |m| policy.admit(m, p, "a", E, None).0);
+            let v = store.apply_with(
+                "a",
+                Operation::Establish,
+                None,
+                &crate::host::OpMeta::NONE,
+                |m| policy.admit(m, p, "a", E, None).0,
+            );
             assert_eq!(code(&v), Some(expected));
             assert_eq!(
                 (store.mark("a"), store.get("a").unwrap().value),
@@ -412,9 +428,13 @@ mod tests {
             );
         }
         // A refused first write creates no entry.
-        let v = store.write_with("b", "bad", |m| {
-            policy.admit(m, Presented::Signed(&t10), "b", W, None).0
-        });
+        let v = store.apply_with(
+            "b",
+            Operation::Write,
+            Some("bad"),
+            &crate::host::OpMeta::NONE,
+            |m| policy.admit(m, Presented::Signed(&t10), "b", W, None).0,
+        );
         assert_eq!(code(&v), Some("WRONG_SCOPE"));
         assert!(store.get("b").is_none());
     }

@@ -95,25 +95,6 @@ impl<K: Hash + Eq, V, S: BuildHasher> MemoryStore<K, V, S> {
         })
     }
 
-    /// Fenced write decided by `check` (e.g. [`crate::policy::GatePolicy::admit`]
-    /// for signed tokens and higher-epoch policies); see [`MemoryStore::apply_with`].
-    pub fn write_with<Q>(&mut self, key: &Q, value: V, check: impl FnOnce(u64) -> Verdict) -> Verdict
-    where
-        K: Borrow<Q>,
-        Q: Hash + Eq + ToOwned<Owned = K> + ?Sized,
-    {
-        self.apply_with(key, Operation::Write, Some(value), &OpMeta::NONE, check)
-    }
-
-    /// Establish decided by `check` (see [`MemoryStore::write_with`]); no data change.
-    pub fn establish_with<Q>(&mut self, key: &Q, check: impl FnOnce(u64) -> Verdict) -> Verdict
-    where
-        K: Borrow<Q>,
-        Q: Hash + Eq + ToOwned<Owned = K> + ?Sized,
-    {
-        self.apply_with(key, Operation::Establish, None, &OpMeta::NONE, check)
-    }
-
     /// The general form: `check` gets the current mark and makes the
     /// epoch-level verdict (plain [`decide`], or a provenance policy); then
     /// [`settle`] applies holder and operation-id semantics. Check and apply
@@ -131,16 +112,46 @@ impl<K: Hash + Eq, V, S: BuildHasher> MemoryStore<K, V, S> {
         K: Borrow<Q>,
         Q: Hash + Eq + ToOwned<Owned = K> + ?Sized,
     {
+        self.apply_claimed(key, op, value, meta, |mark| (check(mark), None))
+    }
+
+    /// [`MemoryStore::apply_with`] where `check` may also name the holder the
+    /// token itself carries (a signed token's lease id); the operation's own
+    /// `meta.holder`, when given, takes precedence.
+    pub fn apply_claimed<Q>(
+        &mut self,
+        key: &Q,
+        op: Operation,
+        value: Option<V>,
+        meta: &OpMeta<'_>,
+        check: impl FnOnce(u64) -> (Verdict, Option<String>),
+    ) -> Verdict
+    where
+        K: Borrow<Q>,
+        Q: Hash + Eq + ToOwned<Owned = K> + ?Sized,
+    {
+        fn with_claim<'a>(meta: &OpMeta<'a>, claimed: &'a Option<String>) -> OpMeta<'a> {
+            OpMeta {
+                holder: meta.holder.or(claimed.as_deref()),
+                ..*meta
+            }
+        }
         if let Some(entry) = self.entries.get_mut(key) {
-            let epoch_verdict = check(entry.state.mark);
-            let verdict = settle(&mut entry.state, epoch_verdict, op, meta);
+            let (epoch_verdict, claimed) = check(entry.state.mark);
+            let verdict = settle(
+                &mut entry.state,
+                epoch_verdict,
+                op,
+                &with_claim(meta, &claimed),
+            );
             if verdict.applies() && value.is_some() {
                 entry.value = value;
             }
             return verdict;
         }
         let mut state = ResourceState::default();
-        let verdict = settle(&mut state, check(0), op, meta);
+        let (epoch_verdict, claimed) = check(0);
+        let verdict = settle(&mut state, epoch_verdict, op, &with_claim(meta, &claimed));
         if verdict.applies() {
             self.entries.insert(key.to_owned(), Entry { state, value });
         }

@@ -4,6 +4,7 @@ import * as wasm from '../dist/fencegate.js';
 import { FencegateError } from './errors.mjs';
 import { ready, initAsync, CODES, lastMarks } from './runtime.mjs';
 import { policyFromOptions, applyWithPolicy, setPolicyCeiling, addPolicyKey, retirePolicyKey } from './signed.mjs';
+import { shape, metaOf, windowOf, auditOf, Observer } from './verdict.mjs';
 
 export { FencegateError };
 export { Gate } from './gate.mjs';
@@ -12,7 +13,6 @@ export { mintToken, verifyToken, ed25519PublicKey, features } from './signed.mjs
 
 const MAX_U64 = 0xffff_ffff_ffff_ffffn;
 const MAX_SAFE = 9007199254740991n;
-const OUTCOMES = ['advance', 'accept'];
 
 function notReady() {
   throw new FencegateError(
@@ -84,17 +84,9 @@ function verdictOf(raw, key, status, token) {
   const marks = lastMarks();
   const before = marks[0];
   const after = marks[1];
-  const rejected = status >= 2;
-  const code = rejected ? CODES[status - 2] : null;
-  return {
-    key,
-    ok: !rejected,
-    outcome: rejected ? 'reject' : OUTCOMES[status],
-    code,
-    token: code === 'MISSING_TOKEN' || code === 'MALFORMED_TOKEN' ? null : canonical(token),
-    markBefore: before >= 0 ? before : raw.before_b(),
-    markAfter: after >= 0 ? after : raw.after_b(),
-  };
+  const code = status >= 2 && status < 256 ? CODES[status - 2] : null;
+  const t = code === 'MISSING_TOKEN' || code === 'MALFORMED_TOKEN' ? null : canonical(token);
+  return shape(key, status, t, before >= 0 ? before : raw.before_b(), after >= 0 ? after : raw.after_b());
 }
 
 /**
@@ -110,10 +102,14 @@ export class MemoryGate {
   #names = [];
   #values = [];
   #policy;
+  #window;
+  #observer;
 
   constructor(options) {
     if (!ready) notReady();
     this.#strict = policyFlag(options);
+    this.#window = windowOf(options);
+    this.#observer = new Observer(auditOf(options));
     this.#policy = policyFromOptions(options);
     this.#raw = new wasm.RawMemoryGate(this.#strict);
   }
@@ -143,35 +139,67 @@ export class MemoryGate {
     return this.#strict ? 'strict' : 'allow';
   }
 
-  /** Fenced write: applies `value` on advance/accept, changes nothing on reject. */
-  write(key, token, value) {
+  /**
+   * Fenced write: applies `value` on advance/accept, changes nothing on reject
+   * or duplicate. `options.opId` de-duplicates retries within an epoch;
+   * `options.holder` binds the epoch to its holder (EPOCH_CONFLICT otherwise).
+   */
+  write(key, token, value, options) {
     const slot = this.#slot(key);
     const raw = this.#raw;
-    if (this.#policy !== null) {
-      const v = applyWithPolicy(raw, this.#policy, slot, key, token, true);
-      // Same synchronous step as the decision, as below.
-      if (v.ok) this.#values[slot] = value;
-      return v;
+    const meta = options === undefined ? null : metaOf(options);
+    let v;
+    if (this.#policy !== null || meta !== null) {
+      v = this.#slow(slot, key, token, meta, true);
+    } else {
+      let status;
+      if (typeof token === 'number') status = raw.write_n(slot, token);
+      else if (typeof token === 'bigint' && token >= 0n && token <= MAX_U64) status = raw.write_b(slot, token);
+      else status = raw.write_any(slot, token);
+      v = verdictOf(raw, key, status, token);
     }
-    let status;
-    if (typeof token === 'number') status = raw.write_n(slot, token);
-    else if (typeof token === 'bigint' && token >= 0n && token <= MAX_U64) status = raw.write_b(slot, token);
-    else status = raw.write_any(slot, token);
     // Same synchronous step as the decision: nothing can run or throw in between.
-    if (status < 2) this.#values[slot] = value;
-    return verdictOf(raw, key, status, token);
+    if (v.outcome === 'advance' || v.outcome === 'accept') this.#values[slot] = value;
+    this.#observer.record(v, 'write', meta);
+    return v;
   }
 
-  /** Raises the mark of `key` to `token` with no data change (the new owner's barrier). */
-  establish(key, token) {
+  /** Raises the mark of `key` to `token` with no data change (the new owner's barrier); `options.holder` as for write. */
+  establish(key, token, options) {
     const slot = this.#slot(key);
     const raw = this.#raw;
-    if (this.#policy !== null) return applyWithPolicy(raw, this.#policy, slot, key, token, false);
-    let status;
-    if (typeof token === 'number') status = raw.establish_n(slot, token);
-    else if (typeof token === 'bigint' && token >= 0n && token <= MAX_U64) status = raw.establish_b(slot, token);
-    else status = raw.establish_any(slot, token);
-    return verdictOf(raw, key, status, token);
+    const meta = options === undefined ? null : metaOf(options);
+    let v;
+    if (this.#policy !== null || meta !== null) {
+      v = this.#slow(slot, key, token, meta, false);
+    } else {
+      let status;
+      if (typeof token === 'number') status = raw.establish_n(slot, token);
+      else if (typeof token === 'bigint' && token >= 0n && token <= MAX_U64) status = raw.establish_b(slot, token);
+      else status = raw.establish_any(slot, token);
+      v = verdictOf(raw, key, status, token);
+    }
+    this.#observer.record(v, 'establish', meta);
+    return v;
+  }
+
+  /** The path with a policy and/or operation metadata (set in Wasm right before the decision). */
+  #slow(slot, key, token, meta, write) {
+    const raw = this.#raw;
+    try {
+      if (meta !== null) wasm.__meta(meta.opId, meta.holder, this.#window);
+      if (this.#policy !== null) return applyWithPolicy(raw, this.#policy, slot, key, token, write);
+      const status = write ? raw.write_m(slot, token) : raw.establish_m(slot, token);
+      return verdictOf(raw, key, status, token);
+    } catch (e) {
+      wasm.__meta(undefined, undefined, 64); // never leave metadata for a later decision
+      throw e;
+    }
+  }
+
+  /** Counters per outcome and code since the gate was made: `{ total, advance, accept, reject, duplicate, auditErrors, codes }`. */
+  counters() {
+    return this.#observer.counters();
   }
 
   /** The high-water mark of `key` (0 = never written). */

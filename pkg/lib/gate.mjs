@@ -21,6 +21,7 @@ import * as wasm from '../dist/fencegate.js';
 import { FencegateError } from './errors.mjs';
 import { ready, CODES } from './runtime.mjs';
 import { policyFromOptions, claimsOf, ceilingOf, addPolicyKey, retirePolicyKey, bounded } from './signed.mjs';
+import { shape, metaOf, windowOf, auditOf, Observer } from './verdict.mjs';
 
 const OUTCOMES = ['advance', 'accept'];
 const MAX_U64 = 0xffff_ffff_ffff_ffffn;
@@ -99,18 +100,16 @@ function withTimeout(result, ms) {
 }
 
 function verdictOf(key, d) {
-  const rejected = d.status >= 2;
-  const v = {
-    key,
-    ok: !rejected,
-    outcome: rejected ? 'reject' : OUTCOMES[d.status],
-    code: rejected ? CODES[d.status - 2] : null,
-    token: d.token,
-    markBefore: d.markBefore,
-    markAfter: d.markAfter,
-  };
+  const v = shape(key, d.status, d.token, d.markBefore, d.markAfter);
   if (d.claims !== undefined) v.claims = d.claims;
   return v;
+}
+
+/** The next state to commit after a decision that applies: format v2 text from Wasm when the key has a holder or operation ids, else v1. */
+function nextState(status, markAfter) {
+  if (status >= 2) return null;
+  const text = wasm.__next_text();
+  return text === undefined ? { v: 1, mark: String(markAfter) } : JSON.parse(text);
 }
 
 /** Decodes stored state in Wasm (null = no record) and remembers its mark there; throws CORRUPT_STATE. */
@@ -130,11 +129,19 @@ function loadState(key, state) {
  * state to commit (format v1 with the exact `markAfter`), or null when rejected.
  * Numbers and bigints reach Wasm as plain numbers; no strings are built there.
  */
-function decide(key, state, token, establish, strict, policy = null) {
+function decide(key, state, token, establish, strict, policy, meta, window) {
   loadState(key, state);
   const flags = (establish ? 1 : 0) | (strict ? 2 : 0);
+  if (meta !== null) wasm.__meta(meta.opId, meta.holder, window);
   let status;
-  if (policy !== null) return decidePolicy(token, flags, policy);
+  if (policy !== null) {
+    try {
+      return decidePolicy(token, flags, policy);
+    } catch (e) {
+      wasm.__meta(undefined, undefined, 64); // never leave metadata for a later decision
+      throw e;
+    }
+  }
   if (typeof token === 'number') status = wasm.__decide_n(token, flags);
   else if (typeof token === 'bigint' && token >= 0n && token <= MAX_U64) status = wasm.__decide_b(token, flags);
   else status = wasm.__decide_any(token, flags);
@@ -148,7 +155,7 @@ function decide(key, state, token, establish, strict, policy = null) {
     token: badToken ? null : canonical(token),
     markBefore,
     markAfter,
-    next: status < 2 ? { v: 1, mark: String(markAfter) } : null,
+    next: nextState(status, markAfter),
   };
 }
 
@@ -171,7 +178,7 @@ function decidePolicy(token, flags, { p, scope, ceiling }) {
     claims: number ? null : claimsOf(p.raw),
     markBefore,
     markAfter,
-    next: status < 2 ? { v: 1, mark: String(markAfter) } : null,
+    next: nextState(status, markAfter),
   };
 }
 
@@ -224,12 +231,16 @@ export class Gate {
   #commitTimeoutMs;
   #transactional;
   #policy;
+  #window;
+  #observer;
 
   constructor(store, options) {
     checkReady();
     if (store === null || typeof store !== 'object') throw invalid('a Gate needs a host store object', { store });
     const o = parseOptions(options);
     this.#policy = policyFromOptions(options);
+    this.#window = windowOf(options);
+    this.#observer = new Observer(auditOf(options));
     this.#transactional = typeof store.transaction === 'function';
     if (!this.#transactional && (typeof store.load !== 'function' || typeof store.commit !== 'function')) {
       throw invalid('a host store has transaction(key, fn), or load(key) and commit(key, expectedVersion, nextState, change)', {
@@ -253,25 +264,25 @@ export class Gate {
   }
 
   /** Fenced write: the host stores `value` with the next state on advance/accept. */
-  async write(key, token, value) {
+  async write(key, token, value, options) {
     checkKey(key);
     if (value === undefined) throw invalid('value must not be undefined; use delete() to clear a value', { key });
-    return this.#run(key, token, false, { kind: 'set', value });
+    return this.#run(key, token, false, { kind: 'set', value }, metaOf(options), 'write');
   }
 
   /** Raises the mark to `token` with no data change (a new owner's barrier). */
-  async establish(key, token) {
+  async establish(key, token, options) {
     checkKey(key);
-    return this.#run(key, token, true, NONE);
+    return this.#run(key, token, true, NONE, metaOf(options), 'establish');
   }
 
   /**
    * Fenced delete (maintenance): clears the key's value on advance/accept. The
    * fence record stays, so an older epoch cannot write afterwards.
    */
-  async delete(key, token) {
+  async delete(key, token, options) {
     checkKey(key);
-    return this.#run(key, token, false, DELETE);
+    return this.#run(key, token, false, DELETE, metaOf(options), 'delete');
   }
 
   /** Fenced delete of several keys, one after another; each key is fenced on its own. */
@@ -279,7 +290,7 @@ export class Gate {
     if (!Array.isArray(keys)) throw invalid('keys must be an array of strings', { keys });
     keys.forEach(checkKey);
     const verdicts = [];
-    for (const key of keys) verdicts.push(await this.#run(key, token, false, DELETE));
+    for (const key of keys) verdicts.push(await this.#run(key, token, false, DELETE, null, 'delete'));
     return verdicts;
   }
 
@@ -325,7 +336,18 @@ export class Gate {
     }
   }
 
-  async #run(key, token, establish, change) {
+  /** Counters per outcome and code since the gate was made: `{ total, advance, accept, reject, duplicate, auditErrors, codes }`. */
+  counters() {
+    return this.#observer.counters();
+  }
+
+  async #run(key, token, establish, change, meta, operation) {
+    const v = await this.#decideAndCommit(key, token, establish, change, meta);
+    this.#observer.record(v, operation, meta);
+    return v;
+  }
+
+  async #decideAndCommit(key, token, establish, change, meta) {
     let policy = null;
     if (this.#policy !== null) {
       // Callbacks of the policy run before the store is touched; the ceiling is
@@ -335,16 +357,16 @@ export class Gate {
       policy = { p, scope: typeof token === 'number' ? '' : p.scopeOf(key), ceiling };
     }
     return this.#transactional
-      ? this.#viaTransaction(key, token, establish, change, policy)
-      : this.#viaCas(key, token, establish, change, policy);
+      ? this.#viaTransaction(key, token, establish, change, policy, meta)
+      : this.#viaCas(key, token, establish, change, policy, meta);
   }
 
-  async #viaCas(key, token, establish, change, policy) {
+  async #viaCas(key, token, establish, change, policy, meta) {
     const store = this.#store;
     for (let attempt = 0; attempt <= this.#maxRetries; attempt++) {
       const record = await this.#load(key);
-      const d = decide(key, stateOf(key, record), token, establish, this.#strict, policy);
-      if (d.status >= 2) return verdictOf(key, d);
+      const d = decide(key, stateOf(key, record), token, establish, this.#strict, policy, meta, this.#window);
+      if (d.next === null) return verdictOf(key, d);
       const expected = record === null || record === undefined ? null : record.version ?? null;
       let committed;
       try {
@@ -370,8 +392,9 @@ export class Gate {
     );
   }
 
-  async #viaTransaction(key, token, establish, change, policy) {
+  async #viaTransaction(key, token, establish, change, policy, meta) {
     const strict = this.#strict;
+    const window = this.#window;
     let decision = null;
     let ownError = null;
     const fn = (state) => {
@@ -379,9 +402,9 @@ export class Gate {
       ownError = null;
       try {
         // Inside a transaction the host passes only the state: null/undefined = no record.
-        const d = decide(key, state === undefined ? null : state, token, establish, strict, policy);
+        const d = decide(key, state === undefined ? null : state, token, establish, strict, policy, meta, window);
         decision = d;
-        return d.status >= 2 ? null : { nextState: d.next, change };
+        return d.next === null ? null : { nextState: d.next, change };
       } catch (e) {
         ownError = e;
         throw e;

@@ -1,6 +1,7 @@
 // Signed, scoped fence tokens and gate policies (issue 5). The checks live in
 // Rust (src/signed.rs, src/policy.rs); this file validates option shapes and
 // shapes results.
+import { shape } from './verdict.mjs';
 import * as wasm from '../dist/fencegate.js';
 import { FencegateError } from './errors.mjs';
 import { ready, CODES, lastMarks } from './runtime.mjs';
@@ -197,20 +198,12 @@ export function applyWithPolicy(raw, p, slot, key, token, write) {
     const t = bounded(token);
     status = write ? raw.write_p(p.raw, slot, scope, t) : raw.establish_p(p.raw, slot, scope, t);
   }
-  const rejected = status >= 2;
   const marks = lastMarks();
   const before = marks[0];
   const after = marks[1];
-  return {
-    key,
-    ok: !rejected,
-    outcome: rejected ? 'reject' : status === 0 ? 'advance' : 'accept',
-    code: rejected ? CODES[status - 2] : null,
-    token: raw.last_token(),
-    markBefore: before >= 0 ? before : raw.before_b(),
-    markAfter: after >= 0 ? after : raw.after_b(),
-    claims: number ? null : claimsOf(p.raw),
-  };
+  const v = shape(key, status, raw.last_token(), before >= 0 ? before : raw.before_b(), after >= 0 ? after : raw.after_b());
+  v.claims = number ? null : claimsOf(p.raw);
+  return v;
 }
 
 /**

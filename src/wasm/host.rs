@@ -110,7 +110,7 @@ fn decide(token: Result<u64, TokenError>, flags: u32) -> u32 {
     finish(d)
 }
 
-fn take_meta() -> (Option<String>, Option<String>, usize) {
+pub(crate) fn take_meta() -> (Option<String>, Option<String>, usize) {
     META.with(|m| std::mem::replace(&mut *m.borrow_mut(), (None, None, DEFAULT_WINDOW)))
 }
 
@@ -178,16 +178,19 @@ pub fn next_text() -> Option<String> {
 /// Decides with `check` (given the stored mark) and remembers the verdict, as
 /// the `__decide_*` exports do, holder and operation-id semantics included;
 /// the gate policy binding (`signed.rs`) uses it.
-pub(crate) fn decide_with(op: Operation, check: impl FnOnce(u64) -> Verdict) -> u32 {
+pub(crate) fn decide_with(
+    op: Operation,
+    check: impl FnOnce(u64) -> (Verdict, Option<String>),
+) -> u32 {
     let (op_id, holder, window) = take_meta();
-    let meta = OpMeta {
-        op_id: op_id.as_deref(),
-        holder: holder.as_deref(),
-        window,
-    };
     let d = STORED.with(|s| {
         let stored = s.borrow();
-        let verdict = check(stored.as_ref().map_or(0, |s| s.mark));
+        let (verdict, claimed) = check(stored.as_ref().map_or(0, |s| s.mark));
+        let meta = OpMeta {
+            op_id: op_id.as_deref(),
+            holder: holder.as_deref().or(claimed.as_deref()),
+            window,
+        };
         decide_with_state(stored.as_ref(), verdict, op, &meta)
     });
     finish(d)

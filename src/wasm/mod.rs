@@ -14,8 +14,9 @@ use js_sys::{Array, Function, Object, Reflect};
 use rustc_hash::FxBuildHasher;
 use wasm_bindgen::prelude::*;
 
-use crate::decision::{SameEpoch, Verdict};
+use crate::decision::{Operation, SameEpoch, Verdict};
 use crate::error::{Code, StateError, TokenError};
+use crate::host::OpMeta;
 use crate::state::ResourceState;
 use crate::store::MemoryStore;
 use crate::token::{epoch_from_f64, epoch_from_u64, parse_token, MAX_SAFE_INTEGER};
@@ -274,6 +275,31 @@ impl RawMemoryGate {
     /// is a valid number or bigint).
     pub fn write_any(&mut self, slot: u32, token: JsValue) -> u32 {
         let v = self.store.write(&slot, token_from_js(&token), ());
+        self.done(v)
+    }
+
+    /// Fenced write carrying the operation id / holder set by `__meta` just
+    /// before (issue 6). Returns the status (256/257 = duplicate).
+    pub fn write_m(&mut self, slot: u32, token: JsValue) -> u32 {
+        self.apply_m(slot, &token, Operation::Write)
+    }
+
+    /// Establish carrying the holder set by `__meta` just before.
+    pub fn establish_m(&mut self, slot: u32, token: JsValue) -> u32 {
+        self.apply_m(slot, &token, Operation::Establish)
+    }
+
+    fn apply_m(&mut self, slot: u32, token: &JsValue, op: Operation) -> u32 {
+        let (op_id, holder, window) = host::take_meta();
+        let meta = OpMeta {
+            op_id: op_id.as_deref(),
+            holder: holder.as_deref(),
+            window,
+        };
+        let value = matches!(op, Operation::Write).then_some(());
+        let v = self
+            .store
+            .apply(&slot, token_from_js(token), op, value, &meta);
         self.done(v)
     }
 

@@ -135,6 +135,8 @@ export async function useIssuer(): Promise<void> {
   // @ts-expect-error unknown epoch range
   new Issuer(null, { epochs: 'u64' });
   void [holder, raised, s];
+}
+
 /** Signed tokens and gate policies (issue 5, docs/signed-tokens.md). */
 export function useSigned(): void {
   const secret = new Uint8Array(32);
@@ -161,4 +163,34 @@ export function useSigned(): void {
   // @ts-expect-error a signing key needs a kid
   mintToken({ scope: 's', epoch: 1 }, { hmac: secret });
   void [claims, inspected, leaseId, pub, f, bad, hostPolicy];
+}
+
+import { type OperationOptions, type AuditRecord, type GateCounters, type PersistedStateV2 } from 'fencegate';
+
+/** Issue 6: operation ids, holder binding, audit trail, counters. */
+export async function useSameEpoch(): Promise<void> {
+  const audit: AuditRecord[] = [];
+  const gate = new MemoryGate<string>({ opWindow: 16, onVerdict: (r: AuditRecord) => { audit.push(r); } });
+  const op: OperationOptions = { opId: 'r1', holder: 'node-a' };
+  const v = gate.write('k', 5, 'v', op);
+  if (v.outcome === 'duplicate') {
+    const original: 'advance' | 'accept' | undefined = v.original;
+    void original;
+  }
+  gate.establish('k', 6, { holder: 'node-b' });
+  const c: GateCounters = gate.counters();
+  const n: number = c.codes.EPOCH_CONFLICT ?? 0;
+  const s = gate.state('k');
+  if (s !== undefined && s.v === 2) {
+    const v2: PersistedStateV2 = s;
+    const ops: Record<string, string> = v2.ops;
+    void ops;
+  }
+  const host = new Gate<string>(new MemoryHostStore<string>(), { opWindow: 8, onVerdict: async () => {} });
+  await host.write('k', 1, 'x', { opId: 'a' });
+  await host.delete('k', 1, { holder: 'h' });
+  const hc: GateCounters = host.counters();
+  // @ts-expect-error opId is a string
+  gate.write('k', 5, 'v', { opId: 5 });
+  void [n, hc, audit];
 }

@@ -40,7 +40,8 @@ for (const [shape, Store] of [['compare-and-set', MemoryCasStore], ['transaction
       [v.outcome, v.code, v.token, v.markBefore, v.markAfter, v.claims.leaseId, counts.writes],
       ['advance', null, 10, 0, 10, 'L', 1],
     );
-    assert.equal(store.entries.get('orders').state, '{"v":1,"mark":"10"}');
+    // The signed token's lease id binds the epoch to its holder (issue 6).
+    assert.equal(store.entries.get('orders').state, '{"v":2,"mark":"10","holder":"L","ops":{},"evicted":null}');
     for (const [token, code] of [
       [2n ** 63n, 'UNSIGNED_TOKEN'],
       [11, 'UNSIGNED_TOKEN'],

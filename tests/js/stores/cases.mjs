@@ -219,6 +219,65 @@ export const CASES = {
     assert.deepEqual(await new Gate(t.store).write(k3, 7, 'v7'), verdict(k3, 'accept', null, 7, 7, 7));
     await expectRead(new Gate(t.store), k3, 7, 'v7');
   },
+
+  /** Issue 6: mark 4; write(5, op r1) advances; the reply is lost; the retry with r1 is a duplicate, applied once. */
+  async 'op ids: a write retried after a lost reply is a duplicate and lands once'(t) {
+    const lost = Object.assign(new Error('reply lost'), { commitUnknown: true });
+    const name = t.shape === 'cas' ? 'commit' : 'transaction';
+    const real = t.store[name].bind(t.store);
+    let commits = 0;
+    const counting = wrap(t.store, { [name]: async (...a) => { commits++; return real(...a); } });
+    const gate = new Gate(counting);
+    const k = uniqueKey('opid');
+    assert.equal((await gate.establish(k, 4)).outcome, 'advance');
+    const landed = new Gate(wrap(t.store, { [name]: async (...a) => { commits++; await real(...a); throw lost; } }));
+    await expectError(landed.write(k, 5, 'v5', { opId: 'r1' }), 'COMMIT_UNKNOWN');
+    const after = await t.raw(k);
+    assert.deepEqual(after, { state: '{"v":2,"mark":"5","holder":null,"ops":{"r1":"4"},"evicted":null}', value: '"v5"' });
+    const retry = await gate.write(k, 5, 'v5', { opId: 'r1' });
+    assert.deepEqual(retry, { key: k, ok: true, outcome: 'duplicate', code: null, original: 'advance', token: 5, markBefore: 5, markAfter: 5 });
+    assert.deepEqual(await t.raw(k), after); // the duplicate wrote nothing
+    // establish + the lost one; the retry never committed (compare-and-set: never
+    // called commit; transaction: ran the host's transaction, whose fn returned null).
+    assert.equal(commits, t.shape === 'cas' ? 2 : 3);
+    // A second operation in the epoch accepts; its retry is a duplicate of an accept.
+    assert.equal((await gate.write(k, 5, 'w', { opId: 'r2' })).outcome, 'accept');
+    const r2 = await gate.write(k, 5, 'w2', { opId: 'r2' });
+    assert.deepEqual([r2.outcome, r2.original], ['duplicate', 'accept']);
+    await expectRead(gate, k, 5, 'w');
+    // A new epoch clears the window.
+    assert.equal((await gate.write(k, 6, 'x', { opId: 'r1' })).outcome, 'advance');
+    assert.equal((await gate.write(k, 5, 'y', { opId: 'r3' })).code, 'STALE_TOKEN');
+    await expectRead(gate, k, 6, 'x');
+  },
+
+  /** Issue 6: mark 5, window 3: a, b, c, d applied; a again is not applied as new. */
+  async 'op ids: an id pushed out of the window is OP_ID_EXPIRED, not applied as new'(t) {
+    const gate = new Gate(t.store, { opWindow: 3 });
+    const k = uniqueKey('window');
+    await gate.establish(k, 5);
+    for (const id of ['a', 'b', 'c', 'd']) assert.equal((await gate.write(k, 5, id, { opId: id })).outcome, 'accept', id);
+    const before = await t.raw(k);
+    assert.deepEqual(await gate.write(k, 5, 'again', { opId: 'a' }), verdict(k, 'reject', 'OP_ID_EXPIRED', 5, 5, 5));
+    assert.deepEqual(await t.raw(k), before);
+    assert.equal((await gate.write(k, 5, 'again', { opId: 'b' })).outcome, 'duplicate');
+    assert.equal((await gate.write(k, 5, 'e', { opId: 'e' })).outcome, 'accept');
+    await expectRead(gate, k, 5, 'e');
+  },
+
+  /** Issue 6: the same epoch from a different holder is EPOCH_CONFLICT and changes nothing. */
+  async 'holder binding: one epoch presented by two holders is EPOCH_CONFLICT'(t) {
+    const gate = new Gate(t.store);
+    const k = uniqueKey('holder');
+    assert.equal((await gate.establish(k, 41, { holder: 'A' })).outcome, 'advance');
+    assert.equal((await gate.write(k, 41, 'from A', { holder: 'A' })).outcome, 'accept');
+    const before = await t.raw(k);
+    assert.deepEqual(await gate.write(k, 41, 'from B', { holder: 'B' }), verdict(k, 'reject', 'EPOCH_CONFLICT', 41, 41, 41));
+    assert.deepEqual(await t.raw(k), before);
+    assert.equal((await gate.write(k, 42, 'B, new epoch', { holder: 'B' })).outcome, 'advance');
+    assert.equal((await gate.write(k, 41, 'A late', { holder: 'A' })).code, 'STALE_TOKEN');
+    await expectRead(gate, k, 42, 'B, new epoch');
+  },
 };
 
 /** Compare-and-set only: interleavings that a transaction shape serialises away. */

@@ -1,0 +1,92 @@
+// Verdict shaping and the audit trail, shared by MemoryGate and Gate.
+import { FencegateError } from './errors.mjs';
+import { CODES } from './runtime.mjs';
+
+/** Statuses from Wasm: 0 advance, 1 accept, 2 + code index reject, 256/257 duplicate of an advance/accept. */
+export const DUPLICATE = 256;
+
+/** The verdict object for a status. */
+export function shape(key, status, token, markBefore, markAfter) {
+  if (status >= DUPLICATE) {
+    return { key, ok: true, outcome: 'duplicate', code: null, original: status === DUPLICATE ? 'advance' : 'accept', token, markBefore, markAfter };
+  }
+  const rejected = status >= 2;
+  return {
+    key,
+    ok: !rejected,
+    outcome: rejected ? 'reject' : status === 0 ? 'advance' : 'accept',
+    code: rejected ? CODES[status - 2] : null,
+    token,
+    markBefore,
+    markAfter,
+  };
+}
+
+function invalid(message, details) {
+  return new FencegateError('INVALID_ARGUMENT', message, details);
+}
+
+/**
+ * Per-operation options `{ opId, holder }` → `{ opId, holder }` or null when
+ * neither is given. Contents are checked in Wasm (`__meta`).
+ */
+export function metaOf(options) {
+  if (options === undefined || options === null) return null;
+  if (typeof options !== 'object') throw invalid('operation options must be an object { opId, holder }', { options });
+  const { opId, holder } = options;
+  if (opId !== undefined && typeof opId !== 'string') throw invalid('opId must be a string', { opId });
+  if (holder !== undefined && typeof holder !== 'string') throw invalid('holder must be a string', { holder });
+  if (opId === undefined && holder === undefined) return null;
+  return { opId, holder };
+}
+
+/** The gate option `opWindow` (operation ids kept per key and epoch): 1..=1024, default 64. */
+export function windowOf(options) {
+  const w = options?.opWindow ?? 64;
+  if (!Number.isSafeInteger(w) || w < 1 || w > 1024) throw invalid('opWindow must be an integer in 1..=1024', { opWindow: w });
+  return w;
+}
+
+/** The gate option `onVerdict`: a function or undefined. */
+export function auditOf(options) {
+  const f = options?.onVerdict;
+  if (f !== undefined && typeof f !== 'function') throw invalid('onVerdict must be a function', { onVerdict: f });
+  return f ?? null;
+}
+
+/** Counters per outcome and per code, and the audit callback; its failures never change a verdict. */
+export class Observer {
+  #onVerdict;
+  #counts = { total: 0, advance: 0, accept: 0, reject: 0, duplicate: 0, auditErrors: 0, codes: {} };
+
+  constructor(onVerdict) {
+    this.#onVerdict = onVerdict;
+  }
+
+  /** Counts `v` and reports it to the audit callback (errors and rejections of the callback are swallowed and counted). */
+  record(v, operation, meta) {
+    const c = this.#counts;
+    c.total++;
+    c[v.outcome]++;
+    if (v.code !== null) c.codes[v.code] = (c.codes[v.code] ?? 0) + 1;
+    if (this.#onVerdict === null) return;
+    const entry = {
+      key: v.key, operation, outcome: v.outcome, code: v.code, token: v.token,
+      markBefore: v.markBefore, markAfter: v.markAfter,
+      holder: meta?.holder ?? v.claims?.leaseId ?? null, opId: meta?.opId ?? null,
+    };
+    try {
+      const r = this.#onVerdict(entry);
+      if (r !== null && typeof r === 'object' && typeof r.then === 'function') {
+        r.then(undefined, () => { this.#counts.auditErrors++; });
+      }
+    } catch {
+      c.auditErrors++;
+    }
+  }
+
+  /** A snapshot: `{ total, advance, accept, reject, duplicate, auditErrors, codes: { CODE: n } }`. */
+  counters() {
+    return { ...this.#counts, codes: { ...this.#counts.codes } };
+  }
+}
