@@ -29,9 +29,18 @@ export function checkReady() {
   if (!ready) notReady();
 }
 
-/** Throws INVALID_ARGUMENT unless `key` is a string. */
+/**
+ * Whether `s` is a string with no lone UTF-16 surrogates. Text crossing into
+ * Wasm (or into a UTF-8 store) is UTF-8: a lone surrogate would be replaced by
+ * U+FFFD there, and two different strings would become one.
+ */
+export function wellFormed(s) {
+  return typeof s === 'string' && (typeof s.isWellFormed !== 'function' || s.isWellFormed());
+}
+
+/** Throws INVALID_ARGUMENT unless `key` is a well-formed string. */
 export function checkKey(key) {
-  if (typeof key !== 'string') throw invalid('a resource key must be a string', { key });
+  if (!wellFormed(key)) throw invalid('a resource key must be a well-formed string (no lone surrogates)', { key });
 }
 
 /** A printable message for any thrown value (its toString may throw too). */

@@ -5,7 +5,7 @@ import { shape } from './verdict.mjs';
 import * as wasm from '../dist/fencegate.js';
 import { FencegateError } from './errors.mjs';
 import { ready, CODES, lastMarks } from './runtime.mjs';
-import { invalid, notReady } from './common.mjs';
+import { invalid, notReady, wellFormed } from './common.mjs';
 
 const MODES = { adopt: 0, 'adopt-within': 1, 'reject-future': 2 };
 const ALGS = [null, 'hmac-sha256', 'ed25519'];
@@ -37,10 +37,6 @@ export function claimsOf(raw) {
 
 function isBytes(v) {
   return v instanceof Uint8Array;
-}
-
-function wellFormed(s) {
-  return typeof s === 'string' && (typeof s.isWellFormed !== 'function' || s.isWellFormed());
 }
 
 function checkText(value, what) {
