@@ -23,5 +23,5 @@ bash scripts/fuzz-signed.sh 15
 echo "== main job: the seed scenario through the installed package =="
 bash scripts/demo.sh
 
-echo "== JS tests against the built package, packaging test, Chromium =="
-bash scripts/with-services.sh node --test --test-concurrency=1 tests/js/ tests/pack/ tests/browser/
+echo "== JS tests against the built package, packaging test, Chromium, the examples in their runtimes =="
+bash scripts/with-services.sh node --test --test-concurrency=1 tests/js/ tests/pack/ tests/browser/ tests/examples/

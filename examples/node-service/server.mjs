@@ -1,0 +1,148 @@
+// A fenced key-value HTTP API on Node: values live in SQLite, each key's
+// high-water mark lives in the same row and changes in the same transaction
+// (fencegate/sqlite), and an issuer endpoint grants leases with epochs.
+//
+//   POST   /leases/<scope>          {"holder","ttlMs","requestId"?} → a lease and its epoch (409 LEASE_HELD)
+//   POST   /leases/<scope>/renew    {"leaseId","ttlMs"}             → same epoch, new expiry (409 LEASE_EXPIRED)
+//   POST   /leases/<scope>/release  {"leaseId"}                     → {"released": true|false}
+//   PUT    /kv/<key>                body = the value (JSON);  header Fencing-Token
+//   POST   /kv/<key>/establish      raise the mark, no data change (a new owner's barrier)
+//   DELETE /kv/<key>                fenced delete: clears the value, keeps the mark
+//   GET    /kv/<key>                {"key","mark","value"}
+//
+// Fenced answers: 200 applied, 409 STALE_TOKEN, 400 MISSING_TOKEN / MALFORMED_TOKEN,
+// each {"key","outcome","code","token","markBefore","mark"}; epochs are decimal text.
+// Leases and epochs say who owns a key, not who may call: put authentication and
+// authorization in front of this service (DESIGN R9).
+import http from 'node:http';
+import { resolve } from 'node:path';
+import { pathToFileURL } from 'node:url';
+import Database from 'better-sqlite3';
+import { Gate, Issuer, parseToken, FencegateError } from 'fencegate';
+import { SqliteStore } from 'fencegate/sqlite';
+
+const TOKEN_HEADER = 'fencing-token';
+const MAX_BODY = 1 << 20;
+
+class HttpError extends Error {
+  constructor(status, code, message) {
+    super(message);
+    this.status = status;
+    this.code = code;
+  }
+}
+
+function send(res, status, body) {
+  const text = JSON.stringify(body, (_, v) => (typeof v === 'bigint' ? String(v) : v));
+  res.writeHead(status, { 'content-type': 'application/json', 'content-length': Buffer.byteLength(text) });
+  res.end(text);
+}
+
+async function readBody(req) {
+  let size = 0;
+  const chunks = [];
+  for await (const c of req) {
+    size += c.length;
+    if (size > MAX_BODY) throw new HttpError(413, 'TOO_LARGE', 'body over 1 MiB');
+    chunks.push(c);
+  }
+  return Buffer.concat(chunks).toString('utf8');
+}
+
+async function readJson(req) {
+  const text = await readBody(req);
+  try {
+    return JSON.parse(text);
+  } catch {
+    throw new HttpError(400, 'BAD_JSON', 'the body must be JSON');
+  }
+}
+
+const fencedBody = (key, v) => ({
+  key,
+  outcome: v.outcome,
+  code: v.code,
+  token: String(v.token),
+  markBefore: String(v.markBefore),
+  mark: String(v.markAfter),
+});
+
+/**
+ * The service's request handler over an open better-sqlite3 Database. The
+ * resource's rows (table "kv") and the issuer's rows (table "leases") live in
+ * the same file; every write to a value goes through the gate (DESIGN R13).
+ */
+export function createHandler(db, { gate, issuer } = {}) {
+  gate ??= new Gate(new SqliteStore(db, { table: 'kv' }));
+  issuer ??= new Issuer(new SqliteStore(db, { table: 'leases' }), { clock: () => Date.now() });
+
+  async function kv(req, res, key, action) {
+    if (req.method === 'GET' && action === undefined) {
+      const { mark, value } = await gate.read(key);
+      return send(res, 200, { key, mark: String(mark), value: value ?? null });
+    }
+    const header = req.headers[TOKEN_HEADER];
+    let token;
+    try {
+      token = parseToken(header); // strict decimal: no sign, leading zero, space, fraction, exponent
+    } catch (e) {
+      if (!(e instanceof FencegateError)) throw e;
+      await readBody(req);
+      const mark = String(await gate.mark(key));
+      return send(res, 400, { key, outcome: 'reject', code: e.code, token: header ?? null, markBefore: mark, mark });
+    }
+    let v;
+    if (req.method === 'PUT' && action === undefined) v = await gate.write(key, token, await readJson(req));
+    else if (req.method === 'POST' && action === 'establish') v = await gate.establish(key, token);
+    else if (req.method === 'DELETE' && action === undefined) v = await gate.delete(key, token);
+    else throw new HttpError(404, 'NOT_FOUND', 'no such route');
+    return send(res, v.ok ? 200 : 409, fencedBody(key, v));
+  }
+
+  async function leases(req, res, scope, action) {
+    if (req.method !== 'POST') throw new HttpError(404, 'NOT_FOUND', 'no such route');
+    const b = await readJson(req);
+    if (b === null || typeof b !== 'object') throw new HttpError(400, 'BAD_JSON', 'the body must be a JSON object');
+    let r;
+    if (action === undefined) r = await issuer.acquire({ scope, holder: b.holder, ttlMs: b.ttlMs, requestId: b.requestId });
+    else if (action === 'renew') r = await issuer.renew({ scope, leaseId: b.leaseId, ttlMs: b.ttlMs });
+    else if (action === 'release') r = await issuer.release({ scope, leaseId: b.leaseId });
+    else throw new HttpError(404, 'NOT_FOUND', 'no such route');
+    return send(res, r.ok ? 200 : 409, { ...r, epoch: String(r.epoch) });
+  }
+
+  return async function handle(req, res) {
+    try {
+      const [, kind, encoded, action, extra] = new URL(req.url, 'http://service').pathname.split('/');
+      if (!encoded || extra !== undefined) throw new HttpError(404, 'NOT_FOUND', 'no such route');
+      let name;
+      try {
+        name = decodeURIComponent(encoded);
+      } catch {
+        throw new HttpError(400, 'BAD_KEY', 'the key is not valid percent-encoding');
+      }
+      if (kind === 'kv') return await kv(req, res, name, action);
+      if (kind === 'leases') return await leases(req, res, name, action);
+      throw new HttpError(404, 'NOT_FOUND', 'no such route');
+    } catch (e) {
+      if (e instanceof HttpError) return send(res, e.status, { code: e.code, message: e.message });
+      // INVALID_ARGUMENT (a bad holder/ttlMs) is the caller's fault; store errors are ours
+      const status = e instanceof FencegateError && e.code === 'INVALID_ARGUMENT' ? 400 : 500;
+      return send(res, status, { code: e instanceof FencegateError ? e.code : 'INTERNAL', message: e.message });
+    }
+  };
+}
+
+// `node server.mjs [db-file]`: listens on PORT (default 8080, 0 = any) on HOST (default 127.0.0.1).
+if (process.argv[1] && import.meta.url === pathToFileURL(resolve(process.argv[1])).href) {
+  const db = new Database(process.argv[2] ?? 'fenced.db', { timeout: 5000 });
+  db.pragma('journal_mode = WAL');
+  const server = http.createServer(createHandler(db));
+  server.listen(Number(process.env.PORT ?? 8080), process.env.HOST ?? '127.0.0.1', () => {
+    const { address, port } = server.address();
+    console.log(`listening on http://${address}:${port}`);
+  });
+  const stop = () => server.close(() => db.close());
+  process.on('SIGTERM', stop);
+  process.on('SIGINT', stop);
+}

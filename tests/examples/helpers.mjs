@@ -1,0 +1,99 @@
+// Shared by the example tests: install the packed tarball into a scratch
+// project, send real HTTP requests on loopback, wait for servers, stop children.
+import { execFileSync } from 'node:child_process';
+import { mkdirSync, mkdtempSync, writeFileSync } from 'node:fs';
+import http from 'node:http';
+import net from 'node:net';
+import { join } from 'node:path';
+import { fileURLToPath } from 'node:url';
+
+export const root = fileURLToPath(new URL('../../', import.meta.url));
+
+/**
+ * `npm pack`s pkg/ and installs the tarball into a new directory under build/
+ * (inside the repo, so dev dependencies such as better-sqlite3 resolve from the
+ * repo's node_modules). Returns the directory.
+ */
+export function scratchProject(prefix) {
+  // FENCEGATE_TARBALL: test the examples against another build of the package
+  const tarball = process.env.FENCEGATE_TARBALL || execFileSync('bash', [join(root, 'scripts/pack.sh')], { encoding: 'utf8' }).trim();
+  mkdirSync(join(root, 'build'), { recursive: true });
+  const dir = mkdtempSync(join(root, 'build', prefix));
+  writeFileSync(join(dir, 'package.json'), JSON.stringify({ name: 'scratch', private: true, type: 'module' }));
+  execFileSync('npm', ['install', '--no-audit', '--no-fund', '--silent', tarball], { cwd: dir, stdio: 'inherit' });
+  return dir;
+}
+
+/** One connection per request: servers may close a connection whose request body they did not read. */
+export const agent = new http.Agent({ keepAlive: false });
+
+/**
+ * One HTTP request over a real socket. `headers` are sent exactly (an empty
+ * string value is sent as an empty header). Resolves to { status, body }
+ * (body parsed as JSON when it is JSON).
+ */
+export function request(base, method, path, { headers = {}, body } = {}) {
+  return new Promise((resolve, reject) => {
+    const req = http.request(new URL(path, base), { method, headers, agent }, (res) => {
+      let text = '';
+      res.setEncoding('utf8');
+      res.on('data', (c) => (text += c));
+      res.on('end', () => {
+        let parsed = text;
+        try {
+          parsed = JSON.parse(text);
+        } catch {}
+        resolve({ status: res.statusCode, body: parsed });
+      });
+    });
+    req.on('error', reject);
+    req.end(body);
+  });
+}
+
+/** A free TCP port on 127.0.0.1 (for programs that need a port number up front). */
+export function freePort() {
+  return new Promise((resolve, reject) => {
+    const s = net.createServer();
+    s.on('error', reject);
+    s.listen(0, '127.0.0.1', () => {
+      const { port } = s.address();
+      s.close(() => resolve(port));
+    });
+  });
+}
+
+/** Polls `check()` until it resolves truthy, or throws after `ms`. */
+export async function waitFor(check, ms, what) {
+  const end = Date.now() + ms;
+  for (;;) {
+    try {
+      const v = await check();
+      if (v) return v;
+    } catch {}
+    if (Date.now() > end) throw new Error(`timed out after ${ms} ms waiting for ${what}`);
+    await new Promise((r) => setTimeout(r, 100));
+  }
+}
+
+/** Stops a child started with `detached: true` (its whole process group), then waits for it. */
+export async function stopGroup(child, signal = 'SIGTERM') {
+  if (!child || child.exitCode !== null || child.signalCode !== null) return;
+  const exited = new Promise((r) => child.once('exit', r));
+  try {
+    process.kill(-child.pid, 'SIGCONT'); // a stopped process cannot act on SIGTERM
+    process.kill(-child.pid, signal);
+  } catch {}
+  const timer = setTimeout(() => {
+    try {
+      process.kill(-child.pid, 'SIGKILL');
+    } catch {}
+  }, 3000);
+  await exited;
+  clearTimeout(timer);
+}
+
+/** Reads a wrangler.jsonc (JSON with // line comments). */
+export function parseJsonc(text) {
+  return JSON.parse(text.replace(/^\s*\/\/.*$/gm, ''));
+}
