@@ -74,3 +74,18 @@ export function withTimeout(result, ms) {
   });
   return Promise.race([result, timeout]).finally(() => clearTimeout(timer));
 }
+
+/** The longest timer Node and browsers honour (2^31−1 ms); longer ones fire at once. */
+export const MAX_TIMER_MS = 2 ** 31 - 1;
+
+/** Throws INVALID_ARGUMENT for an option name that is not in `known` (a typo must not silently turn a check off). */
+export function checkOptions(options, known, what) {
+  for (const name of Object.keys(options)) {
+    if (!known.includes(name)) {
+      throw invalid(`unknown ${what} option ${JSON.stringify(name)} (known: ${known.join(', ')})`, { option: name });
+    }
+  }
+}
+
+/** The options both gates take (`Gate` adds `maxRetries` and `commitTimeoutMs`). */
+export const GATE_OPTIONS = ['sameEpoch', 'opWindow', 'onVerdict', 'requireSigned', 'keys', 'retired', 'scope', 'higherEpoch'];

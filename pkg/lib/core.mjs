@@ -5,7 +5,7 @@ import { FencegateError } from './errors.mjs';
 import { ready, initAsync, CODES, lastMarks } from './runtime.mjs';
 import { policyFromOptions, applyWithPolicy, setPolicyCeiling, addPolicyKey, retirePolicyKey } from './signed.mjs';
 import { shape, metaOf, windowOf, auditOf, Observer } from './verdict.mjs';
-import { MAX_U64, canonical, invalid, notReady, checkKey } from './common.mjs';
+import { MAX_U64, canonical, invalid, notReady, checkKey, checkOptions, GATE_OPTIONS } from './common.mjs';
 
 export { FencegateError };
 export { Gate } from './gate.mjs';
@@ -24,6 +24,15 @@ export async function init(input) {
 /** Parses header/JSON text with the canonical decimal grammar; throws MISSING_TOKEN / MALFORMED_TOKEN. */
 export function parseToken(text) {
   if (!ready) notReady();
+  // The canonical grammar has at most 20 digits: never copy longer text into Wasm memory.
+  if (typeof text === 'string' && text.length > 20) {
+    try {
+      return wasm.parseToken(text.slice(0, 21)); // always MALFORMED_TOKEN
+    } catch (e) {
+      if (e instanceof FencegateError) e.token = text;
+      throw e;
+    }
+  }
   return wasm.parseToken(text);
 }
 
@@ -54,6 +63,7 @@ export function errorCodes() {
 function policyFlag(options) {
   if (options === undefined || options === null) return false;
   if (typeof options !== 'object') throw invalid('options must be an object', { options });
+  checkOptions(options, GATE_OPTIONS, 'MemoryGate');
   const p = options.sameEpoch;
   if (p === undefined || p === 'allow') return false;
   if (p === 'strict') return true;
@@ -68,6 +78,15 @@ function verdictOf(raw, key, status, token) {
   const t = code === 'MISSING_TOKEN' || code === 'MALFORMED_TOKEN' ? null : canonical(token);
   return shape(key, status, t, before >= 0 ? before : raw.before_b(), after >= 0 ? after : raw.after_b());
 }
+
+/** Stands in for a freed gate's Wasm object: every use throws INVALID_ARGUMENT. */
+const FREED = new Proxy({}, {
+  get() {
+    return () => {
+      throw invalid('this gate was freed (free() or the end of its `using` block)');
+    };
+  },
+});
 
 /**
  * The embedded gate: one high-water mark and one value per resource key, in
@@ -167,8 +186,10 @@ export class MemoryGate {
   #slow(slot, key, token, meta, write) {
     const raw = this.#raw;
     try {
-      if (meta !== null) wasm.__meta(meta.opId, meta.holder, this.#window);
-      if (this.#policy !== null) return applyWithPolicy(raw, this.#policy, slot, key, token, write);
+      // Policy callbacks (scope, ceiling) run first; the metadata is set right before the decision.
+      const setMeta = meta === null ? null : () => wasm.__meta(meta.opId, meta.holder, this.#window);
+      if (this.#policy !== null) return applyWithPolicy(raw, this.#policy, slot, key, token, write, setMeta);
+      if (setMeta !== null) setMeta();
       const status = write ? raw.write_m(slot, token) : raw.establish_m(slot, token);
       return verdictOf(raw, key, status, token);
     } catch (e) {
@@ -237,9 +258,11 @@ export class MemoryGate {
 
   /** Releases the gate's WebAssembly memory now (also done by `using`). */
   free() {
+    if (this.#raw === FREED) return; // a second free (or `using` after free) is a no-op
     this.#values = [];
     this.#raw.free();
     if (this.#policy !== null) this.#policy.raw.free();
+    this.#raw = FREED;
   }
 }
 

@@ -22,7 +22,7 @@ import { FencegateError } from './errors.mjs';
 import { ready, CODES } from './runtime.mjs';
 import { policyFromOptions, claimsOf, ceilingOf, addPolicyKey, retirePolicyKey, bounded } from './signed.mjs';
 import { shape, metaOf, windowOf, auditOf, Observer } from './verdict.mjs';
-import { MAX_U64, canonical, invalid, checkReady, checkKey, messageOf, marksCommitUnknown, TIMED_OUT, withTimeout } from './common.mjs';
+import { MAX_U64, canonical, invalid, checkReady, checkKey, checkOptions, messageOf, marksCommitUnknown, TIMED_OUT, withTimeout, MAX_TIMER_MS, GATE_OPTIONS } from './common.mjs';
 
 // Code indexes (status - 2) of the two token codes, whose verdicts carry `token: null`.
 const MISSING = 0;
@@ -151,6 +151,7 @@ function stateOf(key, record) {
 function parseOptions(options) {
   if (options === undefined || options === null) options = {};
   if (typeof options !== 'object') throw invalid('options must be an object', { options });
+  checkOptions(options, [...GATE_OPTIONS, 'maxRetries', 'commitTimeoutMs'], 'Gate');
   const p = options.sameEpoch;
   if (p !== undefined && p !== 'allow' && p !== 'strict') {
     throw invalid(`sameEpoch must be 'allow' or 'strict', got ${String(p)}`, { sameEpoch: p });
@@ -160,8 +161,8 @@ function parseOptions(options) {
     throw invalid('maxRetries must be a safe integer ≥ 0', { maxRetries });
   }
   const t = options.commitTimeoutMs;
-  if (t !== undefined && !(typeof t === 'number' && t > 0 && Number.isFinite(t))) {
-    throw invalid('commitTimeoutMs must be a positive number of milliseconds', { commitTimeoutMs: t });
+  if (t !== undefined && !(typeof t === 'number' && t > 0 && t <= MAX_TIMER_MS)) {
+    throw invalid(`commitTimeoutMs must be a positive number of milliseconds, at most ${MAX_TIMER_MS}`, { commitTimeoutMs: t });
   }
   return { strict: p === 'strict', maxRetries, commitTimeoutMs: t };
 }

@@ -22,7 +22,7 @@
 import * as wasm from '../dist/fencegate.js';
 import { FencegateError } from './errors.mjs';
 import { ready } from './runtime.mjs';
-import { invalid, checkReady, messageOf, marksCommitUnknown, TIMED_OUT, withTimeout } from './common.mjs';
+import { invalid, checkReady, checkOptions, messageOf, marksCommitUnknown, TIMED_OUT, withTimeout, wellFormed, MAX_TIMER_MS } from './common.mjs';
 
 const DEFAULT_MAX_RETRIES = 8;
 const NONE = Object.freeze({ kind: 'none' });
@@ -123,12 +123,18 @@ function step(scope, key, state, op) {
   }
 }
 
+/** The longest scope, holder, request id or lease id accepted, in UTF-16 code units. */
+const MAX_TEXT = 1024;
+
 function checkScope(scope) {
-  if (typeof scope !== 'string' || scope === '') throw invalid('scope must be a non-empty string', { scope });
+  checkString('scope', scope);
 }
 
 function checkString(name, value) {
-  if (typeof value !== 'string' || value === '') throw invalid(`${name} must be a non-empty string`, { [name]: value });
+  // Well-formed (no lone surrogates: UTF-8 in Wasm would make two strings one) and bounded.
+  if (!wellFormed(value) || value === '' || value.length > MAX_TEXT) {
+    throw invalid(`${name} must be a non-empty, well-formed string of at most ${MAX_TEXT} characters`, { [name]: value });
+  }
   return value;
 }
 
@@ -177,6 +183,7 @@ export class MemoryHostStore {
 function parseOptions(options) {
   if (options === undefined || options === null) options = {};
   if (typeof options !== 'object') throw invalid('options must be an object', { options });
+  checkOptions(options, ['epochs', 'keyPrefix', 'maxRetries', 'commitTimeoutMs', 'loadTimeoutMs', 'clock'], 'Issuer');
   const epochs = options.epochs ?? 'number';
   if (epochs !== 'number' && epochs !== 'bigint') {
     throw invalid(`epochs must be 'number' or 'bigint', got ${String(epochs)}`, { epochs });
@@ -189,8 +196,8 @@ function parseOptions(options) {
   }
   for (const name of ['commitTimeoutMs', 'loadTimeoutMs']) {
     const t = options[name];
-    if (t !== undefined && !(typeof t === 'number' && t > 0 && Number.isFinite(t))) {
-      throw invalid(`${name} must be a positive number of milliseconds`, { [name]: t });
+    if (t !== undefined && !(typeof t === 'number' && t > 0 && t <= MAX_TIMER_MS)) {
+      throw invalid(`${name} must be a positive number of milliseconds, at most ${MAX_TIMER_MS}`, { [name]: t });
     }
   }
   const clock = options.clock;

@@ -174,14 +174,17 @@ function refreshCeiling(p) {
  * synchronous step. The ceiling and scope callbacks run before Wasm is entered.
  * @internal used by MemoryGate
  */
-export function applyWithPolicy(raw, p, slot, key, token, write) {
+export function applyWithPolicy(raw, p, slot, key, token, write, setMeta = null) {
   refreshCeiling(p);
   let status;
   const number = typeof token === 'number';
-  if (number) status = write ? raw.write_pn(p.raw, slot, token) : raw.establish_pn(p.raw, slot, token);
-  else {
-    const scope = p.scopeOf(key);
+  if (number) {
+    if (setMeta !== null) setMeta();
+    status = write ? raw.write_pn(p.raw, slot, token) : raw.establish_pn(p.raw, slot, token);
+  } else {
+    const scope = p.scopeOf(key); // may call back into user code: before the metadata is set
     const t = bounded(token);
+    if (setMeta !== null) setMeta();
     status = write ? raw.write_p(p.raw, slot, scope, t) : raw.establish_p(p.raw, slot, scope, t);
   }
   const marks = lastMarks();
