@@ -127,7 +127,7 @@ export interface PersistedStateV2 {
   holder: string | null;
   /** Operation ids applied in the current epoch, oldest first → the mark before each (decimal text). */
   ops: Record<string, string>;
-  /** Bloom filter (2048 bits, 512 lowercase hex digits) of ids pushed out of the window in this epoch, or null. */
+  /** Bloom filter of ids pushed out of the window in this epoch: two 1024-bit generations (current first), 512 lowercase hex digits; or null. */
   evicted: string | null;
 }
 
