@@ -1,0 +1,155 @@
+// Quarantine, inspect, raise with revoke, reconcile() and the `fencegate
+// reconcile` command (issue 9), in memory and on a SQLite file. The restore
+// drills on real stores are tests/js/restore.test.mjs.
+import { test } from 'node:test';
+import assert from 'node:assert/strict';
+import fs from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
+import { execFileSync, spawnSync } from 'node:child_process';
+import { createRequire } from 'node:module';
+import { MemoryGate, Gate, Issuer, MemoryHostStore, reconcile, decodeState, errorCodes, FencegateError } from '../../pkg/node.mjs';
+import { SqliteStore } from '../../pkg/adapters/sqlite.mjs';
+
+const require = createRequire(import.meta.url);
+const CLI = new URL('../../pkg/bin/fencegate.mjs', import.meta.url).pathname;
+const T = 1_700_000_000_000;
+
+test('QUARANTINED is the last code', () => {
+  assert.equal(errorCodes().at(-1), 'QUARANTINED');
+  assert.equal(errorCodes().length, 23);
+});
+
+test('MemoryGate.quarantine: never lowers, refuses up to the floor, lifted by a larger epoch; bigint floors', () => {
+  const g = new MemoryGate();
+  g.write('k', 50, 'v50', { holder: 'A' });
+  assert.deepEqual(g.quarantine('k', 40), { key: 'k', ok: true, changed: true, floor: 50, markBefore: 50, markAfter: 50 });
+  assert.deepEqual(g.quarantine('k', 50), { key: 'k', ok: true, changed: false, floor: 50, markBefore: 50, markAfter: 50 });
+  assert.deepEqual(g.state('k'), { v: 3, mark: '50', holder: 'A', ops: {}, evicted: null, quarantine: '50' });
+  assert.deepEqual(g.write('k', 50, 'x', { holder: 'A' }), { key: 'k', ok: false, outcome: 'reject', code: 'QUARANTINED', token: 50, markBefore: 50, markAfter: 50 });
+  assert.equal(g.write('k', 49, 'x').code, 'QUARANTINED');
+  assert.equal(g.write('k', undefined, 'x').code, 'MISSING_TOKEN');
+  assert.equal(g.value('k'), 'v50');
+  assert.equal(g.write('k', 51, 'v51').outcome, 'advance');
+  assert.deepEqual(g.state('k'), { v: 1, mark: '51' });
+
+  const big = 2n ** 64n - 2n;
+  assert.deepEqual(g.quarantine('b', big), { key: 'b', ok: true, changed: true, floor: big, markBefore: 0, markAfter: big });
+  assert.equal(g.establish('b', big).code, 'QUARANTINED');
+  assert.equal(g.establish('b', big + 1n).outcome, 'advance');
+  assert.deepEqual(decodeState({ v: 3, mark: '9', holder: null, ops: {}, evicted: null, quarantine: '9' }), { mark: 9, quarantine: 9 });
+  for (const bad of [-1, 0.5, '9', null, 2n ** 64n]) {
+    assert.throws(() => g.quarantine('k', bad), (e) => e instanceof FencegateError && e.code === 'INVALID_ARGUMENT', String(bad));
+  }
+  assert.throws(() => decodeState('{"v":3,"mark":"5","holder":null,"ops":{},"evicted":null,"quarantine":"6"}'), { code: 'CORRUPT_STATE' });
+});
+
+test('Gate.quarantine commits only the fence state, keeps the value; inspect shows the record', async () => {
+  const store = new MemoryHostStore();
+  const gate = new Gate(store);
+  await gate.write('k', 7, 'seven', { holder: 'A' });
+  assert.deepEqual(await gate.inspect('k'), { key: 'k', exists: true, mark: 7, holder: 'A', quarantine: null });
+  assert.deepEqual(await gate.quarantine('k', 9), { key: 'k', ok: true, changed: true, floor: 9, markBefore: 7, markAfter: 9 });
+  const version = store.load('k').version;
+  assert.equal((await gate.quarantine('k', 8)).changed, false);
+  assert.equal(store.load('k').version, version); // nothing written
+  assert.deepEqual(await gate.read('k'), { mark: 9, value: 'seven', hasValue: true });
+  assert.deepEqual(JSON.parse(store.load('k').state), { v: 3, mark: '9', holder: null, ops: {}, evicted: null, quarantine: '9' });
+  assert.equal((await gate.delete('k', 9)).code, 'QUARANTINED');
+  assert.equal((await gate.write('k', 10, 'ten', { holder: 'B' })).outcome, 'advance');
+  assert.deepEqual(await gate.inspect('k'), { key: 'k', exists: true, mark: 10, holder: 'B', quarantine: null });
+});
+
+test('reconcile: argument errors', async () => {
+  const store = new MemoryHostStore();
+  const issuer = new Issuer(store);
+  const gate = new Gate(store);
+  for (const bad of [undefined, { issuer, gate }, { issuer, gate, scopes: {} }, { issuer, gate, scopes: { s: 'k' } }, { issuer: gate, gate, scopes: { s: [] } }, { issuer, gate, scopes: { s: [] }, now: -1 }]) {
+    await assert.rejects(reconcile(bad), { code: 'INVALID_ARGUMENT' });
+  }
+});
+
+test('reconcile: a healthy scope changes nothing; a corrupt record is reported and left alone', async () => {
+  const store = new MemoryHostStore();
+  const issuer = new Issuer(store);
+  const gate = new Gate(store);
+  const a = await issuer.acquire({ scope: 's', holder: 'A', ttlMs: 1000, now: T });
+  await gate.establish('k1', a.epoch, { holder: a.holder });
+  store.commit('bad', null, { v: 9 }, { kind: 'none' });
+  const r = await reconcile({ issuer, gate, scopes: [{ scope: 's', keys: ['k1', 'bad'] }], now: T + 1 });
+  assert.deepEqual(r.changes, []);
+  assert.equal(r.changed, false);
+  assert.deepEqual(r.scopes[0].issuer, { epoch: 1, lease: { holder: 'A', leaseId: 's#1', expiresAt: T + 1000, live: true } });
+  assert.deepEqual(r.scopes[0].errors.map((e) => [e.key, e.code]), [['bad', 'CORRUPT_STATE']]);
+  assert.deepEqual(JSON.parse(store.load('bad').state), { v: 9 });
+});
+
+test('reconcile: a dry run reports exactly what the real run then does', async () => {
+  const store = new MemoryHostStore();
+  const issuer = new Issuer(store);
+  const gate = new Gate(store);
+  await gate.establish('hi', 12);
+  await gate.establish('lo', 3);
+  const scopes = { s: ['hi', 'lo', 'missing'] };
+  const dry = await reconcile({ issuer, gate, scopes, now: T, dryRun: true });
+  assert.equal((await issuer.current('s')).epoch, 0);
+  assert.equal(await gate.mark('lo'), 3);
+  const real = await reconcile({ issuer, gate, scopes, now: T });
+  assert.deepEqual(real.changes, dry.changes);
+  assert.deepEqual(real.changes, [
+    { scope: 's', target: 'issuer', action: 'raise', epochBefore: 0, epochAfter: 12, revoked: null },
+    { scope: 's', target: 'resource', key: 'lo', action: 'quarantine', markBefore: 3, markAfter: 12, floor: 12 },
+    { scope: 's', target: 'resource', key: 'missing', action: 'quarantine', markBefore: 0, markAfter: 12, floor: 12 },
+  ]);
+  assert.equal((await reconcile({ issuer, gate, scopes, now: T })).changed, false);
+  assert.equal((await issuer.acquire({ scope: 's', holder: 'N', ttlMs: 10, now: T })).epoch, 13);
+});
+
+const sqliteAvailable = (() => {
+  try {
+    require.resolve('better-sqlite3');
+    return true;
+  } catch {
+    return false;
+  }
+})();
+
+test('fencegate reconcile (CLI) on a SQLite file: dry run, run, run again', { skip: !sqliteAvailable && 'better-sqlite3 missing' }, async () => {
+  const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'fencegate-cli-'));
+  const file = path.join(dir, 'app.db');
+  try {
+    const Database = require('better-sqlite3');
+    const db = new Database(file);
+    const store = new SqliteStore(db);
+    const issuer = new Issuer(store);
+    const gate = new Gate(store);
+    await issuer.raise({ scope: 'orders', atLeast: 5, now: T });
+    await gate.write('orders/1', 9, 'nine', { holder: 'A' });
+    await gate.write('orders/2', 2, 'two');
+    db.close();
+    const cli = (...args) =>
+      JSON.parse(execFileSync(process.execPath, [CLI, 'reconcile', '--sqlite', file, '--scope', 'orders', '--keys', 'orders/1,orders/2', '--now', String(T), ...args], { encoding: 'utf8' }));
+    const dry = cli('--dry-run');
+    assert.equal(dry.dryRun, true);
+    const expected = [
+      { scope: 'orders', target: 'issuer', action: 'raise', epochBefore: 5, epochAfter: 9, revoked: null },
+      { scope: 'orders', target: 'resource', key: 'orders/2', action: 'quarantine', markBefore: 2, markAfter: 9, floor: 9 },
+    ];
+    assert.deepEqual(dry.changes, expected);
+    assert.deepEqual(cli().changes, expected);
+    const again = cli();
+    assert.deepEqual([again.changed, again.changes], [false, []]);
+    assert.deepEqual(again.scopes[0].keys.map((k) => [k.key, k.mark, k.holder, k.quarantine]), [
+      ['orders/1', 9, 'A', null],
+      ['orders/2', 9, null, 9],
+    ]);
+    // Usage errors exit 2; a missing file exits 1 with a JSON error.
+    assert.equal(spawnSync(process.execPath, [CLI, 'reconcile', '--sqlite', file, '--scope', 'orders']).status, 2);
+    assert.equal(spawnSync(process.execPath, [CLI, 'frobnicate']).status, 2);
+    const missing = spawnSync(process.execPath, [CLI, 'reconcile', '--sqlite', path.join(dir, 'nope.db'), '--scope', 's', '--keys', 'k'], { encoding: 'utf8' });
+    assert.equal(missing.status, 1);
+    assert.match(JSON.parse(missing.stderr).error.message, /nope\.db|unable to open/i);
+  } finally {
+    fs.rmSync(dir, { recursive: true, force: true });
+  }
+});
