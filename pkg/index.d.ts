@@ -247,7 +247,7 @@ export function toToken(value: unknown): Epoch;
  * Decodes persisted state (the object or its JSON text) to `{ mark }`.
  * @throws FencegateError CORRUPT_STATE for unknown versions or damaged fields.
  */
-export function decodeState(state: PersistedState | string | unknown): { mark: Epoch; holder?: string | null; opIds?: string[]; quarantine: Epoch | null };
+export function decodeState(state: PersistedState | string | unknown): { mark: Epoch; holder?: string | null; opIds?: string[]; quarantine?: Epoch };
 
 /**
  * Encodes a mark (0, a safe integer or a bigint up to 2^64−1) as {@link PersistedState}.

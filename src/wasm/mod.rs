@@ -183,8 +183,9 @@ pub fn decode_state(value: JsValue) -> Result<JsValue, JsValue> {
             .collect();
         let _ = Reflect::set(&out, &JsValue::from_str("opIds"), &ops);
     }
-    let quarantine = state.quarantine.map_or(JsValue::NULL, epoch_to_js);
-    let _ = Reflect::set(&out, &JsValue::from_str("quarantine"), &quarantine);
+    if let Some(floor) = state.quarantine {
+        let _ = Reflect::set(&out, &JsValue::from_str("quarantine"), &epoch_to_js(floor));
+    }
     Ok(out.into())
 }
 
