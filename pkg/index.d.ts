@@ -773,7 +773,7 @@ export interface ReconcileScope {
   keys: FenceRecord[];
   /** The issuer's live epoch bound to another holder at a resource: one epoch handed to two owners. */
   conflicts: { key: string; epoch: Epoch; resourceHolder: string; leaseHolder: string }[];
-  /** Keys whose record could not be decoded (CORRUPT_STATE): left untouched, repair by hand. */
+  /** Keys whose record could not be decoded (CORRUPT_STATE) or whose establish was refused: left untouched, repair by hand. */
   errors: { key: string; code: ErrorCode; message: string }[];
 }
 
@@ -784,6 +784,8 @@ export interface ReconcileReport {
   changed: boolean;
   changes: ReconcileChange[];
   scopes: ReconcileScope[];
+  /** How many keys, over all scopes, could not be read or repaired (`scopes[i].errors`). */
+  errors: number;
 }
 
 /**

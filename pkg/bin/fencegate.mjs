@@ -10,7 +10,8 @@
 // issuer's from another one given with --issuer-sqlite / --issuer-redis /
 // --issuer-postgres. Each --scope takes the comma-separated resource keys of
 // the --keys that follows it. Prints the JSON report of `reconcile()`.
-// Exit status: 0 done (changes or not), 1 failed (JSON error on stderr), 2 usage.
+// Exit status: 0 done (changes or not), 3 done but some keys could not be read
+// or repaired (see `errors` in the report), 1 failed (JSON error on stderr), 2 usage.
 import { parseArgs } from 'node:util';
 import { createRequire } from 'node:module';
 import path from 'node:path';
@@ -128,6 +129,7 @@ async function main(argv) {
     const gate = new Gate(resources.store);
     const report = await reconcile({ issuer, gate, scopes: mapping, now, dryRun: values['dry-run'] === true });
     process.stdout.write(`${json(report)}\n`);
+    if (report.errors > 0) process.exitCode = 3;
   } finally {
     await issuerStore?.close();
     await resources.close();
@@ -135,7 +137,7 @@ async function main(argv) {
 }
 
 main(process.argv.slice(2)).then(
-  () => process.exit(0),
+  () => process.exit(process.exitCode ?? 0),
   (e) => {
     process.stderr.write(`${json({ error: { code: e?.code ?? null, message: e?.message ?? String(e) } })}\n`);
     process.exit(1);

@@ -69,13 +69,14 @@ function scopeList(scopes) {
  * * `now` — host time in ms (decides whether a lease is live); default `Date.now()`.
  * * `dryRun` — compute and report, write nothing.
  *
- * Resolves to `{ dryRun, changed, changes, scopes }`: `changes` lists every
+ * Resolves to `{ dryRun, changed, changes, scopes, errors }`: `changes` lists every
  * write made (or, in a dry run, that would be made) as
  * `{ scope, target: 'issuer', action: 'raise' | 'raise+revoke', epochBefore, epochAfter, revoked }`
  * or `{ scope, target: 'resource', key, action: 'establish' | 'quarantine', markBefore, markAfter, holder | floor }`;
  * `scopes` has, per scope, what was read (`issuer`, `keys`), the `conflicts`
- * found (`{ key, epoch, resourceHolder, leaseHolder }`) and keys that could not
- * be read (`errors`: `{ key, code, message }`, e.g. CORRUPT_STATE — left untouched).
+ * found (`{ key, epoch, resourceHolder, leaseHolder }`) and keys it could not
+ * read or repair (`errors`: `{ key, code, message }`, e.g. CORRUPT_STATE, or a
+ * refused establish — left untouched); the top-level `errors` counts them.
  */
 export async function reconcile(options) {
   if (options === null || typeof options !== 'object') throw invalid('reconcile takes { issuer, gate, scopes, now?, dryRun? }');
@@ -154,7 +155,11 @@ export async function reconcile(options) {
         const holder = lease.holder;
         let v = { ok: true, markBefore: r.mark, markAfter: epoch, code: null };
         if (!dryRun) v = await gate.establish(r.key, epoch, { holder });
-        if (!v.ok) throw new FencegateError(v.code, `reconcile: establish(${JSON.stringify(r.key)}, ${epoch}) was refused`, { key: r.key, verdict: v });
+        if (v.code === 'STALE_TOKEN') continue; // a new owner got there first: already above E
+        if (!v.ok) {
+          errors.push({ key: r.key, code: v.code, message: `establish(${JSON.stringify(r.key)}, ${epoch}) for ${JSON.stringify(holder)} was refused: ${v.code}` });
+          continue;
+        }
         changes.push({ scope, target: 'resource', key: r.key, action: 'establish', markBefore: v.markBefore, markAfter: v.markAfter, holder });
       } else {
         let q = { changed: true, markBefore: r.mark, markAfter: epoch, floor: epoch };
@@ -176,5 +181,5 @@ export async function reconcile(options) {
       errors,
     });
   }
-  return { dryRun, changed: changes.length > 0, changes, scopes };
+  return { dryRun, changed: changes.length > 0, changes, scopes, errors: scopes.reduce((n, sc) => n + sc.errors.length, 0) };
 }

@@ -81,6 +81,7 @@ test('reconcile: a healthy scope changes nothing; a corrupt record is reported a
   assert.equal(r.changed, false);
   assert.deepEqual(r.scopes[0].issuer, { epoch: 1, lease: { holder: 'A', leaseId: 's#1', expiresAt: T + 1000, live: true } });
   assert.deepEqual(r.scopes[0].errors.map((e) => [e.key, e.code]), [['bad', 'CORRUPT_STATE']]);
+  assert.equal(r.errors, 1);
   assert.deepEqual(JSON.parse(store.load('bad').state), { v: 9 });
 });
 
@@ -149,6 +150,13 @@ test('fencegate reconcile (CLI) on a SQLite file: dry run, run, run again', { sk
     const missing = spawnSync(process.execPath, [CLI, 'reconcile', '--sqlite', path.join(dir, 'nope.db'), '--scope', 's', '--keys', 'k'], { encoding: 'utf8' });
     assert.equal(missing.status, 1);
     assert.match(JSON.parse(missing.stderr).error.message, /nope\.db|unable to open/i);
+    // A corrupt record: the report lists it and the exit status is 3.
+    const db2 = new Database(file);
+    db2.prepare("INSERT INTO fencegate (key, state, value, version) VALUES ('orders/3', '{\"v\":7}', NULL, 1)").run();
+    db2.close();
+    const corrupt = spawnSync(process.execPath, [CLI, 'reconcile', '--sqlite', file, '--scope', 'orders', '--keys', 'orders/3', '--now', String(T)], { encoding: 'utf8' });
+    assert.equal(corrupt.status, 3);
+    assert.deepEqual(JSON.parse(corrupt.stdout).scopes[0].errors.map((e) => [e.key, e.code]), [['orders/3', 'CORRUPT_STATE']]);
   } finally {
     fs.rmSync(dir, { recursive: true, force: true });
   }
