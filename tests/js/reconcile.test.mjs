@@ -161,3 +161,67 @@ test('fencegate reconcile (CLI) on a SQLite file: dry run, run, run again', { sk
     fs.rmSync(dir, { recursive: true, force: true });
   }
 });
+
+const services = [
+  process.env.FENCEGATE_REDIS_URL && {
+    name: 'redis',
+    async open(run) {
+      const { default: Redis } = await import('ioredis');
+      const { RedisStore } = await import('../../pkg/adapters/redis.mjs');
+      const client = new Redis(process.env.FENCEGATE_REDIS_URL, { maxRetriesPerRequest: 2 });
+      return {
+        store: new RedisStore(client, { prefix: `${run}:` }),
+        args: ['--redis', process.env.FENCEGATE_REDIS_URL, '--prefix', `${run}:`],
+        async close() {
+          const keys = await client.keys(`${run}:*`);
+          if (keys.length > 0) await client.del(...keys);
+          client.disconnect();
+        },
+      };
+    },
+  },
+  process.env.FENCEGATE_PG_URL && {
+    name: 'postgres',
+    async open(run) {
+      const { default: pg } = await import('pg');
+      const { PostgresStore } = await import('../../pkg/adapters/postgres.mjs');
+      const pool = new pg.Pool({ connectionString: process.env.FENCEGATE_PG_URL, max: 2 });
+      const table = run.replace(/-/g, '_');
+      return {
+        store: await new PostgresStore(pool, { table }).init(),
+        args: ['--postgres', process.env.FENCEGATE_PG_URL, '--table', table],
+        async close() {
+          await pool.query(`DROP TABLE IF EXISTS ${table}`);
+          await pool.end();
+        },
+      };
+    },
+  },
+].filter(Boolean);
+
+for (const service of services) {
+  test(`fencegate reconcile (CLI) on ${service.name}: an issuer behind and a key behind, then nothing`, async () => {
+    const s = await service.open(`fg_cli_${process.pid}_${Math.random().toString(36).slice(2, 8)}`);
+    try {
+      const issuer = new Issuer(s.store);
+      const gate = new Gate(s.store);
+      await issuer.raise({ scope: 'jobs', atLeast: 3, now: T });
+      await gate.establish('a', 7n, { holder: 'A' });
+      await gate.establish('b', 2n);
+      const cli = () => {
+        const r = spawnSync(process.execPath, [CLI, 'reconcile', ...s.args, '--scope', 'jobs', '--keys', 'a,b', '--now', String(T)], { encoding: 'utf8' });
+        assert.equal(r.status, 0, r.stderr);
+        return JSON.parse(r.stdout);
+      };
+      assert.deepEqual(cli().changes, [
+        { scope: 'jobs', target: 'issuer', action: 'raise', epochBefore: 3, epochAfter: 7, revoked: null },
+        { scope: 'jobs', target: 'resource', key: 'b', action: 'quarantine', markBefore: 2, markAfter: 7, floor: 7 },
+      ]);
+      assert.equal(cli().changed, false);
+      assert.equal((await gate.write('b', 7, 'x')).code, 'QUARANTINED');
+      assert.equal((await issuer.acquire({ scope: 'jobs', holder: 'N', ttlMs: 10, now: T })).epoch, 8);
+    } finally {
+      await s.close();
+    }
+  });
+}
