@@ -771,8 +771,11 @@ export interface ReconcileScope {
   scope: string;
   issuer: { epoch: Epoch; lease: { holder: string; leaseId: string; expiresAt: number; live: boolean } | null };
   keys: FenceRecord[];
-  /** The issuer's live epoch bound to another holder at a resource: one epoch handed to two owners. */
-  conflicts: { key: string; epoch: Epoch; resourceHolder: string; leaseHolder: string }[];
+  /**
+   * The issuer's current epoch bound to another holder at a resource than its
+   * lease names: one epoch handed to two owners. `live`: the lease was live (and was revoked).
+   */
+  conflicts: { key: string; epoch: Epoch; resourceHolder: string; leaseHolder: string; live: boolean }[];
   /** Keys whose record could not be decoded (CORRUPT_STATE) or whose establish was refused: left untouched, repair by hand. */
   errors: { key: string; code: ErrorCode; message: string }[];
 }

@@ -74,7 +74,7 @@ function scopeList(scopes) {
  * `{ scope, target: 'issuer', action: 'raise' | 'raise+revoke', epochBefore, epochAfter, revoked }`
  * or `{ scope, target: 'resource', key, action: 'establish' | 'quarantine', markBefore, markAfter, holder | floor }`;
  * `scopes` has, per scope, what was read (`issuer`, `keys`), the `conflicts`
- * found (`{ key, epoch, resourceHolder, leaseHolder }`) and keys it could not
+ * found (`{ key, epoch, resourceHolder, leaseHolder, live }`) and keys it could not
  * read or repair (`errors`: `{ key, code, message }`, e.g. CORRUPT_STATE, or a
  * refused establish — left untouched); the top-level `errors` counts them.
  */
@@ -110,21 +110,24 @@ export async function reconcile(options) {
     let maxMark = 0;
     for (const r of read) maxMark = max(maxMark, r.mark);
 
-    // One epoch, two owners: the resource bound the issuer's live epoch to another holder.
+    // One epoch, two owners: a resource bound the issuer's current epoch to
+    // another holder than the issuer's lease names (reported even when that
+    // lease has ended; only a live one needs revoking).
     const conflicts = [];
-    if (live !== null) {
+    if (cur.lease !== null) {
       for (const r of read) {
-        if (same(r.mark, cur.epoch) && r.holder !== null && r.holder !== live.holder) {
-          conflicts.push({ key: r.key, epoch: cur.epoch, resourceHolder: r.holder, leaseHolder: live.holder });
+        if (same(r.mark, cur.epoch) && r.holder !== null && r.holder !== cur.lease.holder) {
+          conflicts.push({ key: r.key, epoch: cur.epoch, resourceHolder: r.holder, leaseHolder: cur.lease.holder, live: live !== null });
         }
       }
     }
+    const liveConflict = conflicts.some((c) => c.live);
 
     // 1. The issuer: above every mark; revoke a live lease that cannot be valid.
     let epoch = cur.epoch;
     let lease = live;
     const behind = big(maxMark) > big(cur.epoch);
-    if (behind || conflicts.length > 0) {
+    if (behind || liveConflict) {
       const revoke = live !== null; // live and (epoch < maxMark, or a conflict at maxMark)
       let result;
       if (dryRun) {

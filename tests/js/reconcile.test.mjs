@@ -309,3 +309,24 @@ test('reconcile over random histories with restores: never lowers, idempotent, t
   // The histories exercise both branches and real repairs.
   assert.ok(live > 0 && changedRounds > 20, `live checks ${live}, rounds with changes ${changedRounds}`);
 });
+
+test('reconcile reports a conflict whose lease has ended without revoking anything; the next epoch is above it', async () => {
+  const issuerStore = new MemoryHostStore();
+  const gate = new Gate(new MemoryHostStore());
+  const issuer = new Issuer(issuerStore);
+  await issuer.raise({ scope: 's', atLeast: 40, now: T });
+  const backup = issuerStore.load('issuer:s').state;
+  const a = await issuer.acquire({ scope: 's', holder: 'A', ttlMs: 100, now: T });
+  await gate.establish('k', a.epoch, { holder: 'A' });
+  const restoredStore = new MemoryHostStore();
+  restoredStore.commit('issuer:s', null, JSON.parse(backup), { kind: 'none' });
+  const restored = new Issuer(restoredStore);
+  const b = await restored.acquire({ scope: 's', holder: 'B', ttlMs: 100, now: T + 1 });
+  assert.equal((await gate.write('k', b.epoch, 'b', { holder: 'B' })).code, 'EPOCH_CONFLICT');
+  for (const now of [T + 500, T + 501]) {
+    const r = await reconcile({ issuer: restored, gate, scopes: { s: ['k'] }, now });
+    assert.deepEqual(r.changes, []);
+    assert.deepEqual(r.scopes[0].conflicts, [{ key: 'k', epoch: 41, resourceHolder: 'A', leaseHolder: 'B', live: false }]);
+  }
+  assert.equal((await restored.acquire({ scope: 's', holder: 'C', ttlMs: 100, now: T + 502 })).epoch, 42);
+});

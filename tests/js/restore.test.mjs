@@ -51,7 +51,7 @@ for (const target of targets()) {
       assert.deepEqual(report.changes, [
         { scope: S, target: 'issuer', action: 'raise+revoke', epochBefore: 41, epochAfter: 41, revoked: { holder: 'B', epoch: 41 } },
       ]);
-      assert.deepEqual(report.scopes[0].conflicts, [{ key: 'k', epoch: 41, resourceHolder: 'A', leaseHolder: 'B' }]);
+      assert.deepEqual(report.scopes[0].conflicts, [{ key: 'k', epoch: 41, resourceHolder: 'A', leaseHolder: 'B', live: true }]);
       const again = await run(h, { [S]: ['k'] }, T + 3);
       assert.deepEqual([again.changed, again.changes], [false, []]);
 
