@@ -10,6 +10,7 @@ import { MAX_U64, canonical, invalid, notReady, checkKey, checkOptions, GATE_OPT
 export { FencegateError };
 export { Gate } from './gate.mjs';
 export { Issuer, MemoryHostStore } from './issuer.mjs';
+export { reconcile } from './reconcile.mjs';
 export { mintToken, verifyToken, ed25519PublicKey, features } from './signed.mjs';
 
 
@@ -201,6 +202,22 @@ export class MemoryGate {
   /** Counters per outcome and code since the gate was made: `{ total, advance, accept, reject, duplicate, auditErrors, codes }`. */
   counters() {
     return this.#observer.counters();
+  }
+
+  /**
+   * Quarantine (issue 9): raises the mark of `key` to `max(mark, floor)` (never
+   * lowers it) and refuses every write and establish with an epoch ≤ that floor
+   * (`QUARANTINED`) until one above it advances the mark and lifts it. `floor`
+   * is 0 or an epoch. Returns `{ key, ok: true, changed, floor, markBefore, markAfter }`.
+   */
+  quarantine(key, floor) {
+    const slot = this.#slot(key);
+    const raw = this.#raw;
+    const changed = raw.quarantine(slot, floor);
+    const marks = lastMarks();
+    const markBefore = marks[0] >= 0 ? marks[0] : raw.before_b();
+    const markAfter = marks[1] >= 0 ? marks[1] : raw.after_b();
+    return { key, ok: true, changed, floor: markAfter, markBefore, markAfter };
   }
 
   /** The high-water mark of `key` (0 = never written). */

@@ -63,7 +63,7 @@ function stateOf(scope, key, record) {
   return record.state;
 }
 
-const OPS = { acquire: 0, renew: 1, release: 2, raise: 3 };
+const OPS = { acquire: 0, renew: 1, release: 2, raise: 3, raiseRevoking: 4 };
 const KINDS = ['granted', 'held', 'renewed', 'expired', 'released', 'raised'];
 
 /** The stored state as the JSON text the Wasm decoder reads (undefined: no record). */
@@ -107,7 +107,7 @@ function shape(scope, a) {
       result = { ok: true, code: null, scope, released: a[5], epoch: a[1] };
       break;
     default:
-      result = { ok: true, code: null, scope, epochBefore: a[6], epoch: a[1] };
+      result = { ok: true, code: null, scope, epochBefore: a[6], epoch: a[1], revoked: a[5] };
   }
   return { result, nextState: a[7] === null ? null : JSON.parse(a[7]) };
 }
@@ -297,12 +297,18 @@ export class Issuer {
   /**
    * Repair (R11): lifts `scope`'s epoch to at least `atLeast` (e.g. the
    * highest mark its resources accepted) after the issuer state was restored
-   * from an older copy. LEASE_HELD while a lease is live at `now`.
+   * from an older copy. LEASE_HELD while a lease is live at `now` — unless
+   * `revoke: true` and that lease's epoch is ≤ `atLeast`: such a lease was
+   * handed out again by a restored issuer (or is already stale at a resource),
+   * so it is dropped (`revoked: true`) and the next acquisition issues a
+   * larger epoch. `reconcile()` decides when to revoke.
    */
   async raise(args) {
-    const { scope, atLeast, now } = argsObject(args, 'raise');
+    const { scope, atLeast, now, revoke } = argsObject(args, 'raise');
     checkScope(scope);
-    return this.#apply(scope, { code: OPS.raise, arg: '', ttlMs: 0, now: checkMs('now', this.#now(now)), atLeast });
+    if (revoke !== undefined && typeof revoke !== 'boolean') throw invalid('revoke must be a boolean', { revoke });
+    const code = revoke === true ? OPS.raiseRevoking : OPS.raise;
+    return this.#apply(scope, { code, arg: '', ttlMs: 0, now: checkMs('now', this.#now(now)), atLeast });
   }
 
   /** `{ scope, epoch, lease: { leaseId, holder, expiresAt, requestId } | null }` as stored (epoch 0: never acquired). */

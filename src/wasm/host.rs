@@ -20,7 +20,7 @@ use std::cell::{Cell, RefCell};
 
 use wasm_bindgen::prelude::*;
 
-use super::{decode_state_js, error, small, token_from_js};
+use super::{decode_state_js, error, floor_from_js, small, token_from_js};
 use crate::decision::{Operation, SameEpoch, Verdict};
 use crate::error::{Code, StateError, TokenError};
 use crate::host::{decide_state, decide_with_state, decode_canonical_text, HostDecision, OpMeta};
@@ -120,7 +120,7 @@ fn finish(d: HostDecision) -> u32 {
     let plain = d
         .next
         .as_ref()
-        .is_none_or(|n| n.holder.is_none() && n.ops.is_empty());
+        .is_none_or(|n| n.holder.is_none() && n.ops.is_empty() && n.quarantine.is_none());
     NEXT.with(|n| *n.borrow_mut() = if plain { None } else { d.next });
     d.verdict.status()
 }
@@ -165,6 +165,50 @@ pub(crate) fn check_meta(
         ));
     }
     Ok(())
+}
+
+/// Quarantine of the state decoded by `__state_*` (issue 9): the next state
+/// as JSON text when it changes, `undefined` when it is already quarantined at
+/// that floor or above. The marks before and after are left for `__last_*`.
+/// `floor` is 0 or an epoch; INVALID_ARGUMENT otherwise.
+#[wasm_bindgen(js_name = "__quarantine")]
+pub fn quarantine(floor: JsValue) -> Result<Option<String>, JsValue> {
+    let floor = floor_from_js(&floor)?;
+    let (before, next) = STORED.with(|s| {
+        let stored = s.borrow();
+        let mut state = stored.clone().unwrap_or_default();
+        let before = state.mark;
+        let changed = state.quarantine_at(floor);
+        (before, (changed, state))
+    });
+    let (changed, state) = next;
+    let mut v = Verdict::invalid_token(before, &TokenError::Missing);
+    v.mark_after = state.mark;
+    LAST.with(|l| l.set(v));
+    Ok(changed.then(|| state.to_json()))
+}
+
+/// The decoded stored state's quarantine floor, or −1 when it has none, or
+/// −2 when the floor is above 2^53−1 (then use `__stored_quarantine_b`).
+#[wasm_bindgen(js_name = "__stored_quarantine_n")]
+pub fn stored_quarantine_n() -> f64 {
+    STORED.with(|s| match s.borrow().as_ref().and_then(|s| s.quarantine) {
+        None => -1.0,
+        Some(f) if f <= crate::token::MAX_SAFE_INTEGER => f as f64,
+        Some(_) => -2.0,
+    })
+}
+
+/// The decoded stored state's quarantine floor, exactly (0 when none).
+#[wasm_bindgen(js_name = "__stored_quarantine_b")]
+pub fn stored_quarantine_b() -> u64 {
+    STORED.with(|s| s.borrow().as_ref().and_then(|s| s.quarantine).unwrap_or(0))
+}
+
+/// The decoded stored state's holder, or `undefined`.
+#[wasm_bindgen(js_name = "__stored_holder")]
+pub fn stored_holder() -> Option<String> {
+    STORED.with(|s| s.borrow().as_ref().and_then(|s| s.holder.clone()))
 }
 
 /// The next state of the last decision as JSON text when it is format v2
