@@ -23,6 +23,8 @@
 
 use std::collections::VecDeque;
 
+/// The longest holder accepted, in UTF-8 bytes.
+pub const MAX_HOLDER_BYTES: usize = 256;
 /// The longest operation id accepted, in UTF-8 bytes.
 pub const MAX_OP_ID_BYTES: usize = 128;
 /// The largest window a gate may be configured with.

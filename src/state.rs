@@ -39,7 +39,7 @@ use std::collections::VecDeque;
 
 use crate::error::StateError;
 use crate::json::{self, Value};
-use crate::ops::{valid_op_id, OpRecord, OpWindow, BLOOM_BYTES, MAX_WINDOW};
+use crate::ops::{valid_op_id, OpRecord, OpWindow, BLOOM_BYTES, MAX_HOLDER_BYTES, MAX_WINDOW};
 use crate::token::parse_token;
 
 /// The format version written for states with no holder and no operation ids.
@@ -190,11 +190,11 @@ impl ResourceState {
         }
         state.holder = match it.next() {
             Some(Value::Null) => None,
-            Some(Value::Str(h)) if !h.is_empty() => Some(h),
+            Some(Value::Str(h)) if !h.is_empty() && h.len() <= MAX_HOLDER_BYTES => Some(h),
             _ => {
-                return Err(StateError(
-                    "holder must be null or a non-empty string".to_owned(),
-                ))
+                return Err(StateError(format!(
+                    "holder must be null or a string of 1..={MAX_HOLDER_BYTES} bytes"
+                )))
             }
         };
         match it.next() {
@@ -219,6 +219,21 @@ impl ResourceState {
                     }
                     state.ops.ops.push_back(OpRecord { id, mark_before });
                 }
+                // Within an epoch only its first operation (the advance) can
+                // have a mark before below the mark; JSON object key order may
+                // change in a JS round trip, so the check is order-free.
+                if state
+                    .ops
+                    .ops
+                    .iter()
+                    .filter(|r| r.mark_before < mark)
+                    .count()
+                    > 1
+                {
+                    return Err(StateError(
+                        "more than one operation advanced to the current epoch".to_owned(),
+                    ));
+                }
             }
             _ => {
                 return Err(StateError(
@@ -231,6 +246,11 @@ impl ResourceState {
             Some(Value::Str(hex)) => Some(Box::new(unhex(&hex)?)),
             _ => return Err(StateError("evicted must be null or hex text".to_owned())),
         };
+        if mark == 0 && (state.holder.is_some() || !state.ops.is_empty()) {
+            return Err(StateError(
+                "a state at mark 0 has no holder and no operation ids".to_owned(),
+            ));
+        }
         if version == 3 {
             state.quarantine = match it.next() {
                 Some(Value::Null) => None,
@@ -378,6 +398,8 @@ mod tests {
             r#"{"v":2,"mark":"5","holder":null,"ops":{"a":"1","a":"2"},"evicted":null}"#,
             r#"{"v":2,"mark":"5","holder":null,"ops":{},"evicted":"00"}"#,
             r#"{"v":2,"mark":"5","holder":null,"ops":[],"evicted":null}"#,
+            r#"{"v":2,"mark":"0","holder":"x","ops":{},"evicted":null}"#,
+            r#"{"v":2,"mark":"9","holder":null,"ops":{"a":"8","b":"3"},"evicted":null}"#,
             r#"[]"#,
             r#"null"#,
             r#""""#,

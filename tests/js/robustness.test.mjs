@@ -89,3 +89,25 @@ test('policy callbacks that re-enter the gate cannot take the outer write\'s ope
   assert.equal(g.write('k', token, 'v again', { opId: 'op-1' }).outcome, 'duplicate');
   assert.equal(g.value('k'), 'v');
 });
+
+test('a stack overflow inside a host callback does not poison later decisions', async () => {
+  const inner = new MemoryHostStore();
+  let depth = 0;
+  let gate;
+  const store = {
+    transaction(key, fn) {
+      depth++;
+      // Re-enter without bound: the stack overflows somewhere inside the decision.
+      gate.write(key, depth, 'x').catch(() => {});
+      return inner.transaction(key, fn);
+    },
+    load: (key) => inner.load(key),
+  };
+  gate = new Gate(store);
+  await gate.write('k', 1, 'v').then(() => {}, () => {});
+  // A fresh gate on a fresh store still decides correctly.
+  const fresh = new Gate(new MemoryHostStore());
+  assert.equal((await fresh.write('k', 3, 'a')).outcome, 'advance');
+  assert.equal((await fresh.write('k', 2, 'b')).code, 'STALE_TOKEN');
+  assert.deepEqual(await fresh.read('k'), { mark: 3, value: 'a', hasValue: true });
+});
