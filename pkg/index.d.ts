@@ -50,7 +50,8 @@ export type ErrorCode =
   | 'EPOCH_JUMP_TOO_LARGE'
   | 'FUTURE_EPOCH'
   | 'EPOCH_CONFLICT'
-  | 'OP_ID_EXPIRED';
+  | 'OP_ID_EXPIRED'
+  | 'QUARANTINED';
 
 /** Codes a verdict of a fenced operation can carry. */
 export type RejectCode =
@@ -69,7 +70,9 @@ export type RejectCode =
   /** Same epoch presented by a different holder: one epoch handed to two owners (issuer rollback). */
   | 'EPOCH_CONFLICT'
   /** The operation id fell out of the de-duplication window: it may already have been applied. */
-  | 'OP_ID_EXPIRED';
+  | 'OP_ID_EXPIRED'
+  /** The key is quarantined (after a restore): epochs ≤ its floor are refused until a larger one is established. */
+  | 'QUARANTINED';
 
 /** The answer to one fenced operation. `markAfter >= markBefore` always. */
 export interface Verdict {
@@ -105,11 +108,11 @@ export interface Verdict {
 
 /**
  * Persisted state of one resource key: JSON-safe, exact for every u64. Format
- * v1 (`{"v":1,"mark":"41"}`) while the key has no holder and no operation ids,
- * v2 otherwise. Fields exactly as listed, in order; anything else decodes as
- * CORRUPT_STATE.
+ * v1 (`{"v":1,"mark":"41"}`) while the key has no holder, no operation ids and
+ * no quarantine, v2 with a holder or operation ids, v3 while quarantined.
+ * Fields exactly as listed, in order; anything else decodes as CORRUPT_STATE.
  */
-export type PersistedState = PersistedStateV1 | PersistedStateV2;
+export type PersistedState = PersistedStateV1 | PersistedStateV2 | PersistedStateV3;
 
 /** Format version 1. */
 export interface PersistedStateV1 {
@@ -127,8 +130,40 @@ export interface PersistedStateV2 {
   holder: string | null;
   /** Operation ids applied in the current epoch, oldest first → the mark before each (decimal text). */
   ops: Record<string, string>;
-  /** Bloom filter (2048 bits, 512 lowercase hex digits) of ids pushed out of the window in this epoch, or null. */
+  /** Bloom filter of ids pushed out of the window in this epoch: two 1024-bit generations (current first), 512 lowercase hex digits; or null. */
   evicted: string | null;
+}
+
+/** Format version 3: v2 plus the quarantine floor (written only while a key is quarantined). */
+export interface PersistedStateV3 extends Omit<PersistedStateV2, 'v'> {
+  v: 3;
+  /** The quarantine floor as decimal text (≤ mark), or null: epochs ≤ it are refused (QUARANTINED). */
+  quarantine: string | null;
+}
+
+/** What `quarantine(key, floor)` did. */
+export interface QuarantineResult {
+  key: string;
+  ok: true;
+  /** `false` when the key was already quarantined at that floor or above (nothing written). */
+  changed: boolean;
+  /** The floor in force: `max(floor, mark)`; epochs ≤ it are refused until a larger one is established. */
+  floor: Epoch;
+  markBefore: Epoch;
+  /** The mark after: `max(markBefore, floor)`, never lower. */
+  markAfter: Epoch;
+}
+
+/** A key's fence record as stored (see {@link Gate.inspect}). */
+export interface FenceRecord {
+  key: string;
+  /** `false` when the key has no record (mark 0). */
+  exists: boolean;
+  mark: Epoch;
+  /** The holder bound to the current epoch, or null. */
+  holder: string | null;
+  /** The quarantine floor, or null when not quarantined. */
+  quarantine: Epoch | null;
 }
 
 /** Per-operation options of `write` / `establish` / `delete`. */
@@ -212,7 +247,7 @@ export function toToken(value: unknown): Epoch;
  * Decodes persisted state (the object or its JSON text) to `{ mark }`.
  * @throws FencegateError CORRUPT_STATE for unknown versions or damaged fields.
  */
-export function decodeState(state: PersistedState | string | unknown): { mark: Epoch; holder?: string | null; opIds?: string[] };
+export function decodeState(state: PersistedState | string | unknown): { mark: Epoch; holder?: string | null; opIds?: string[]; quarantine?: Epoch };
 
 /**
  * Encodes a mark (0, a safe integer or a bigint up to 2^64−1) as {@link PersistedState}.
@@ -394,6 +429,14 @@ export class MemoryGate<V = unknown> {
    * @throws FencegateError INVALID_ARGUMENT on other gates or for a bad value.
    */
   setCeiling(ceiling: Epoch | null): void;
+  /**
+   * Quarantine (after a restore, R11): raises the mark to `max(mark, floor)`
+   * (never lowers it) and refuses every write and establish with an epoch ≤
+   * that floor with QUARANTINED, until one above it advances the mark and
+   * lifts the quarantine. `floor`: 0 or an epoch.
+   * @throws FencegateError INVALID_ARGUMENT for a bad key or floor.
+   */
+  quarantine(key: string, floor: Epoch | 0): QuarantineResult;
   /** Releases the WebAssembly memory. The gate is unusable afterwards. */
   free(): void;
   [Symbol.dispose](): void;
@@ -490,6 +533,14 @@ export class Gate<V = unknown> {
   read(key: string): Promise<Reading<V>>;
   /** The high-water mark (0 = no fence record). */
   mark(key: string): Promise<Epoch>;
+  /** The stored fence record: mark, bound holder, quarantine floor. Needs `load`. */
+  inspect(key: string): Promise<FenceRecord>;
+  /**
+   * Quarantine, a fenced maintenance operation (see {@link MemoryGate.quarantine});
+   * commits only the fence state (no data change).
+   * @throws FencegateError CORRUPT_STATE, STORE_ERROR, COMMIT_UNKNOWN, COMMIT_CONFLICT, INVALID_ARGUMENT.
+   */
+  quarantine(key: string, floor: Epoch | 0): Promise<QuarantineResult>;
   /** Key rotation: adds a verification key under `kid` (see {@link MemoryGate.addKey}). */
   addKey(kid: string, key: VerifyKey): void;
   /** Key rotation: retires `kid`; tokens naming it get KEY_RETIRED. */
@@ -653,7 +704,17 @@ export class Issuer {
    * scope's epoch to at least `atLeast` (the highest mark its resources have
    * accepted). LEASE_HELD while a lease is live at `now`.
    */
-  raise(args: { scope: string; atLeast: Epoch; now?: number }): Promise<{ ok: true; code: null; scope: string; epochBefore: Epoch; epoch: Epoch } | LeaseHeld>;
+  raise(args: {
+    scope: string;
+    atLeast: Epoch;
+    now?: number;
+    /**
+     * Revoke a live lease whose epoch is ≤ `atLeast` instead of answering
+     * LEASE_HELD: such a lease was handed out again by a restored issuer or is
+     * already stale at a resource (see {@link reconcile}). Default false.
+     */
+    revoke?: boolean;
+  }): Promise<{ ok: true; code: null; scope: string; epochBefore: Epoch; epoch: Epoch; revoked: boolean } | LeaseHeld>;
   /** The stored state: epoch 0 and `lease: null` for a scope never acquired. Liveness: compare `expiresAt` with your `now`. */
   current(scope: string): Promise<{
     scope: string;
@@ -674,3 +735,69 @@ export class MemoryHostStore<V = unknown> implements CasStore<V> {
   /** Keys that have a record, sorted. */
   keys(): string[];
 }
+
+// ───────────────────────────── Reconcile ─────────────────────────────
+
+/** Options of {@link reconcile}. */
+export interface ReconcileOptions {
+  /** The issuer over the issuer's store. */
+  issuer: Issuer;
+  /** A gate over the resources' store (its store needs `load`). */
+  gate: Gate<any>;
+  /** The resource keys each scope's tokens are used on: `{ scope: [key, …] }` or `[{ scope, keys }]`. */
+  scopes: Record<string, string[]> | { scope: string; keys: string[] }[];
+  /** Host time in ms (decides which lease is live); default `Date.now()`. */
+  now?: number;
+  /** Report what would change, write nothing. Default false. */
+  dryRun?: boolean;
+}
+
+/** One write reconcile made (or would make, in a dry run). */
+export type ReconcileChange =
+  | {
+      scope: string;
+      target: 'issuer';
+      /** `raise+revoke`: a live lease that cannot be valid was dropped too. */
+      action: 'raise' | 'raise+revoke';
+      epochBefore: Epoch;
+      epochAfter: Epoch;
+      revoked: { holder: string; epoch: Epoch } | null;
+    }
+  | { scope: string; target: 'resource'; key: string; action: 'establish'; markBefore: Epoch; markAfter: Epoch; holder: string }
+  | { scope: string; target: 'resource'; key: string; action: 'quarantine'; markBefore: Epoch; markAfter: Epoch; floor: Epoch };
+
+/** What reconcile read and found in one scope. */
+export interface ReconcileScope {
+  scope: string;
+  issuer: { epoch: Epoch; lease: { holder: string; leaseId: string; expiresAt: number; live: boolean } | null };
+  keys: FenceRecord[];
+  /**
+   * The issuer's current epoch bound to another holder at a resource than its
+   * lease names: one epoch handed to two owners. `live`: the lease was live (and was revoked).
+   */
+  conflicts: { key: string; epoch: Epoch; resourceHolder: string; leaseHolder: string; live: boolean }[];
+  /** Keys whose record could not be decoded (CORRUPT_STATE) or whose establish was refused: left untouched, repair by hand. */
+  errors: { key: string; code: ErrorCode; message: string }[];
+}
+
+/** The report of {@link reconcile}. */
+export interface ReconcileReport {
+  dryRun: boolean;
+  /** `changes.length > 0`. */
+  changed: boolean;
+  changes: ReconcileChange[];
+  scopes: ReconcileScope[];
+  /** How many keys, over all scopes, could not be read or repaired (`scopes[i].errors`). */
+  errors: number;
+}
+
+/**
+ * Repairs issuer and resource state after a restore (R11, docs/restore.md),
+ * only ever raising: the issuer's epoch is raised to the largest mark of the
+ * scope's keys (a live lease that cannot be valid is revoked); a key whose
+ * mark is below the issuer's epoch E is established at E for the live lease's
+ * holder, or quarantined at E when no lease is live. Idempotent: a second run
+ * reports no changes.
+ * @throws FencegateError INVALID_ARGUMENT, STORE_ERROR, COMMIT_UNKNOWN, COMMIT_CONFLICT, CORRUPT_STATE (issuer record).
+ */
+export function reconcile(options: ReconcileOptions): Promise<ReconcileReport>;

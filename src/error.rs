@@ -61,11 +61,15 @@ pub enum Code {
     /// The operation id may already have been applied in this epoch but fell
     /// out of the de-duplication window: the gate cannot tell, so it refuses.
     OpIdExpired = 21,
+    /// The key is quarantined (after a restore or a lost state, R11): every
+    /// epoch up to its floor is refused until a write or establish with an
+    /// epoch above the floor lifts the quarantine (issue 9).
+    Quarantined = 22,
 }
 
 impl Code {
     /// Every code, in discriminant order.
-    pub const ALL: [Code; 22] = [
+    pub const ALL: [Code; 23] = [
         Code::MissingToken,
         Code::MalformedToken,
         Code::StaleToken,
@@ -88,6 +92,7 @@ impl Code {
         Code::FutureEpoch,
         Code::EpochConflict,
         Code::OpIdExpired,
+        Code::Quarantined,
     ];
 
     /// The stable string JavaScript sees.
@@ -115,6 +120,7 @@ impl Code {
             Code::FutureEpoch => "FUTURE_EPOCH",
             Code::EpochConflict => "EPOCH_CONFLICT",
             Code::OpIdExpired => "OP_ID_EXPIRED",
+            Code::Quarantined => "QUARANTINED",
         }
     }
 }

@@ -42,6 +42,9 @@ impl OpMeta<'_> {
 /// applies, updates `state` in place. A result that does not apply leaves
 /// `state` untouched (R3).
 ///
+/// A quarantined state (issue 9) first refuses every valid token ≤ its floor
+/// with `QUARANTINED`; an advance above the floor lifts the quarantine.
+///
 /// At an equal epoch, in this order:
 /// 1. the state names a holder and the operation names a different one →
 ///    `EPOCH_CONFLICT` (one epoch handed to two owners: an issuer rollback);
@@ -62,6 +65,19 @@ pub fn settle(
     let Some(token) = verdict.token else {
         return verdict;
     };
+    if let Some(floor) = state.quarantine {
+        // A quarantined key refuses every epoch up to its floor, whatever the
+        // epoch-level verdict said about it (stale, equal, or a policy refusal
+        // other than the fence check keeps its own code).
+        let fence_level = verdict.applies()
+            || matches!(
+                verdict.code,
+                Some(Code::StaleToken | Code::SameEpochRejected)
+            );
+        if fence_level && token <= floor {
+            return verdict.rejected(Code::Quarantined);
+        }
+    }
     let op_id = if matches!(op, Operation::Write) {
         meta.op_id
     } else {
@@ -70,6 +86,7 @@ pub fn settle(
     match verdict.outcome {
         Outcome::Advance => {
             state.mark = state.mark.max(verdict.mark_after);
+            state.quarantine = None;
             state.holder = meta.holder.map(str::to_owned);
             state.ops.clear();
             if let Some(id) = op_id {
@@ -172,7 +189,8 @@ pub fn decide_with_state(
     op: Operation,
     meta: &OpMeta<'_>,
 ) -> HostDecision {
-    if !verdict.applies() && meta.op_id.is_none() && meta.holder.is_none() {
+    let quarantined = stored.is_some_and(|s| s.quarantine.is_some());
+    if !verdict.applies() && meta.op_id.is_none() && meta.holder.is_none() && !quarantined {
         return HostDecision {
             verdict,
             next: None,
@@ -475,7 +493,79 @@ mod tests {
         assert_eq!(d.next.unwrap().holder.as_deref(), Some("B"));
     }
 
+    /// Issue 9: the resource's state was lost while the issuer is at 9; after
+    /// `quarantine(9)` tokens ≤ 9 are refused until epoch 10 is established.
+    #[test]
+    fn quarantine_refuses_up_to_the_floor_until_a_new_epoch() {
+        let mut s = ResourceState::default();
+        assert!(s.quarantine_at(9));
+        for (token, op, policy) in [
+            (9, W, SameEpoch::Allow),
+            (9, Operation::Establish, SameEpoch::Allow),
+            (9, W, SameEpoch::Strict),
+            (3, W, SameEpoch::Allow),
+            (1, Operation::Establish, SameEpoch::Allow),
+        ] {
+            for m in [OpMeta::NONE, meta(Some("r1"), Some("A"), 64)] {
+                let d = decide_state(Some(&s), Ok(token), policy, op, &m);
+                assert_eq!(
+                    (d.verdict.code, d.verdict.mark_after, &d.next),
+                    (Some(Code::Quarantined), 9, &None),
+                    "{token} {op:?}"
+                );
+            }
+        }
+        // A bad token keeps its own code.
+        let d = decide_state(
+            Some(&s),
+            Err(TokenError::Missing),
+            SameEpoch::Allow,
+            W,
+            &OpMeta::NONE,
+        );
+        assert_eq!(d.verdict.code, Some(Code::MissingToken));
+        let d = decide_state(
+            Some(&s),
+            Ok(10),
+            SameEpoch::Allow,
+            Operation::Establish,
+            &meta(None, Some("B"), 64),
+        );
+        assert_eq!(d.verdict.outcome, Outcome::Advance);
+        let lifted = d.next.unwrap();
+        assert_eq!(
+            lifted.to_json(),
+            r#"{"v":2,"mark":"10","holder":"B","ops":{},"evicted":null}"#
+        );
+        let d = decide_state(
+            Some(&lifted),
+            Ok(10),
+            SameEpoch::Allow,
+            W,
+            &meta(None, Some("B"), 64),
+        );
+        assert_eq!(d.verdict.outcome, Outcome::Accept);
+        // A write above the floor also advances and lifts it.
+        let d = decide_state(Some(&s), Ok(11), SameEpoch::Allow, W, &OpMeta::NONE);
+        assert_eq!(d.next, Some(ResourceState::at(11)));
+    }
+
     proptest! {
+        #[test]
+        fn quarantine_never_lowers_and_refuses_the_floor(mark in any::<u64>(), floor in any::<u64>(), token in 1u64..) {
+            let mut s = ResourceState::at(mark);
+            s.quarantine_at(floor);
+            prop_assert_eq!(s.mark, mark.max(floor));
+            prop_assert_eq!(ResourceState::from_json(&s.to_json()), Ok(s.clone()));
+            let d = decide_state(Some(&s), Ok(token), SameEpoch::Allow, W, &OpMeta::NONE);
+            if token <= s.mark {
+                prop_assert_eq!(d.verdict.code, Some(Code::Quarantined));
+                prop_assert_eq!(d.next, None);
+            } else {
+                prop_assert_eq!(d.next.map(|n| (n.mark, n.quarantine)), Some((token, None)));
+            }
+        }
+
         #[test]
         fn an_op_id_is_applied_at_most_once_per_epoch(ids in proptest::collection::vec(0u8..20, 1..80), window in 1usize..8) {
             let mut s = ResourceState::at(3);

@@ -441,6 +441,8 @@ pub enum IssuerResult {
         before: u64,
         /// Epoch after.
         after: u64,
+        /// `true` when a live lease was revoked ([`raise_revoking`]).
+        revoked: bool,
     },
 }
 
@@ -660,6 +662,7 @@ pub fn raise(state: &IssuerState, at_least: u64, now_ms: u64) -> Step {
         return unchanged(IssuerResult::Raised {
             before: state.epoch,
             after: state.epoch,
+            revoked: false,
         });
     }
     if let Some(lease) = state.live_lease(now_ms) {
@@ -673,6 +676,33 @@ pub fn raise(state: &IssuerState, at_least: u64, now_ms: u64) -> Step {
         result: IssuerResult::Raised {
             before: state.epoch,
             after: at_least,
+            revoked: false,
+        },
+        next: Some(IssuerState {
+            epoch: at_least,
+            lease: None,
+        }),
+    }
+}
+
+/// Raise that also revokes a live lease whose epoch is not above `at_least`
+/// (reconcile after a restore, issue 9). Such a lease cannot be a valid
+/// ownership: some resource has already accepted `at_least` ≥ its epoch from
+/// an owner (a restored issuer handed the epoch out twice, or handed out one
+/// that is already stale). The epoch becomes `max(epoch, at_least)` and the
+/// lease record is dropped, so the next acquisition issues a larger epoch;
+/// the revoked holder's renew answers `LEASE_EXPIRED`. A live lease above
+/// `at_least` is left alone (as [`raise`]: `Held` when it would have to be
+/// raised over). Never lowers anything; a second call changes nothing.
+pub fn raise_revoking(state: &IssuerState, at_least: u64, now_ms: u64) -> Step {
+    if state.live_lease(now_ms).is_none() || state.epoch > at_least {
+        return raise(state, at_least, now_ms);
+    }
+    Step {
+        result: IssuerResult::Raised {
+            before: state.epoch,
+            after: at_least,
+            revoked: true,
         },
         next: Some(IssuerState {
             epoch: at_least,
@@ -1041,7 +1071,8 @@ mod tests {
             raised.result,
             IssuerResult::Raised {
                 before: 5,
-                after: 9
+                after: 9,
+                revoked: false
             }
         );
         let s = raised.next.unwrap();
@@ -1050,6 +1081,47 @@ mod tests {
             10
         );
         assert_eq!(raise(&s, 3, 0).next, None);
+    }
+
+    /// Issue 9: the issuer was restored to 40 and handed 41 again to B while a
+    /// resource holds 41 for A; reconcile revokes B's lease and the next
+    /// acquisition is 42. Once revoked, nothing more changes.
+    #[test]
+    fn a_reused_live_lease_is_revoked() {
+        let mut s = IssuerState {
+            epoch: 40,
+            lease: None,
+        };
+        let b = granted(&run(&mut s, |s| acquire(s, &req("B", 1000, T0, None)))).clone();
+        assert_eq!(b.epoch, 41);
+        let step = raise_revoking(&s, 41, T0 + 1);
+        assert_eq!(
+            step.result,
+            IssuerResult::Raised {
+                before: 41,
+                after: 41,
+                revoked: true
+            }
+        );
+        s = step.next.unwrap();
+        assert_eq!(s.lease, None);
+        assert_eq!(raise_revoking(&s, 41, T0 + 2).next, None);
+        assert_eq!(
+            renew(&s, "s", &b.lease_id, 1000, T0 + 2).unwrap().result,
+            IssuerResult::Expired { epoch: 41 }
+        );
+        let c = granted(&run(&mut s, |s| acquire(s, &req("C", 1000, T0 + 3, None)))).clone();
+        assert_eq!(c.epoch, 42);
+        // A live lease above the floor stays: raise_revoking(41) under C@42 changes nothing.
+        assert_eq!(raise_revoking(&s, 41, T0 + 4).next, None);
+        assert!(matches!(
+            raise_revoking(&s, 50, T0 + 4).result,
+            IssuerResult::Raised {
+                revoked: true,
+                after: 50,
+                ..
+            }
+        ));
     }
 
     #[derive(Clone, Debug)]

@@ -5,28 +5,41 @@
 //! epoch. A write may carry an operation id; the gate keeps the last
 //! `capacity` ids applied in the current epoch **in the key's stored state**,
 //! committed atomically with the write, and clears them when the epoch
-//! advances. Ids pushed out of the window are remembered in a fixed 2048-bit
-//! Bloom filter (k = 3, FNV-1a based double hashing), so an id older than the
-//! window is answered `OP_ID_EXPIRED` ("dedup state expired: it may already
-//! have been applied") rather than silently treated as new. The filter has no
-//! false negatives. Its false positives (a genuinely new id refused with
-//! `OP_ID_EXPIRED`; retry it under a new id) grow with the ids evicted in one
-//! epoch: about 0.07 % after 64, 0.5 % after 128, 3 % after 256. Size the
-//! window to cover your retry horizon; the filter is the safety net. It is
-//! cleared when the epoch advances.
+//! advances.
+//!
+//! Retention, exactly: the last `capacity` ids of the epoch are known for
+//! certain (a repeat is `duplicate`). Ids pushed out of the window are then
+//! remembered in a Bloom filter of two 1024-bit generations (k = 3, FNV-1a
+//! double hashing): an id found there answers `OP_ID_EXPIRED` ("dedup state
+//! expired: it may already have been applied") instead of being applied as
+//! new. The current generation takes evicted ids until 175 of its bits are
+//! set (about 64 ids, at least 58); then it becomes the previous generation
+//! and the old previous one is dropped. So at least the last 58 evicted ids
+//! (usually 64–128) are never mistaken for new, ids evicted longer ago are
+//! forgotten, and the chance that a genuinely new id is refused stays below
+//! about 1 % however long the epoch runs. Size the window to cover your retry
+//! horizon; the filter is the safety net. Both are cleared when the epoch
+//! advances.
 
 use std::collections::VecDeque;
 
+/// The longest holder accepted, in UTF-8 bytes.
+pub const MAX_HOLDER_BYTES: usize = 256;
 /// The longest operation id accepted, in UTF-8 bytes.
 pub const MAX_OP_ID_BYTES: usize = 128;
 /// The largest window a gate may be configured with.
 pub const MAX_WINDOW: usize = 1024;
 /// The default number of operation ids kept per key and epoch.
 pub const DEFAULT_WINDOW: usize = 64;
-/// Size of the evicted-id Bloom filter in bytes (2048 bits).
+/// Size of the evicted-id Bloom filter in bytes: two generations of 1024 bits,
+/// the current one first.
 pub const BLOOM_BYTES: usize = 256;
-const BLOOM_BITS: u64 = (BLOOM_BYTES * 8) as u64;
+const GENERATION_BYTES: usize = BLOOM_BYTES / 2;
+const GENERATION_BITS: u64 = (GENERATION_BYTES * 8) as u64;
 const BLOOM_K: u64 = 3;
+/// Set bits at which the current generation is retired (about 64 ids in 1024
+/// bits with k = 3; false-positive rate of a full generation about 0.5 %).
+const ROTATE_AT_BITS: u32 = 175;
 
 /// Checks an operation id: 1..=128 UTF-8 bytes, no control characters.
 pub fn valid_op_id(id: &str) -> bool {
@@ -78,7 +91,7 @@ fn bloom_bits(id: &str) -> [usize; BLOOM_K as usize] {
     let h2 = fnv1a(id.as_bytes(), 0x9e37_79b9_7f4a_7c15) | 1;
     let mut out = [0usize; BLOOM_K as usize];
     for (i, slot) in out.iter_mut().enumerate() {
-        *slot = (h1.wrapping_add((i as u64).wrapping_mul(h2)) % BLOOM_BITS) as usize;
+        *slot = (h1.wrapping_add((i as u64).wrapping_mul(h2)) % GENERATION_BITS) as usize;
     }
     out
 }
@@ -95,10 +108,10 @@ impl OpWindow {
             return Seen::Applied(r);
         }
         if let Some(filter) = &self.evicted {
-            if bloom_bits(id)
-                .iter()
-                .all(|&bit| filter[bit / 8] & (1 << (bit % 8)) != 0)
-            {
+            let bits = bloom_bits(id);
+            let (current, previous) = filter.split_at(GENERATION_BYTES);
+            let hit = |g: &[u8]| bits.iter().all(|&bit| g[bit / 8] & (1 << (bit % 8)) != 0);
+            if hit(current) || hit(previous) {
                 return Seen::Expired;
             }
         }
@@ -113,6 +126,14 @@ impl OpWindow {
                 let filter = self
                     .evicted
                     .get_or_insert_with(|| Box::new([0; BLOOM_BYTES]));
+                let set: u32 = filter[..GENERATION_BYTES]
+                    .iter()
+                    .map(|b| b.count_ones())
+                    .sum();
+                if set >= ROTATE_AT_BITS {
+                    filter.copy_within(0..GENERATION_BYTES, GENERATION_BYTES);
+                    filter[..GENERATION_BYTES].fill(0);
+                }
                 for bit in bloom_bits(&old.id) {
                     filter[bit / 8] |= 1 << (bit % 8);
                 }
@@ -165,6 +186,38 @@ mod tests {
         assert!(!valid_op_id(&"x".repeat(129)));
         assert!(!valid_op_id(""));
         assert!(!valid_op_id("a\nb"));
+    }
+
+    /// However long the epoch, a brand-new id is refused rarely (the filter
+    /// cannot saturate), and the most recently evicted ids are always caught.
+    #[test]
+    fn the_filter_never_saturates() {
+        let mut w = OpWindow::default();
+        let mut evicted = 0;
+        for i in 0..20_000 {
+            w.push(rec(&format!("op-{i}")), 64);
+            evicted = (i + 1usize).saturating_sub(64);
+            if i % 997 == 0 && evicted > 58 {
+                // The last 58 evicted ids are always remembered.
+                for j in (evicted - 58)..evicted {
+                    assert_eq!(
+                        w.seen(&format!("op-{j}")),
+                        Seen::Expired,
+                        "op-{j} after {i}"
+                    );
+                }
+            }
+        }
+        assert!(evicted > 19_000);
+        let fp = (0..20_000)
+            .filter(|i| w.seen(&format!("fresh-{i}")) == Seen::Expired)
+            .count();
+        assert!(
+            fp < 250,
+            "false positives {fp} / 20000 after {evicted} evictions"
+        );
+        // Ids evicted long ago are forgotten (treated as new), as documented.
+        assert_eq!(w.seen("op-100"), Seen::New);
     }
 
     #[test]

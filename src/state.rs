@@ -1,13 +1,15 @@
 //! The persisted state of one resource key, and its versioned wire form.
 //!
-//! Two format versions, both JSON-safe and exact for every u64 (DESIGN R6).
-//! Version 1 is written while a key has no holder and no operation ids (the
-//! common case, and the shipped adapters' fast path); version 2 as soon as it
-//! has either. Decoders read both.
+//! Three format versions, all JSON-safe and exact for every u64 (DESIGN R6).
+//! Version 1 is written while a key has no holder, no operation ids and no
+//! quarantine (the common case, and the shipped adapters' fast path); version
+//! 2 as soon as it has a holder or operation ids; version 3 only while the key
+//! is quarantined (issue 9). Decoders read all three.
 //!
 //! ```json
 //! {"v":1,"mark":"41"}
 //! {"v":2,"mark":"41","holder":"node-a","ops":{"r1":"40","r2":"41"},"evicted":null}
+//! {"v":3,"mark":"41","holder":null,"ops":{},"evicted":null,"quarantine":"41"}
 //! ```
 //!
 //! * `v` — the format version, the number `1` or `2`.
@@ -20,6 +22,12 @@
 //!   first, each mapped to the mark before it was applied (decimal text).
 //! * `evicted` (v2) — `null`, or the Bloom filter of ids pushed out of the
 //!   window in this epoch as 512 lowercase hex digits ([`crate::ops`]).
+//! * `quarantine` (v3) — the quarantine floor as decimal text, or `null`.
+//!   While it is set, every write and establish with an epoch ≤ the floor is
+//!   refused with `QUARANTINED`; the first one above the floor advances the
+//!   mark and lifts it. It never exceeds `mark` (a quarantine raises the mark
+//!   to the floor, never lowers it: R5). A host sets it after a restore or a
+//!   lost state (`gate.quarantine(key, floor)`, `reconcile`, R11).
 //!
 //! Fields appear exactly as listed, in this order; nothing else is allowed.
 //! Anything else — another version, a number `mark`, `"041"`, a missing field,
@@ -31,13 +39,15 @@ use std::collections::VecDeque;
 
 use crate::error::StateError;
 use crate::json::{self, Value};
-use crate::ops::{valid_op_id, OpRecord, OpWindow, BLOOM_BYTES, MAX_WINDOW};
+use crate::ops::{valid_op_id, OpRecord, OpWindow, BLOOM_BYTES, MAX_HOLDER_BYTES, MAX_WINDOW};
 use crate::token::parse_token;
 
 /// The format version written for states with no holder and no operation ids.
 pub const STATE_VERSION: u64 = 1;
 /// The format version written when a state has a holder or operation ids.
 pub const STATE_VERSION_2: u64 = 2;
+/// The format version written while a state is quarantined.
+pub const STATE_VERSION_3: u64 = 3;
 
 /// The decoded state of a resource key.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
@@ -48,6 +58,9 @@ pub struct ResourceState {
     pub holder: Option<String>,
     /// Operation ids applied in the current epoch.
     pub ops: OpWindow,
+    /// The quarantine floor: epochs ≤ it are refused (`QUARANTINED`) until one
+    /// above it is written or established. Always ≤ `mark`.
+    pub quarantine: Option<u64>,
 }
 
 impl ResourceState {
@@ -60,17 +73,42 @@ impl ResourceState {
                 ops: VecDeque::new(),
                 evicted: None,
             },
+            quarantine: None,
         }
+    }
+
+    /// Quarantine (issue 9, R11): the floor becomes `max(floor, mark, old
+    /// floor)` and the mark rises to it (never lowers, R5), so every epoch up
+    /// to the current one is refused until a new owner writes or establishes a
+    /// larger epoch. Returns `false` when nothing changes (already quarantined
+    /// at that floor or above). The holder and operation ids of the current
+    /// epoch are dropped when the mark rises.
+    pub fn quarantine_at(&mut self, floor: u64) -> bool {
+        let floor = floor.max(self.mark).max(self.quarantine.unwrap_or(0));
+        if self.quarantine == Some(floor) && self.mark == floor {
+            return false;
+        }
+        if floor > self.mark {
+            self.mark = floor;
+            self.holder = None;
+            self.ops.clear();
+        }
+        self.quarantine = Some(floor);
+        true
     }
 
     /// The JSON text of this state: format v1 when it has no holder and no
     /// operation ids, v2 otherwise.
     pub fn to_json(&self) -> String {
-        if self.holder.is_none() && self.ops.is_empty() {
+        if self.holder.is_none() && self.ops.is_empty() && self.quarantine.is_none() {
             return format!("{{\"v\":1,\"mark\":\"{}\"}}", self.mark);
         }
         let mut out = String::with_capacity(96);
-        out.push_str("{\"v\":2,\"mark\":\"");
+        out.push_str(if self.quarantine.is_some() {
+            "{\"v\":3,\"mark\":\""
+        } else {
+            "{\"v\":2,\"mark\":\""
+        });
         out.push_str(&self.mark.to_string());
         out.push_str("\",\"holder\":");
         match &self.holder {
@@ -99,11 +137,16 @@ impl ResourceState {
             }
             None => out.push_str("null"),
         }
+        if let Some(floor) = self.quarantine {
+            out.push_str(",\"quarantine\":\"");
+            out.push_str(&floor.to_string());
+            out.push('"');
+        }
         out.push('}');
         out
     }
 
-    /// Decodes the JSON text of format v1 or v2 (see the module docs).
+    /// Decodes the JSON text of format v1, v2 or v3 (see the module docs).
     pub fn from_json(text: &str) -> Result<ResourceState, StateError> {
         let value = json::parse(text)
             .map_err(|e| StateError(format!("state is not JSON of the expected shape: {e}")))?;
@@ -124,9 +167,10 @@ impl ResourceState {
         let expected: &[&str] = match version {
             1 => &["v", "mark"],
             2 => &["v", "mark", "holder", "ops", "evicted"],
+            3 => &["v", "mark", "holder", "ops", "evicted", "quarantine"],
             v => {
                 return Err(StateError(format!(
-                    "unsupported state format version {v} (this build reads versions 1 and 2)"
+                    "unsupported state format version {v} (this build reads versions 1, 2 and 3)"
                 )))
             }
         };
@@ -146,11 +190,11 @@ impl ResourceState {
         }
         state.holder = match it.next() {
             Some(Value::Null) => None,
-            Some(Value::Str(h)) if !h.is_empty() => Some(h),
+            Some(Value::Str(h)) if !h.is_empty() && h.len() <= MAX_HOLDER_BYTES => Some(h),
             _ => {
-                return Err(StateError(
-                    "holder must be null or a non-empty string".to_owned(),
-                ))
+                return Err(StateError(format!(
+                    "holder must be null or a string of 1..={MAX_HOLDER_BYTES} bytes"
+                )))
             }
         };
         match it.next() {
@@ -175,6 +219,21 @@ impl ResourceState {
                     }
                     state.ops.ops.push_back(OpRecord { id, mark_before });
                 }
+                // Within an epoch only its first operation (the advance) can
+                // have a mark before below the mark; JSON object key order may
+                // change in a JS round trip, so the check is order-free.
+                if state
+                    .ops
+                    .ops
+                    .iter()
+                    .filter(|r| r.mark_before < mark)
+                    .count()
+                    > 1
+                {
+                    return Err(StateError(
+                        "more than one operation advanced to the current epoch".to_owned(),
+                    ));
+                }
             }
             _ => {
                 return Err(StateError(
@@ -187,6 +246,30 @@ impl ResourceState {
             Some(Value::Str(hex)) => Some(Box::new(unhex(&hex)?)),
             _ => return Err(StateError("evicted must be null or hex text".to_owned())),
         };
+        if mark == 0 && (state.holder.is_some() || !state.ops.is_empty()) {
+            return Err(StateError(
+                "a state at mark 0 has no holder and no operation ids".to_owned(),
+            ));
+        }
+        if version == 3 {
+            state.quarantine = match it.next() {
+                Some(Value::Null) => None,
+                Some(Value::Str(f)) => {
+                    let floor = decimal(&f, "quarantine")?;
+                    if floor > mark {
+                        return Err(StateError(
+                            "the quarantine floor is above the mark".to_owned(),
+                        ));
+                    }
+                    Some(floor)
+                }
+                _ => {
+                    return Err(StateError(
+                        "quarantine must be null or decimal text".to_owned(),
+                    ))
+                }
+            };
+        }
         Ok(state)
     }
 }
@@ -267,9 +350,37 @@ mod tests {
     }
 
     #[test]
+    fn v3_quarantine_round_trip_and_never_lowers() {
+        let mut s = ResourceState::at(0);
+        assert!(s.quarantine_at(9));
+        assert_eq!(
+            s.to_json(),
+            r#"{"v":3,"mark":"9","holder":null,"ops":{},"evicted":null,"quarantine":"9"}"#
+        );
+        assert_eq!(ResourceState::from_json(&s.to_json()), Ok(s.clone()));
+        assert!(!s.quarantine_at(9));
+        assert!(!s.quarantine_at(3));
+        let mut held = ResourceState::at(50);
+        held.holder = Some("A".to_owned());
+        assert!(held.quarantine_at(40));
+        assert_eq!((held.mark, held.quarantine), (50, Some(50)));
+        assert_eq!(held.holder.as_deref(), Some("A"));
+        let mut big = ResourceState::at(u64::MAX - 1);
+        assert!(big.quarantine_at(u64::MAX));
+        assert_eq!(ResourceState::from_json(&big.to_json()), Ok(big.clone()));
+        let null = r#"{"v":3,"mark":"5","holder":null,"ops":{},"evicted":null,"quarantine":null}"#;
+        assert_eq!(ResourceState::from_json(null), Ok(ResourceState::at(5)));
+    }
+
+    #[test]
     fn damaged_state_is_corrupt_never_empty() {
         for bad in [
+            r#"{"v":4,"mark":"41"}"#,
             r#"{"v":3,"mark":"41"}"#,
+            r#"{"v":3,"mark":"5","holder":null,"ops":{},"evicted":null,"quarantine":"6"}"#,
+            r#"{"v":3,"mark":"5","holder":null,"ops":{},"evicted":null,"quarantine":5}"#,
+            r#"{"v":3,"mark":"5","holder":null,"ops":{},"evicted":null,"quarantine":"05"}"#,
+            r#"{"v":3,"mark":"5","holder":null,"ops":{},"evicted":null}"#,
             r#"{"v":1,"mark":41}"#,
             r#"{"v":1,"mark":"041"}"#,
             r#"{"v":1,"mark":"-1"}"#,
@@ -287,6 +398,8 @@ mod tests {
             r#"{"v":2,"mark":"5","holder":null,"ops":{"a":"1","a":"2"},"evicted":null}"#,
             r#"{"v":2,"mark":"5","holder":null,"ops":{},"evicted":"00"}"#,
             r#"{"v":2,"mark":"5","holder":null,"ops":[],"evicted":null}"#,
+            r#"{"v":2,"mark":"0","holder":"x","ops":{},"evicted":null}"#,
+            r#"{"v":2,"mark":"9","holder":null,"ops":{"a":"8","b":"3"},"evicted":null}"#,
             r#"[]"#,
             r#"null"#,
             r#""""#,

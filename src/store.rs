@@ -158,6 +158,25 @@ impl<K: Hash + Eq, V, S: BuildHasher> MemoryStore<K, V, S> {
         verdict
     }
 
+    /// Quarantine `key` at `floor` (issue 9, [`ResourceState::quarantine_at`]):
+    /// epochs up to `max(floor, mark)` are refused with `QUARANTINED` until a
+    /// larger one is written or established. The mark never lowers. Returns
+    /// `false` when nothing changed.
+    pub fn quarantine<Q>(&mut self, key: &Q, floor: u64) -> bool
+    where
+        K: Borrow<Q>,
+        Q: Hash + Eq + ToOwned<Owned = K> + ?Sized,
+    {
+        if let Some(entry) = self.entries.get_mut(key) {
+            return entry.state.quarantine_at(floor);
+        }
+        let mut state = ResourceState::default();
+        state.quarantine_at(floor);
+        self.entries
+            .insert(key.to_owned(), Entry { state, value: None });
+        true
+    }
+
     /// The mark of `key` (0 = never written).
     pub fn mark<Q>(&self, key: &Q) -> u64
     where
@@ -231,6 +250,22 @@ mod tests {
         assert!(r.get("b").is_none());
         assert_eq!(r.write("a", Ok(6), 1).code, Some(Code::StaleToken));
         assert_eq!(r.get("a").unwrap().value, None);
+    }
+
+    #[test]
+    fn quarantine_keeps_the_value_and_lifts_on_a_new_epoch() {
+        let mut r: MemoryStore<String, u32> = MemoryStore::new(SameEpoch::Allow);
+        r.write("k", Ok(5), 1);
+        assert!(r.quarantine("k", 3));
+        assert!(!r.quarantine("k", 5));
+        assert_eq!(r.mark("k"), 5);
+        assert_eq!(r.write("k", Ok(5), 2).code, Some(Code::Quarantined));
+        assert_eq!(r.get("k").unwrap().value, Some(1));
+        assert_eq!(r.write("k", Ok(6), 3).outcome, Outcome::Advance);
+        assert_eq!(r.get("k").unwrap().state.quarantine, None);
+        assert!(r.quarantine("fresh", 9));
+        assert_eq!(r.establish("fresh", Ok(9)).code, Some(Code::Quarantined));
+        assert_eq!(r.establish("fresh", Ok(10)).outcome, Outcome::Advance);
     }
 
     #[test]

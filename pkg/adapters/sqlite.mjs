@@ -30,6 +30,7 @@ export class SqliteStore {
   #insert;
   #update;
   #run;
+  #busy = false;
   #encode;
   #decode;
 
@@ -80,7 +81,16 @@ export class SqliteStore {
 
   /** Runs `fn(state)` in one IMMEDIATE transaction and writes what it returns (or nothing). */
   transaction(key, fn) {
-    return this.#run.immediate(key, fn);
+    // A callback inside our own transaction (encode/decode, an audit hook)
+    // that writes through a gate again would commit inside this transaction
+    // and then be overwritten by it: refuse it (the gate reports STORE_ERROR).
+    if (this.#busy) throw new Error('SqliteStore: re-entrant fenced write from inside one of its own transactions');
+    this.#busy = true;
+    try {
+      return this.#run.immediate(key, fn);
+    } finally {
+      this.#busy = false;
+    }
   }
 
   /** `{ state, version, value }` of `key` (value `undefined` when none), or null. */

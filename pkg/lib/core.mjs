@@ -5,29 +5,14 @@ import { FencegateError } from './errors.mjs';
 import { ready, initAsync, CODES, lastMarks } from './runtime.mjs';
 import { policyFromOptions, applyWithPolicy, setPolicyCeiling, addPolicyKey, retirePolicyKey } from './signed.mjs';
 import { shape, metaOf, windowOf, auditOf, Observer } from './verdict.mjs';
+import { MAX_U64, canonical, invalid, notReady, checkKey, checkOptions, GATE_OPTIONS } from './common.mjs';
 
 export { FencegateError };
 export { Gate } from './gate.mjs';
 export { Issuer, MemoryHostStore } from './issuer.mjs';
+export { reconcile } from './reconcile.mjs';
 export { mintToken, verifyToken, ed25519PublicKey, features } from './signed.mjs';
 
-const MAX_U64 = 0xffff_ffff_ffff_ffffn;
-const MAX_SAFE = 9007199254740991n;
-
-function notReady() {
-  throw new FencegateError(
-    'NOT_INITIALIZED',
-    "fencegate's WebAssembly module is not loaded yet: call `await init()` first (browser and default entries)",
-  );
-}
-
-function invalid(message, details) {
-  return new FencegateError('INVALID_ARGUMENT', message, details);
-}
-
-function checkKey(key) {
-  if (typeof key !== 'string') throw invalid('a resource key must be a string', { key });
-}
 
 /**
  * Loads the WebAssembly module. Required once before use on the browser and
@@ -40,6 +25,15 @@ export async function init(input) {
 /** Parses header/JSON text with the canonical decimal grammar; throws MISSING_TOKEN / MALFORMED_TOKEN. */
 export function parseToken(text) {
   if (!ready) notReady();
+  // The canonical grammar has at most 20 digits: never copy longer text into Wasm memory.
+  if (typeof text === 'string' && text.length > 20) {
+    try {
+      return wasm.parseToken(text.slice(0, 21)); // always MALFORMED_TOKEN
+    } catch (e) {
+      if (e instanceof FencegateError) e.token = text;
+      throw e;
+    }
+  }
   return wasm.parseToken(text);
 }
 
@@ -70,14 +64,11 @@ export function errorCodes() {
 function policyFlag(options) {
   if (options === undefined || options === null) return false;
   if (typeof options !== 'object') throw invalid('options must be an object', { options });
+  checkOptions(options, GATE_OPTIONS, 'MemoryGate');
   const p = options.sameEpoch;
   if (p === undefined || p === 'allow') return false;
   if (p === 'strict') return true;
   throw invalid(`sameEpoch must be 'allow' or 'strict', got ${String(p)}`, { sameEpoch: p });
-}
-
-function canonical(token) {
-  return typeof token === 'bigint' && token <= MAX_SAFE ? Number(token) : token;
 }
 
 function verdictOf(raw, key, status, token) {
@@ -88,6 +79,15 @@ function verdictOf(raw, key, status, token) {
   const t = code === 'MISSING_TOKEN' || code === 'MALFORMED_TOKEN' ? null : canonical(token);
   return shape(key, status, t, before >= 0 ? before : raw.before_b(), after >= 0 ? after : raw.after_b());
 }
+
+/** Stands in for a freed gate's Wasm object: every use throws INVALID_ARGUMENT. */
+const FREED = new Proxy({}, {
+  get() {
+    return () => {
+      throw invalid('this gate was freed (free() or the end of its `using` block)');
+    };
+  },
+});
 
 /**
  * The embedded gate: one high-water mark and one value per resource key, in
@@ -187,8 +187,10 @@ export class MemoryGate {
   #slow(slot, key, token, meta, write) {
     const raw = this.#raw;
     try {
-      if (meta !== null) wasm.__meta(meta.opId, meta.holder, this.#window);
-      if (this.#policy !== null) return applyWithPolicy(raw, this.#policy, slot, key, token, write);
+      // Policy callbacks (scope, ceiling) run first; the metadata is set right before the decision.
+      const setMeta = meta === null ? null : () => wasm.__meta(meta.opId, meta.holder, this.#window);
+      if (this.#policy !== null) return applyWithPolicy(raw, this.#policy, slot, key, token, write, setMeta);
+      if (setMeta !== null) setMeta();
       const status = write ? raw.write_m(slot, token) : raw.establish_m(slot, token);
       return verdictOf(raw, key, status, token);
     } catch (e) {
@@ -200,6 +202,22 @@ export class MemoryGate {
   /** Counters per outcome and code since the gate was made: `{ total, advance, accept, reject, duplicate, auditErrors, codes }`. */
   counters() {
     return this.#observer.counters();
+  }
+
+  /**
+   * Quarantine (issue 9): raises the mark of `key` to `max(mark, floor)` (never
+   * lowers it) and refuses every write and establish with an epoch ≤ that floor
+   * (`QUARANTINED`) until one above it advances the mark and lifts it. `floor`
+   * is 0 or an epoch. Returns `{ key, ok: true, changed, floor, markBefore, markAfter }`.
+   */
+  quarantine(key, floor) {
+    const slot = this.#slot(key);
+    const raw = this.#raw;
+    const changed = raw.quarantine(slot, floor);
+    const marks = lastMarks();
+    const markBefore = marks[0] >= 0 ? marks[0] : raw.before_b();
+    const markAfter = marks[1] >= 0 ? marks[1] : raw.after_b();
+    return { key, ok: true, changed, floor: markAfter, markBefore, markAfter };
   }
 
   /** The high-water mark of `key` (0 = never written). */
@@ -257,9 +275,11 @@ export class MemoryGate {
 
   /** Releases the gate's WebAssembly memory now (also done by `using`). */
   free() {
+    if (this.#raw === FREED) return; // a second free (or `using` after free) is a no-op
     this.#values = [];
     this.#raw.free();
     if (this.#policy !== null) this.#policy.raw.free();
+    this.#raw = FREED;
   }
 }
 

@@ -22,46 +22,15 @@ import { FencegateError } from './errors.mjs';
 import { ready, CODES } from './runtime.mjs';
 import { policyFromOptions, claimsOf, ceilingOf, addPolicyKey, retirePolicyKey, bounded } from './signed.mjs';
 import { shape, metaOf, windowOf, auditOf, Observer } from './verdict.mjs';
+import { MAX_U64, canonical, invalid, checkReady, checkKey, checkOptions, messageOf, marksCommitUnknown, TIMED_OUT, withTimeout, MAX_TIMER_MS, GATE_OPTIONS } from './common.mjs';
 
-const OUTCOMES = ['advance', 'accept'];
-const MAX_U64 = 0xffff_ffff_ffff_ffffn;
-const MAX_SAFE = 9007199254740991n;
 // Code indexes (status - 2) of the two token codes, whose verdicts carry `token: null`.
 const MISSING = 0;
 const MALFORMED = 1;
 
-function canonical(token) {
-  return typeof token === 'bigint' && token <= MAX_SAFE ? Number(token) : token;
-}
 const DEFAULT_MAX_RETRIES = 8;
 const NONE = Object.freeze({ kind: 'none' });
 const DELETE = Object.freeze({ kind: 'delete' });
-
-function invalid(message, details) {
-  return new FencegateError('INVALID_ARGUMENT', message, details);
-}
-
-function checkReady() {
-  if (!ready) {
-    throw new FencegateError(
-      'NOT_INITIALIZED',
-      "fencegate's WebAssembly module is not loaded yet: call `await init()` first (browser and default entries)",
-    );
-  }
-}
-
-function checkKey(key) {
-  if (typeof key !== 'string') throw invalid('a resource key must be a string', { key });
-}
-
-function messageOf(cause) {
-  if (cause instanceof Error) return cause.message;
-  try {
-    return String(cause);
-  } catch {
-    return 'a non-printable value';
-  }
-}
 
 function storeError(key, callback, cause) {
   return new FencegateError('STORE_ERROR', `host store ${callback}(${JSON.stringify(key)}) failed: ${messageOf(cause)}`, {
@@ -78,25 +47,6 @@ function unknownError(key, callback, cause, why) {
       'retrying the same operation with the same token is safe',
     { key, callback, cause },
   );
-}
-
-function marksCommitUnknown(cause) {
-  return cause !== null && typeof cause === 'object' && cause.commitUnknown === true;
-}
-
-function isThenable(value) {
-  return value !== null && (typeof value === 'object' || typeof value === 'function') && typeof value.then === 'function';
-}
-
-/** Awaits a host callback's result, giving up after `ms` (when set) with a timeout marker. */
-const TIMED_OUT = Symbol('timed out');
-function withTimeout(result, ms) {
-  if (ms === undefined || !isThenable(result)) return result;
-  let timer;
-  const timeout = new Promise((resolve) => {
-    timer = setTimeout(resolve, ms, TIMED_OUT);
-  });
-  return Promise.race([result, timeout]).finally(() => clearTimeout(timer));
 }
 
 function verdictOf(key, d) {
@@ -182,6 +132,17 @@ function decidePolicy(token, flags, { p, scope, ceiling }) {
   };
 }
 
+/** Mark, holder and quarantine floor of the state last decoded by `loadState`. */
+function storedFields() {
+  const m = wasm.__stored_mark_n();
+  const q = wasm.__stored_quarantine_n();
+  return {
+    mark: m >= 0 ? m : wasm.__stored_mark_b(),
+    holder: wasm.__stored_holder() ?? null,
+    quarantine: q === -1 ? null : q >= 0 ? q : wasm.__stored_quarantine_b(),
+  };
+}
+
 /** The stored state of a loaded record: null = no fence record; a record must carry its state. */
 function stateOf(key, record) {
   if (record === null || record === undefined) return null;
@@ -201,6 +162,7 @@ function stateOf(key, record) {
 function parseOptions(options) {
   if (options === undefined || options === null) options = {};
   if (typeof options !== 'object') throw invalid('options must be an object', { options });
+  checkOptions(options, [...GATE_OPTIONS, 'maxRetries', 'commitTimeoutMs'], 'Gate');
   const p = options.sameEpoch;
   if (p !== undefined && p !== 'allow' && p !== 'strict') {
     throw invalid(`sameEpoch must be 'allow' or 'strict', got ${String(p)}`, { sameEpoch: p });
@@ -210,8 +172,8 @@ function parseOptions(options) {
     throw invalid('maxRetries must be a safe integer ≥ 0', { maxRetries });
   }
   const t = options.commitTimeoutMs;
-  if (t !== undefined && !(typeof t === 'number' && t > 0 && Number.isFinite(t))) {
-    throw invalid('commitTimeoutMs must be a positive number of milliseconds', { commitTimeoutMs: t });
+  if (t !== undefined && !(typeof t === 'number' && t > 0 && t <= MAX_TIMER_MS)) {
+    throw invalid(`commitTimeoutMs must be a positive number of milliseconds, at most ${MAX_TIMER_MS}`, { commitTimeoutMs: t });
   }
   return { strict: p === 'strict', maxRetries, commitTimeoutMs: t };
 }
@@ -323,6 +285,101 @@ export class Gate {
   /** The high-water mark of `key` (0 = no fence record). */
   async mark(key) {
     return (await this.read(key)).mark;
+  }
+
+  /**
+   * The fence record of `key` through the host's `load`: `{ key, exists, mark,
+   * holder, quarantine }` (`exists: false` and mark 0 when the key has no
+   * record; `holder` the holder bound to the current epoch or null;
+   * `quarantine` the floor or null). Throws CORRUPT_STATE, STORE_ERROR.
+   */
+  async inspect(key) {
+    checkKey(key);
+    const record = await this.#load(key);
+    const state = stateOf(key, record);
+    loadState(key, state);
+    return { key, exists: state !== null, ...storedFields() };
+  }
+
+  /**
+   * Quarantine (issue 9, after a restore or a lost state): a fenced
+   * maintenance operation that raises the mark to `max(mark, floor)` (never
+   * lowers it) and makes the key refuse every write and establish with an
+   * epoch ≤ that floor (`QUARANTINED`) until one above it arrives, which
+   * advances the mark and lifts the quarantine. `floor` is 0 or an epoch.
+   * Resolves to `{ key, ok: true, changed, floor, markBefore, markAfter }`;
+   * `changed: false` (nothing written) when already quarantined at that floor
+   * or above. Throws CORRUPT_STATE, STORE_ERROR, COMMIT_UNKNOWN,
+   * COMMIT_CONFLICT, INVALID_ARGUMENT.
+   */
+  async quarantine(key, floor) {
+    checkKey(key);
+    return this.#maintain(key, (state) => {
+      loadState(key, state);
+      const text = wasm.__quarantine(floor);
+      const before = wasm.__last_before_n();
+      const after = wasm.__last_after_n();
+      const markBefore = before >= 0 ? before : wasm.__last_before_b();
+      const markAfter = after >= 0 ? after : wasm.__last_after_b();
+      return {
+        result: { key, ok: true, changed: text !== undefined, floor: markAfter, markBefore, markAfter },
+        next: text === undefined ? null : JSON.parse(text),
+      };
+    });
+  }
+
+  /** Runs a maintenance step `fn(state) → { result, next }` under the store's atomicity (no data change). */
+  async #maintain(key, fn) {
+    if (this.#transactional) {
+      let out = null;
+      let ownError = null;
+      let answer;
+      try {
+        answer = await withTimeout(
+          this.#store.transaction(key, (state) => {
+            out = null;
+            ownError = null;
+            try {
+              out = fn(state === undefined ? null : state);
+            } catch (e) {
+              ownError = e;
+              throw e;
+            }
+            return out.next === null ? null : { nextState: out.next, change: NONE };
+          }),
+          this.#commitTimeoutMs,
+        );
+      } catch (cause) {
+        if (ownError !== null) throw ownError;
+        if (marksCommitUnknown(cause)) throw unknownError(key, 'transaction', cause, messageOf(cause));
+        throw storeError(key, 'transaction', cause);
+      }
+      if (answer === TIMED_OUT) throw unknownError(key, 'transaction', undefined, `no answer within ${this.#commitTimeoutMs} ms`);
+      if (ownError !== null) throw ownError;
+      if (out === null) throw storeError(key, 'transaction', new Error('the host transaction returned without calling fn'));
+      return out.result;
+    }
+    for (let attempt = 0; attempt <= this.#maxRetries; attempt++) {
+      const record = await this.#load(key);
+      const out = fn(stateOf(key, record));
+      if (out.next === null) return out.result;
+      const expected = record === null || record === undefined ? null : record.version ?? null;
+      let committed;
+      try {
+        committed = await withTimeout(this.#store.commit(key, expected, out.next, NONE), this.#commitTimeoutMs);
+      } catch (cause) {
+        if (marksCommitUnknown(cause)) throw unknownError(key, 'commit', cause, messageOf(cause));
+        throw storeError(key, 'commit', cause);
+      }
+      if (committed === TIMED_OUT) throw unknownError(key, 'commit', undefined, `no answer within ${this.#commitTimeoutMs} ms`);
+      if (committed === true) return out.result;
+      if (committed !== false) throw unknownError(key, 'commit', undefined, `commit returned ${String(committed)}, not true or false`);
+    }
+    throw new FencegateError(
+      'COMMIT_CONFLICT',
+      `compare-and-set on ${JSON.stringify(key)} conflicted ${this.#maxRetries + 1} times; nothing was written by this call`,
+      { key, attempts: this.#maxRetries + 1 },
+    );
   }
 
   async #load(key) {

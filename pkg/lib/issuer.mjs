@@ -22,50 +22,10 @@
 import * as wasm from '../dist/fencegate.js';
 import { FencegateError } from './errors.mjs';
 import { ready } from './runtime.mjs';
+import { invalid, checkReady, checkOptions, messageOf, marksCommitUnknown, TIMED_OUT, withTimeout, wellFormed, MAX_TIMER_MS } from './common.mjs';
 
 const DEFAULT_MAX_RETRIES = 8;
 const NONE = Object.freeze({ kind: 'none' });
-const TIMED_OUT = Symbol('timed out');
-
-function invalid(message, details) {
-  return new FencegateError('INVALID_ARGUMENT', message, details);
-}
-
-function checkReady() {
-  if (!ready) {
-    throw new FencegateError(
-      'NOT_INITIALIZED',
-      "fencegate's WebAssembly module is not loaded yet: call `await init()` first (browser and default entries)",
-    );
-  }
-}
-
-function messageOf(cause) {
-  if (cause instanceof Error) return cause.message;
-  try {
-    return String(cause);
-  } catch {
-    return 'a non-printable value';
-  }
-}
-
-function isThenable(value) {
-  return value !== null && (typeof value === 'object' || typeof value === 'function') && typeof value.then === 'function';
-}
-
-/** Awaits a host callback's result, giving up after `ms` (when set) with TIMED_OUT. */
-function withTimeout(result, ms) {
-  if (ms === undefined || !isThenable(result)) return result;
-  let timer;
-  const timeout = new Promise((resolve) => {
-    timer = setTimeout(resolve, ms, TIMED_OUT);
-  });
-  return Promise.race([result, timeout]).finally(() => clearTimeout(timer));
-}
-
-function marksCommitUnknown(cause) {
-  return cause !== null && typeof cause === 'object' && cause.commitUnknown === true;
-}
 
 const RETRY_HINT = 'retry acquire with the same requestId: it returns the lease if it was committed, or grants the same next epoch if not';
 
@@ -103,7 +63,7 @@ function stateOf(scope, key, record) {
   return record.state;
 }
 
-const OPS = { acquire: 0, renew: 1, release: 2, raise: 3 };
+const OPS = { acquire: 0, renew: 1, release: 2, raise: 3, raiseRevoking: 4 };
 const KINDS = ['granted', 'held', 'renewed', 'expired', 'released', 'raised'];
 
 /** The stored state as the JSON text the Wasm decoder reads (undefined: no record). */
@@ -147,7 +107,7 @@ function shape(scope, a) {
       result = { ok: true, code: null, scope, released: a[5], epoch: a[1] };
       break;
     default:
-      result = { ok: true, code: null, scope, epochBefore: a[6], epoch: a[1] };
+      result = { ok: true, code: null, scope, epochBefore: a[6], epoch: a[1], revoked: a[5] };
   }
   return { result, nextState: a[7] === null ? null : JSON.parse(a[7]) };
 }
@@ -163,12 +123,18 @@ function step(scope, key, state, op) {
   }
 }
 
+/** The longest scope, holder, request id or lease id accepted, in UTF-16 code units. */
+const MAX_TEXT = 1024;
+
 function checkScope(scope) {
-  if (typeof scope !== 'string' || scope === '') throw invalid('scope must be a non-empty string', { scope });
+  checkString('scope', scope);
 }
 
 function checkString(name, value) {
-  if (typeof value !== 'string' || value === '') throw invalid(`${name} must be a non-empty string`, { [name]: value });
+  // Well-formed (no lone surrogates: UTF-8 in Wasm would make two strings one) and bounded.
+  if (!wellFormed(value) || value === '' || value.length > MAX_TEXT) {
+    throw invalid(`${name} must be a non-empty, well-formed string of at most ${MAX_TEXT} characters`, { [name]: value });
+  }
   return value;
 }
 
@@ -217,6 +183,7 @@ export class MemoryHostStore {
 function parseOptions(options) {
   if (options === undefined || options === null) options = {};
   if (typeof options !== 'object') throw invalid('options must be an object', { options });
+  checkOptions(options, ['epochs', 'keyPrefix', 'maxRetries', 'commitTimeoutMs', 'loadTimeoutMs', 'clock'], 'Issuer');
   const epochs = options.epochs ?? 'number';
   if (epochs !== 'number' && epochs !== 'bigint') {
     throw invalid(`epochs must be 'number' or 'bigint', got ${String(epochs)}`, { epochs });
@@ -229,8 +196,8 @@ function parseOptions(options) {
   }
   for (const name of ['commitTimeoutMs', 'loadTimeoutMs']) {
     const t = options[name];
-    if (t !== undefined && !(typeof t === 'number' && t > 0 && Number.isFinite(t))) {
-      throw invalid(`${name} must be a positive number of milliseconds`, { [name]: t });
+    if (t !== undefined && !(typeof t === 'number' && t > 0 && t <= MAX_TIMER_MS)) {
+      throw invalid(`${name} must be a positive number of milliseconds, at most ${MAX_TIMER_MS}`, { [name]: t });
     }
   }
   const clock = options.clock;
@@ -330,12 +297,18 @@ export class Issuer {
   /**
    * Repair (R11): lifts `scope`'s epoch to at least `atLeast` (e.g. the
    * highest mark its resources accepted) after the issuer state was restored
-   * from an older copy. LEASE_HELD while a lease is live at `now`.
+   * from an older copy. LEASE_HELD while a lease is live at `now` — unless
+   * `revoke: true` and that lease's epoch is ≤ `atLeast`: such a lease was
+   * handed out again by a restored issuer (or is already stale at a resource),
+   * so it is dropped (`revoked: true`) and the next acquisition issues a
+   * larger epoch. `reconcile()` decides when to revoke.
    */
   async raise(args) {
-    const { scope, atLeast, now } = argsObject(args, 'raise');
+    const { scope, atLeast, now, revoke } = argsObject(args, 'raise');
     checkScope(scope);
-    return this.#apply(scope, { code: OPS.raise, arg: '', ttlMs: 0, now: checkMs('now', this.#now(now)), atLeast });
+    if (revoke !== undefined && typeof revoke !== 'boolean') throw invalid('revoke must be a boolean', { revoke });
+    const code = revoke === true ? OPS.raiseRevoking : OPS.raise;
+    return this.#apply(scope, { code, arg: '', ttlMs: 0, now: checkMs('now', this.#now(now)), atLeast });
   }
 
   /** `{ scope, epoch, lease: { leaseId, holder, expiresAt, requestId } | null }` as stored (epoch 0: never acquired). */

@@ -5,6 +5,7 @@ import { shape } from './verdict.mjs';
 import * as wasm from '../dist/fencegate.js';
 import { FencegateError } from './errors.mjs';
 import { ready, CODES, lastMarks } from './runtime.mjs';
+import { invalid, notReady, wellFormed } from './common.mjs';
 
 const MODES = { adopt: 0, 'adopt-within': 1, 'reject-future': 2 };
 const ALGS = [null, 'hmac-sha256', 'ed25519'];
@@ -34,23 +35,8 @@ export function claimsOf(raw) {
   };
 }
 
-function notReady() {
-  throw new FencegateError(
-    'NOT_INITIALIZED',
-    "fencegate's WebAssembly module is not loaded yet: call `await init()` first (browser and default entries)",
-  );
-}
-
-function invalid(message, details) {
-  return new FencegateError('INVALID_ARGUMENT', message, details);
-}
-
 function isBytes(v) {
   return v instanceof Uint8Array;
-}
-
-function wellFormed(s) {
-  return typeof s === 'string' && (typeof s.isWellFormed !== 'function' || s.isWellFormed());
 }
 
 function checkText(value, what) {
@@ -188,14 +174,17 @@ function refreshCeiling(p) {
  * synchronous step. The ceiling and scope callbacks run before Wasm is entered.
  * @internal used by MemoryGate
  */
-export function applyWithPolicy(raw, p, slot, key, token, write) {
+export function applyWithPolicy(raw, p, slot, key, token, write, setMeta = null) {
   refreshCeiling(p);
   let status;
   const number = typeof token === 'number';
-  if (number) status = write ? raw.write_pn(p.raw, slot, token) : raw.establish_pn(p.raw, slot, token);
-  else {
-    const scope = p.scopeOf(key);
+  if (number) {
+    if (setMeta !== null) setMeta();
+    status = write ? raw.write_pn(p.raw, slot, token) : raw.establish_pn(p.raw, slot, token);
+  } else {
+    const scope = p.scopeOf(key); // may call back into user code: before the metadata is set
     const t = bounded(token);
+    if (setMeta !== null) setMeta();
     status = write ? raw.write_p(p.raw, slot, scope, t) : raw.establish_p(p.raw, slot, scope, t);
   }
   const marks = lastMarks();

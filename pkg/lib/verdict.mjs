@@ -1,6 +1,6 @@
 // Verdict shaping and the audit trail, shared by MemoryGate and Gate.
-import { FencegateError } from './errors.mjs';
 import { CODES } from './runtime.mjs';
+import { invalid, wellFormed } from './common.mjs';
 
 /** Statuses from Wasm: 0 advance, 1 accept, 2 + code index reject, 256/257 duplicate of an advance/accept. */
 export const DUPLICATE = 256;
@@ -22,10 +22,6 @@ export function shape(key, status, token, markBefore, markAfter) {
   };
 }
 
-function invalid(message, details) {
-  return new FencegateError('INVALID_ARGUMENT', message, details);
-}
-
 /**
  * Per-operation options `{ opId, holder }` → `{ opId, holder }` or null when
  * neither is given. Contents are checked in Wasm (`__meta`).
@@ -34,8 +30,8 @@ export function metaOf(options) {
   if (options === undefined || options === null) return null;
   if (typeof options !== 'object') throw invalid('operation options must be an object { opId, holder }', { options });
   const { opId, holder } = options;
-  if (opId !== undefined && typeof opId !== 'string') throw invalid('opId must be a string', { opId });
-  if (holder !== undefined && typeof holder !== 'string') throw invalid('holder must be a string', { holder });
+  if (opId !== undefined && !wellFormed(opId)) throw invalid('opId must be a well-formed string', { opId });
+  if (holder !== undefined && !wellFormed(holder)) throw invalid('holder must be a well-formed string', { holder });
   if (opId === undefined && holder === undefined) return null;
   return { opId, holder };
 }

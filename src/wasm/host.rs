@@ -16,15 +16,15 @@
 //! 3. `__last_*` — the verdict's marks; the next state to commit is format v1
 //!    with `mark = markAfter` when the status is < 2, and nothing otherwise.
 
-use std::cell::{Cell, RefCell};
+use std::cell::Cell;
 
 use wasm_bindgen::prelude::*;
 
-use super::{decode_state_js, error, small, token_from_js};
+use super::{decode_state_js, error, floor_from_js, small, token_from_js};
 use crate::decision::{Operation, SameEpoch, Verdict};
 use crate::error::{Code, StateError, TokenError};
 use crate::host::{decide_state, decide_with_state, decode_canonical_text, HostDecision, OpMeta};
-use crate::ops::{valid_op_id, DEFAULT_WINDOW, MAX_WINDOW};
+use crate::ops::{valid_op_id, DEFAULT_WINDOW, MAX_HOLDER_BYTES, MAX_WINDOW};
 use crate::state::ResourceState;
 use crate::token::{epoch_from_f64, epoch_from_u64};
 
@@ -34,12 +34,22 @@ pub(crate) const ESTABLISH: u32 = 1;
 pub(crate) const STRICT: u32 = 2;
 
 thread_local! {
-    static STORED: RefCell<Option<ResourceState>> = const { RefCell::new(None) };
+    static STORED: Cell<Option<ResourceState>> = const { Cell::new(None) };
     static LAST: Cell<Verdict> = const { Cell::new(Verdict::invalid_token(0, &TokenError::Missing)) };
     /// Operation id, holder and window for the next decision (set by `__meta`, cleared after it).
-    static META: RefCell<(Option<String>, Option<String>, usize)> = const { RefCell::new((None, None, DEFAULT_WINDOW)) };
+    static META: Cell<(Option<String>, Option<String>, usize)> = const { Cell::new((None, None, DEFAULT_WINDOW)) };
     /// The next state of the last decision, when it is not plain format v1.
-    static NEXT: RefCell<Option<ResourceState>> = const { RefCell::new(None) };
+    static NEXT: Cell<Option<ResourceState>> = const { Cell::new(None) };
+}
+
+/// Runs `f` on the decoded stored state. The state is taken out of its cell
+/// and put back (no `RefCell` borrow that a trap or a stack overflow inside
+/// could leave held, which would poison every later decision).
+fn with_stored<R>(f: impl FnOnce(Option<&ResourceState>) -> R) -> R {
+    let stored = STORED.with(Cell::take);
+    let r = f(stored.as_ref());
+    STORED.with(|s| s.set(stored));
+    r
 }
 
 fn corrupt(e: &StateError, state: JsValue) -> JsValue {
@@ -58,7 +68,7 @@ pub fn state_text(text: &str) -> Result<(), JsValue> {
             decode_state_js(&value).map_err(|e| corrupt(&e, value))?
         }
     };
-    STORED.with(|s| *s.borrow_mut() = Some(state));
+    STORED.with(|s| s.set(Some(state)));
     Ok(())
 }
 
@@ -67,26 +77,26 @@ pub fn state_text(text: &str) -> Result<(), JsValue> {
 #[wasm_bindgen(js_name = "__state_any")]
 pub fn state_any(value: JsValue) -> Result<(), JsValue> {
     let state = decode_state_js(&value).map_err(|e| corrupt(&e, value))?;
-    STORED.with(|s| *s.borrow_mut() = Some(state));
+    STORED.with(|s| s.set(Some(state)));
     Ok(())
 }
 
 /// The key has no fence record: mark 0.
 #[wasm_bindgen(js_name = "__state_none")]
 pub fn state_none() {
-    STORED.with(|s| *s.borrow_mut() = None);
+    STORED.with(|s| s.set(None));
 }
 
 /// The decoded stored mark, or −1 when above 2^53−1 (then use `__stored_mark_b`).
 #[wasm_bindgen(js_name = "__stored_mark_n")]
 pub fn stored_mark_n() -> f64 {
-    small(STORED.with(|s| s.borrow().as_ref().map_or(0, |s| s.mark)))
+    small(with_stored(|s| s.map_or(0, |s| s.mark)))
 }
 
 /// The decoded stored mark, exactly.
 #[wasm_bindgen(js_name = "__stored_mark_b")]
 pub fn stored_mark_b() -> u64 {
-    STORED.with(|s| s.borrow().as_ref().map_or(0, |s| s.mark))
+    with_stored(|s| s.map_or(0, |s| s.mark))
 }
 
 fn decide(token: Result<u64, TokenError>, flags: u32) -> u32 {
@@ -106,12 +116,12 @@ fn decide(token: Result<u64, TokenError>, flags: u32) -> u32 {
         holder: holder.as_deref(),
         window,
     };
-    let d = STORED.with(|s| decide_state(s.borrow().as_ref(), token, policy, op, &meta));
+    let d = with_stored(|s| decide_state(s, token, policy, op, &meta));
     finish(d)
 }
 
 pub(crate) fn take_meta() -> (Option<String>, Option<String>, usize) {
-    META.with(|m| std::mem::replace(&mut *m.borrow_mut(), (None, None, DEFAULT_WINDOW)))
+    META.with(|m| m.replace((None, None, DEFAULT_WINDOW)))
 }
 
 /// Remembers the decision's verdict (and its next state when it is not plain v1).
@@ -120,8 +130,8 @@ fn finish(d: HostDecision) -> u32 {
     let plain = d
         .next
         .as_ref()
-        .is_none_or(|n| n.holder.is_none() && n.ops.is_empty());
-    NEXT.with(|n| *n.borrow_mut() = if plain { None } else { d.next });
+        .is_none_or(|n| n.holder.is_none() && n.ops.is_empty() && n.quarantine.is_none());
+    NEXT.with(|n| n.set(if plain { None } else { d.next }));
     d.verdict.status()
 }
 
@@ -131,7 +141,7 @@ fn finish(d: HostDecision) -> u32 {
 #[wasm_bindgen(js_name = "__meta")]
 pub fn meta(op_id: Option<String>, holder: Option<String>, window: u32) -> Result<(), JsValue> {
     check_meta(op_id.as_deref(), holder.as_deref(), window)?;
-    META.with(|m| *m.borrow_mut() = (op_id, holder, window as usize));
+    META.with(|m| m.set((op_id, holder, window as usize)));
     Ok(())
 }
 
@@ -150,7 +160,7 @@ pub(crate) fn check_meta(
             ));
         }
     }
-    if holder == Some("") || holder.is_some_and(|h| h.len() > 256) {
+    if holder == Some("") || holder.is_some_and(|h| h.len() > MAX_HOLDER_BYTES) {
         return Err(error(
             Code::InvalidArgument,
             "a holder is 1..=256 bytes of text",
@@ -167,12 +177,55 @@ pub(crate) fn check_meta(
     Ok(())
 }
 
+/// Quarantine of the state decoded by `__state_*` (issue 9): the next state
+/// as JSON text when it changes, `undefined` when it is already quarantined at
+/// that floor or above. The marks before and after are left for `__last_*`.
+/// `floor` is 0 or an epoch; INVALID_ARGUMENT otherwise.
+#[wasm_bindgen(js_name = "__quarantine")]
+pub fn quarantine(floor: JsValue) -> Result<Option<String>, JsValue> {
+    let floor = floor_from_js(&floor)?;
+    let (before, next) = with_stored(|stored| {
+        let mut state = stored.cloned().unwrap_or_default();
+        let before = state.mark;
+        let changed = state.quarantine_at(floor);
+        (before, (changed, state))
+    });
+    let (changed, state) = next;
+    let mut v = Verdict::invalid_token(before, &TokenError::Missing);
+    v.mark_after = state.mark;
+    LAST.with(|l| l.set(v));
+    Ok(changed.then(|| state.to_json()))
+}
+
+/// The decoded stored state's quarantine floor, or −1 when it has none, or
+/// −2 when the floor is above 2^53−1 (then use `__stored_quarantine_b`).
+#[wasm_bindgen(js_name = "__stored_quarantine_n")]
+pub fn stored_quarantine_n() -> f64 {
+    with_stored(|s| match s.and_then(|s| s.quarantine) {
+        None => -1.0,
+        Some(f) if f <= crate::token::MAX_SAFE_INTEGER => f as f64,
+        Some(_) => -2.0,
+    })
+}
+
+/// The decoded stored state's quarantine floor, exactly (0 when none).
+#[wasm_bindgen(js_name = "__stored_quarantine_b")]
+pub fn stored_quarantine_b() -> u64 {
+    with_stored(|s| s.and_then(|s| s.quarantine).unwrap_or(0))
+}
+
+/// The decoded stored state's holder, or `undefined`.
+#[wasm_bindgen(js_name = "__stored_holder")]
+pub fn stored_holder() -> Option<String> {
+    with_stored(|s| s.and_then(|s| s.holder.clone()))
+}
+
 /// The next state of the last decision as JSON text when it is format v2
 /// (a holder or operation ids), `undefined` when it is plain v1 (the caller
 /// then writes `{v: 1, mark: markAfter}`) or when nothing applies.
 #[wasm_bindgen(js_name = "__next_text")]
 pub fn next_text() -> Option<String> {
-    NEXT.with(|n| n.borrow_mut().take()).map(|s| s.to_json())
+    NEXT.with(Cell::take).map(|s| s.to_json())
 }
 
 /// Decides with `check` (given the stored mark) and remembers the verdict, as
@@ -183,15 +236,14 @@ pub(crate) fn decide_with(
     check: impl FnOnce(u64) -> (Verdict, Option<String>),
 ) -> u32 {
     let (op_id, holder, window) = take_meta();
-    let d = STORED.with(|s| {
-        let stored = s.borrow();
-        let (verdict, claimed) = check(stored.as_ref().map_or(0, |s| s.mark));
+    let d = with_stored(|stored| {
+        let (verdict, claimed) = check(stored.map_or(0, |s| s.mark));
         let meta = OpMeta {
             op_id: op_id.as_deref(),
             holder: holder.as_deref().or(claimed.as_deref()),
             window,
         };
-        decide_with_state(stored.as_ref(), verdict, op, &meta)
+        decide_with_state(stored, verdict, op, &meta)
     });
     finish(d)
 }

@@ -17,8 +17,8 @@ use wasm_bindgen::prelude::*;
 use super::{epoch_to_js, error, token_from_js};
 use crate::error::Code;
 use crate::issuer::{
-    acquire, lease_id, ms_from_f64, raise, release, renew, AcquireRequest, EpochLimit, Grant,
-    IssuerError, IssuerResult, IssuerState,
+    acquire, lease_id, ms_from_f64, raise, raise_revoking, release, renew, AcquireRequest,
+    EpochLimit, Grant, IssuerError, IssuerResult, IssuerState,
 };
 
 fn issuer_error(e: &IssuerError, scope: &str) -> JsValue {
@@ -114,13 +114,17 @@ fn row(result: &IssuerResult) -> [JsValue; 7] {
             JsValue::from_bool(*released),
             none(),
         ],
-        IssuerResult::Raised { before, after } => [
+        IssuerResult::Raised {
+            before,
+            after,
+            revoked,
+        } => [
             JsValue::from(RAISED),
             epoch_to_js(*after),
             none(),
             none(),
             none(),
-            JsValue::FALSE,
+            JsValue::from_bool(*revoked),
             epoch_to_js(*before),
         ],
     }
@@ -130,7 +134,8 @@ fn row(result: &IssuerResult) -> [JsValue; 7] {
 ///
 /// * `state`: the stored state as JSON text (`{"v":1,"epoch":"41","lease":…}`),
 ///   or `undefined`/`null` for a scope with no record.
-/// * `op`: 0 acquire, 1 renew, 2 release, 3 raise.
+/// * `op`: 0 acquire, 1 renew, 2 release, 3 raise, 4 raise revoking a live
+///   lease at or below `at_least` (reconcile).
 /// * `arg`: the holder (acquire) or the lease id (renew, release); ignored by raise.
 /// * `ttl_ms`, `now_ms`: host milliseconds (ignored where the operation takes none).
 /// * `request_id`: acquire's request id, or `undefined`.
@@ -139,7 +144,7 @@ fn row(result: &IssuerResult) -> [JsValue; 7] {
 ///
 /// Answers `[kind, epoch, expiresAt, holder, requestId, flag, leaseId|epochBefore, nextState]`:
 /// `kind` 0 granted (flag = replayed), 1 LEASE_HELD, 2 renewed, 3 LEASE_EXPIRED,
-/// 4 released (flag = released), 5 raised; `nextState` is the JSON text to
+/// 4 released (flag = released), 5 raised (flag = revoked); `nextState` is the JSON text to
 /// commit before the result is handed out, or `null` when nothing changes.
 /// Throws INVALID_ARGUMENT, CORRUPT_STATE, EPOCH_OVERFLOW (nothing changes on any).
 #[allow(clippy::too_many_arguments)]
@@ -185,6 +190,12 @@ pub fn issuer_step(
                 IssuerError::InvalidArgument(format!("atLeast must be an epoch: {e}"))
             })?;
             Ok(raise(&decoded, floor, ms("now", now_ms)?))
+        }
+        4 => {
+            let floor = token_from_js(&at_least).map_err(|e| {
+                IssuerError::InvalidArgument(format!("atLeast must be an epoch: {e}"))
+            })?;
+            Ok(raise_revoking(&decoded, floor, ms("now", now_ms)?))
         }
         _ => Err(IssuerError::InvalidArgument(
             "unknown issuer operation".to_owned(),

@@ -183,7 +183,23 @@ pub fn decode_state(value: JsValue) -> Result<JsValue, JsValue> {
             .collect();
         let _ = Reflect::set(&out, &JsValue::from_str("opIds"), &ops);
     }
+    if let Some(floor) = state.quarantine {
+        let _ = Reflect::set(&out, &JsValue::from_str("quarantine"), &epoch_to_js(floor));
+    }
     Ok(out.into())
+}
+
+/// A quarantine floor: 0, or an epoch (number ≤ 2^53−1 or bigint ≤ 2^64−1).
+pub(crate) fn floor_from_js(value: &JsValue) -> Result<u64, JsValue> {
+    match token_from_js(value) {
+        Ok(f) => Ok(f),
+        Err(_) if value.as_f64() == Some(0.0) || *value == 0u64 => Ok(0),
+        Err(e) => Err(error(
+            Code::InvalidArgument,
+            &format!("a quarantine floor must be 0 or an epoch ({e})"),
+            &[("floor", value.clone())],
+        )),
+    }
 }
 
 /// Encodes a mark (a number or bigint ≥ 0) as the persisted wire object
@@ -349,6 +365,24 @@ impl RawMemoryGate {
     /// Whether `slot` has state (some operation was applied to it).
     pub fn has_state(&self, slot: u32) -> bool {
         self.store.get(&slot).is_some()
+    }
+
+    /// Quarantines `slot` at `floor` (a number or bigint ≥ 0): see
+    /// [`MemoryStore::quarantine`]. Returns whether anything changed; the
+    /// marks before and after are in the scratch (`__marksPtr`).
+    pub fn quarantine(&mut self, slot: u32, floor: JsValue) -> Result<bool, JsValue> {
+        let floor = floor_from_js(&floor)?;
+        let before = self.store.mark(&slot);
+        let changed = self.store.quarantine(&slot, floor);
+        let after = self.store.mark(&slot);
+        LAST_MARKS[0].store(small(before).to_bits(), Ordering::Relaxed);
+        LAST_MARKS[1].store(small(after).to_bits(), Ordering::Relaxed);
+        self.last = Verdict {
+            mark_before: before,
+            mark_after: after,
+            ..self.last
+        };
+        Ok(changed)
     }
 
     /// The persisted wire form of `slot`'s state, or `undefined` when it has none.

@@ -284,12 +284,12 @@ test('raise repairs a restored issuer: detection through a lease id above the st
   await assert.rejects(issuer.release({ scope: 's', leaseId: 's#7' }), { code: 'CORRUPT_STATE' });
   // Repair: raise above every epoch a resource has seen (the gate's mark), then acquire.
   assert.deepEqual(await issuer.raise({ scope: 's', atLeast: 7, now: 100 }), {
-    ok: true, code: null, scope: 's', epochBefore: 5, epoch: 7,
+    ok: true, code: null, scope: 's', epochBefore: 5, epoch: 7, revoked: false,
   });
   assert.equal((await issuer.acquire({ scope: 's', holder: 'B', ttlMs: 10, now: 100 })).epoch, 8);
   assert.equal((await issuer.raise({ scope: 's', atLeast: 9, now: 105 })).code, 'LEASE_HELD');
   assert.deepEqual(await issuer.raise({ scope: 's', atLeast: 3, now: 105 }), {
-    ok: true, code: null, scope: 's', epochBefore: 8, epoch: 8,
+    ok: true, code: null, scope: 's', epochBefore: 8, epoch: 8, revoked: false,
   });
 });
 

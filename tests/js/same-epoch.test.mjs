@@ -96,3 +96,18 @@ test('audit trail (Gate): async callback rejections are counted, verdicts unchan
   assert.deepEqual(gate.counters(), { total: 3, advance: 1, accept: 0, reject: 1, duplicate: 1, auditErrors: 1, codes: { STALE_TOKEN: 1 } });
   assert.deepEqual(await gate.read('k'), { mark: 2, value: 'x', hasValue: true });
 });
+
+test('text that UTF-8 cannot carry (lone surrogates) is refused, so two ids, holders or keys never collide', async () => {
+  const g = new MemoryGate();
+  g.establish('k', 5);
+  for (const opts of [{ opId: 'op\uD800' }, { opId: 'op\uDBFF' }, { holder: 'h\uDC00' }]) {
+    assert.throws(() => g.write('k', 5, 'A', opts), { code: 'INVALID_ARGUMENT' }, JSON.stringify(opts));
+  }
+  assert.throws(() => g.write('k\uD800', 5, 'A'), { code: 'INVALID_ARGUMENT' });
+  assert.deepEqual(g.read('k'), { mark: 5, value: undefined, hasValue: false });
+  // Well-formed astral characters are fine.
+  assert.equal(g.write('k', 5, 'B', { opId: 'op\u{1F600}' }).outcome, 'accept');
+  const gate = new Gate(new MemoryHostStore());
+  await assert.rejects(gate.write('k\uDFFF', 1, 'x'), { code: 'INVALID_ARGUMENT' });
+  await assert.rejects(gate.write('k', 1, 'x', { holder: '\uD83D' }), { code: 'INVALID_ARGUMENT' });
+});

@@ -3,8 +3,8 @@
 // the shipped .d.ts) and a Worker in Miniflare (real workerd).
 import { test, before } from 'node:test';
 import assert from 'node:assert/strict';
-import { execFileSync } from 'node:child_process';
-import { mkdtempSync, writeFileSync, readFileSync, mkdirSync, copyFileSync, existsSync } from 'node:fs';
+import { execFileSync, spawnSync } from 'node:child_process';
+import { mkdtempSync, writeFileSync, readFileSync, mkdirSync, copyFileSync, existsSync, symlinkSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join, dirname } from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -41,6 +41,32 @@ out.push(String(g.mark('k')), g.value('k'));
 console.log(JSON.stringify(out));
 `;
 const EXPECTED = '["advance","advance","STALE_TOKEN","accept","MALFORMED_TOKEN","2","d"]';
+
+test('npx fencegate reconcile runs from the installed tarball (issue 9, docs/restore.md)', () => {
+  // The store's client is the caller's dependency: link the dev copy of better-sqlite3 in.
+  if (!existsSync(join(project, 'node_modules/better-sqlite3'))) {
+    symlinkSync(join(root, 'node_modules/better-sqlite3'), join(project, 'node_modules/better-sqlite3'), 'dir');
+  }
+  const npx = (...args) => spawnSync('npx', ['--no-install', 'fencegate', ...args], { cwd: project, encoding: 'utf8' });
+  const help = npx('--help');
+  assert.equal(help.status, 2);
+  assert.match(help.stderr, /^usage: fencegate reconcile/);
+  writeFileSync(join(project, 'seed-db.cjs'), `
+const Database = require('better-sqlite3');
+const db = new Database('app.db');
+db.exec('CREATE TABLE fencegate (key TEXT PRIMARY KEY NOT NULL, state TEXT NOT NULL, value TEXT, version INTEGER NOT NULL) WITHOUT ROWID');
+db.prepare("INSERT INTO fencegate VALUES ('issuer:orders', '{\\"v\\":1,\\"epoch\\":\\"3\\",\\"lease\\":null}', NULL, 1)").run();
+db.prepare("INSERT INTO fencegate VALUES ('orders/1', '{\\"v\\":1,\\"mark\\":\\"7\\"}', '\\"x\\"', 1)").run();
+db.close();
+`);
+  execFileSync('node', ['seed-db.cjs'], { cwd: project });
+  const run = npx('reconcile', '--sqlite', 'app.db', '--scope', 'orders', '--keys', 'orders/1', '--now', '1');
+  assert.equal(run.status, 0, run.stderr);
+  assert.deepEqual(JSON.parse(run.stdout).changes, [
+    { scope: 'orders', target: 'issuer', action: 'raise', epochBefore: 3, epochAfter: 7, revoked: null },
+  ]);
+  assert.equal(JSON.parse(npx('reconcile', '--sqlite', 'app.db', '--scope', 'orders', '--keys', 'orders/1').stdout).changed, false);
+});
 
 test('Node ESM: import { … } from "fencegate"', () => {
   writeFileSync(join(project, 'esm.mjs'), `import { MemoryGate, parseToken, FencegateError } from 'fencegate';\n${SCRIPT_BODY}`);

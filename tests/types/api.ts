@@ -194,3 +194,33 @@ export async function useSameEpoch(): Promise<void> {
   gate.write('k', 5, 'v', { opId: 5 });
   void [n, hc, audit];
 }
+
+import { reconcile, type ReconcileReport, type QuarantineResult, type FenceRecord, type PersistedStateV3 } from 'fencegate';
+
+/** Restores (issue 9, docs/restore.md): quarantine, inspect, raise with revoke, reconcile. */
+export async function useRestore(): Promise<void> {
+  const store = new MemoryHostStore();
+  const issuer = new Issuer(store);
+  const gate = new Gate(store);
+  const q: QuarantineResult = await gate.quarantine('k', 9);
+  const m: QuarantineResult = new MemoryGate().quarantine('k', 0);
+  const rec: FenceRecord = await gate.inspect('k');
+  const floor: Epoch | null = rec.quarantine;
+  const r = await issuer.raise({ scope: 's', atLeast: 9, now: 1, revoke: true });
+  if (r.ok) {
+    const revoked: boolean = r.revoked;
+    void revoked;
+  }
+  const report: ReconcileReport = await reconcile({ issuer, gate, scopes: { s: ['k'] }, now: 2, dryRun: true });
+  for (const c of report.changes) {
+    if (c.target === 'resource' && c.action === 'quarantine') {
+      const f: Epoch = c.floor;
+      void f;
+    }
+  }
+  const v3: PersistedStateV3 = { v: 3, mark: '9', holder: null, ops: {}, evicted: null, quarantine: '9' };
+  const code: RejectCode = 'QUARANTINED';
+  // @ts-expect-error scopes map to arrays of keys
+  await reconcile({ issuer, gate, scopes: { s: 'k' } });
+  void [q, m, floor, v3, code];
+}

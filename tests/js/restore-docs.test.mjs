@@ -1,0 +1,25 @@
+// Runs docs/restore.md's example as printed (the package import pointed at the
+// built package), and checks what it prints.
+import { test } from 'node:test';
+import assert from 'node:assert/strict';
+import { execFileSync } from 'node:child_process';
+import fs from 'node:fs';
+import path from 'node:path';
+import { fileURLToPath } from 'node:url';
+
+const root = path.join(path.dirname(fileURLToPath(import.meta.url)), '..', '..');
+
+test('docs/restore.md example prints what it says', () => {
+  const doc = fs.readFileSync(path.join(root, 'docs/restore.md'), 'utf8');
+  const m = doc.match(/```js\n\/\/ example: restore\n([\s\S]*?)```/);
+  assert.ok(m, 'docs/restore.md has no "example: restore" block');
+  const file = path.join(root, 'build', `restore-doc-${process.pid}.mjs`);
+  fs.mkdirSync(path.dirname(file), { recursive: true });
+  fs.writeFileSync(file, m[1].replace(/from 'fencegate'/g, `from '${path.join(root, 'pkg/node.mjs')}'`));
+  try {
+    const out = execFileSync(process.execPath, [file], { encoding: 'utf8' });
+    assert.equal(out, "41 EPOCH_CONFLICT\naccept\n[ 'issuer raise+revoke 41→41' ]\nfalse\n42\n");
+  } finally {
+    fs.rmSync(file, { force: true });
+  }
+});

@@ -1,0 +1,113 @@
+// Defects found by a fresh-eyes probe of the installed package, each kept as a test.
+import { test } from 'node:test';
+import assert from 'node:assert/strict';
+import { mkdtempSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { createRequire } from 'node:module';
+import { MemoryGate, Gate, Issuer, MemoryHostStore, parseToken, mintToken, FencegateError } from '../../pkg/node.mjs';
+import { SqliteStore } from '../../pkg/adapters/sqlite.mjs';
+
+const Database = createRequire(import.meta.url)('better-sqlite3');
+const isCode = (code) => (e) => e instanceof FencegateError && e.code === code;
+
+test('a misspelled option is INVALID_ARGUMENT, never silently ignored (requiresigned would let a forged 2^63 in)', () => {
+  assert.throws(() => new MemoryGate({ requiresigned: true, keys: { k: new Uint8Array(32) } }), isCode('INVALID_ARGUMENT'));
+  assert.throws(() => new MemoryGate({ sameepoch: 'strict' }), isCode('INVALID_ARGUMENT'));
+  assert.throws(() => new Gate(new MemoryHostStore(), { maxRetry: 3 }), isCode('INVALID_ARGUMENT'));
+  assert.throws(() => new Gate(new MemoryHostStore(), { loadTimeoutMs: 5 }), isCode('INVALID_ARGUMENT'));
+  assert.throws(() => new Issuer(new MemoryHostStore(), { commitTimeout: 5 }), isCode('INVALID_ARGUMENT'));
+  // Every documented option is still accepted.
+  new MemoryGate({ sameEpoch: 'allow', opWindow: 8, onVerdict: () => {}, higherEpoch: { mode: 'adopt' } });
+  new Gate(new MemoryHostStore(), { sameEpoch: 'strict', maxRetries: 2, commitTimeoutMs: 100, opWindow: 4 });
+});
+
+test('timeouts above 2^31−1 ms (which timers fire at once) are INVALID_ARGUMENT', () => {
+  assert.throws(() => new Gate(new MemoryHostStore(), { commitTimeoutMs: 2 ** 31 }), isCode('INVALID_ARGUMENT'));
+  assert.throws(() => new Issuer(new MemoryHostStore(), { loadTimeoutMs: 2 ** 40 }), isCode('INVALID_ARGUMENT'));
+  new Gate(new MemoryHostStore(), { commitTimeoutMs: 2 ** 31 - 1 });
+});
+
+test('a freed gate answers INVALID_ARGUMENT; a second free is a no-op', () => {
+  const g = new MemoryGate();
+  g.write('k', 1, 'v');
+  g.free();
+  g.free();
+  assert.throws(() => g.write('k', 2, 'v'), isCode('INVALID_ARGUMENT'));
+  assert.throws(() => g.mark('k'), isCode('INVALID_ARGUMENT'));
+});
+
+test('parseToken never copies long text into Wasm: 8 MB of digits is MALFORMED_TOKEN with the original text', () => {
+  const text = '1'.repeat(8 << 20);
+  assert.throws(() => parseToken(text), (e) => isCode('MALFORMED_TOKEN')(e) && e.token === text);
+});
+
+test('Issuer: lone-surrogate or oversized holder / scope / requestId is INVALID_ARGUMENT (two holders must never share a lease)', async () => {
+  const issuer = new Issuer();
+  const a = await issuer.acquire({ scope: 's', holder: 'h\uD800', ttlMs: 10, now: 1 }).catch((e) => e);
+  assert.ok(isCode('INVALID_ARGUMENT')(a));
+  for (const args of [{ scope: 's\uDC00', holder: 'h' }, { scope: 's', holder: 'h', requestId: 'r\uD800' }, { scope: 'x'.repeat(1025), holder: 'h' }]) {
+    await assert.rejects(issuer.acquire({ ...args, ttlMs: 10, now: 1 }), isCode('INVALID_ARGUMENT'));
+  }
+  assert.equal((await issuer.current('s')).epoch, 0);
+});
+
+test('SqliteStore: a fenced write from inside its own transaction is refused, so the mark never goes down', async () => {
+  const db = new Database(join(mkdtempSync(join(tmpdir(), 'fg-reentry-')), 'r.db'));
+  let gate;
+  let nested;
+  const store = new SqliteStore(db, {
+    encode: (value) => {
+      if (value === 'outer') nested = gate.write('k', 9, 'nested');
+      return JSON.stringify(value);
+    },
+  });
+  gate = new Gate(store);
+  const outer = await gate.write('k', 5, 'outer');
+  const inner = await nested.then((v) => v, (e) => e);
+  assert.ok(isCode('STORE_ERROR')(inner), String(inner));
+  assert.equal(outer.outcome, 'advance');
+  assert.deepEqual(await gate.read('k'), { mark: 5, value: 'outer', hasValue: true });
+  assert.equal((await gate.write('k', 9, 'later')).outcome, 'advance');
+  db.close();
+});
+
+test('policy callbacks that re-enter the gate cannot take the outer write\'s operation id', () => {
+  const secret = new Uint8Array(32).fill(3);
+  let g;
+  let reenter = true;
+  g = new MemoryGate({
+    keys: { k1: secret },
+    scope: (key) => {
+      if (reenter) { reenter = false; g.write('other', 1, 'nested'); }
+      return key;
+    },
+  });
+  const token = mintToken({ scope: 'k', epoch: 5, leaseId: 'L' }, { kid: 'k1', hmac: secret });
+  assert.equal(g.write('k', token, 'v', { opId: 'op-1' }).outcome, 'advance');
+  assert.deepEqual(g.state('other'), { v: 1, mark: '1' }); // the nested write carried no op id
+  assert.equal(g.write('k', token, 'v again', { opId: 'op-1' }).outcome, 'duplicate');
+  assert.equal(g.value('k'), 'v');
+});
+
+test('a stack overflow inside a host callback does not poison later decisions', async () => {
+  const inner = new MemoryHostStore();
+  let depth = 0;
+  let gate;
+  const store = {
+    transaction(key, fn) {
+      depth++;
+      // Re-enter without bound: the stack overflows somewhere inside the decision.
+      gate.write(key, depth, 'x').catch(() => {});
+      return inner.transaction(key, fn);
+    },
+    load: (key) => inner.load(key),
+  };
+  gate = new Gate(store);
+  await gate.write('k', 1, 'v').then(() => {}, () => {});
+  // A fresh gate on a fresh store still decides correctly.
+  const fresh = new Gate(new MemoryHostStore());
+  assert.equal((await fresh.write('k', 3, 'a')).outcome, 'advance');
+  assert.equal((await fresh.write('k', 2, 'b')).code, 'STALE_TOKEN');
+  assert.deepEqual(await fresh.read('k'), { mark: 3, value: 'a', hasValue: true });
+});
