@@ -36,12 +36,21 @@ const KEYS = Array.from({ length: 16 }, (_, i) => `orders/${i}`);
 const OPS = 20000;
 const ROUNDS = 31;
 
-function run(gate, tokens) {
+const OP_IDS = Array.from({ length: OPS }, (_, i) => ({ opId: `op-${i}` }));
+
+function run(gate, tokens, withOpIds = false) {
   let sink = 0;
   const t0 = process.hrtime.bigint();
-  for (let i = 0; i < OPS; i++) {
-    const v = gate.write(KEYS[i & 15], tokens[i], i);
-    if (v.ok) sink++;
+  if (withOpIds) {
+    for (let i = 0; i < OPS; i++) {
+      const v = gate.write(KEYS[i & 15], tokens[i], i, OP_IDS[i]);
+      if (v.ok) sink++;
+    }
+  } else {
+    for (let i = 0; i < OPS; i++) {
+      const v = gate.write(KEYS[i & 15], tokens[i], i);
+      if (v.ok) sink++;
+    }
   }
   const ns = Number(process.hrtime.bigint() - t0) / OPS;
   if (sink === -1) console.log(sink);
@@ -52,17 +61,21 @@ function run(gate, tokens) {
 const numTokens = Array.from({ length: OPS }, (_, i) => Math.floor(i / 4) + 1 - (i % 8 === 7 ? 3 : 0) || 1);
 const bigTokens = numTokens.map((t) => BigInt(t) + 2n ** 60n);
 
+let audited = 0;
 const cases = [
   ['fencegate number', () => new MemoryGate(), numTokens],
   ['plain JS number', () => new PlainGate(), numTokens],
   ['fencegate bigint', () => new MemoryGate(), bigTokens],
   ['plain JS bigint', () => new PlainGate(), bigTokens],
+  // Issue 6: the same writes with an operation id each, and with an audit callback.
+  ['number + opId', () => new MemoryGate(), numTokens, true],
+  ['number + onVerdict', () => new MemoryGate({ onVerdict: () => { audited++; } }), numTokens],
 ];
 const samples = Object.fromEntries(cases.map(([n]) => [n, []]));
 for (let r = 0; r < ROUNDS; r++) {
-  for (const [name, make, tokens] of cases) {
+  for (const [name, make, tokens, withOpIds] of cases) {
     const gate = make();
-    samples[name].push(run(gate, tokens));
+    samples[name].push(run(gate, tokens, withOpIds));
     gate.free?.();
   }
 }
@@ -72,5 +85,7 @@ console.log(`median ns per write (${OPS} writes x ${ROUNDS - 3} rounds, 16 keys,
 for (const [name] of cases) console.log(`  ${name.padEnd(18)} ${med[name].toFixed(1).padStart(8)} ns`);
 console.log(`  ratio number  fencegate/plain = ${(med['fencegate number'] / med['plain JS number']).toFixed(2)}x`);
 console.log(`  ratio bigint  fencegate/plain = ${(med['fencegate bigint'] / med['plain JS bigint']).toFixed(2)}x`);
+console.log(`  operation ids: ${med['number + opId'].toFixed(1)} ns, ${(med['number + opId'] / med['fencegate number']).toFixed(2)}x the plain fenced write`);
+console.log(`  audit callback: ${med['number + onVerdict'].toFixed(1)} ns, ${(med['number + onVerdict'] / med['fencegate number']).toFixed(2)}x the plain fenced write (${audited} records)`);
 const wasm = readFileSync(new URL('../pkg/dist/fencegate_bg.wasm', import.meta.url));
 console.log(`wasm size: ${wasm.length} bytes raw, ${gzipSync(wasm, { level: 9 }).length} bytes gzip -9`);
