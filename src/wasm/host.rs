@@ -110,18 +110,29 @@ fn decide(token: Result<u64, TokenError>, flags: u32) -> u32 {
     } else {
         Operation::Write
     };
-    let (op_id, holder, window) = take_meta();
-    let meta = OpMeta {
-        op_id: op_id.as_deref(),
-        holder: holder.as_deref(),
-        window,
-    };
-    let d = with_stored(|s| decide_state(s, token, policy, op, &meta));
+    let meta = take_meta();
+    let d = with_stored(|s| decide_state(s, token, policy, op, &meta.view()));
     finish(d)
 }
 
-pub(crate) fn take_meta() -> (Option<String>, Option<String>, usize) {
-    META.with(|m| m.replace((None, None, DEFAULT_WINDOW)))
+/// The operation metadata set by `__meta`, owned; [`TakenMeta::view`] borrows it as [`OpMeta`].
+pub(crate) struct TakenMeta(Option<String>, Option<String>, usize);
+
+impl TakenMeta {
+    /// The metadata as the core's [`OpMeta`].
+    pub(crate) fn view(&self) -> OpMeta<'_> {
+        OpMeta {
+            op_id: self.0.as_deref(),
+            holder: self.1.as_deref(),
+            window: self.2,
+        }
+    }
+}
+
+/// Takes the metadata for this decision, leaving the defaults for the next one.
+pub(crate) fn take_meta() -> TakenMeta {
+    let (op_id, holder, window) = META.with(|m| m.replace((None, None, DEFAULT_WINDOW)));
+    TakenMeta(op_id, holder, window)
 }
 
 /// Remembers the decision's verdict (and its next state when it is not plain v1).
@@ -235,13 +246,12 @@ pub(crate) fn decide_with(
     op: Operation,
     check: impl FnOnce(u64) -> (Verdict, Option<String>),
 ) -> u32 {
-    let (op_id, holder, window) = take_meta();
+    let meta = take_meta();
     let d = with_stored(|stored| {
         let (verdict, claimed) = check(stored.map_or(0, |s| s.mark));
         let meta = OpMeta {
-            op_id: op_id.as_deref(),
-            holder: holder.as_deref().or(claimed.as_deref()),
-            window,
+            holder: meta.view().holder.or(claimed.as_deref()),
+            ..meta.view()
         };
         decide_with_state(stored, verdict, op, &meta)
     });

@@ -16,7 +16,6 @@ use wasm_bindgen::prelude::*;
 
 use crate::decision::{Operation, SameEpoch, Verdict};
 use crate::error::{Code, StateError, TokenError};
-use crate::host::OpMeta;
 use crate::state::ResourceState;
 use crate::store::MemoryStore;
 use crate::token::{epoch_from_f64, epoch_from_u64, parse_token, MAX_SAFE_INTEGER};
@@ -306,16 +305,11 @@ impl RawMemoryGate {
     }
 
     fn apply_m(&mut self, slot: u32, token: &JsValue, op: Operation) -> u32 {
-        let (op_id, holder, window) = host::take_meta();
-        let meta = OpMeta {
-            op_id: op_id.as_deref(),
-            holder: holder.as_deref(),
-            window,
-        };
+        let meta = host::take_meta();
         let value = matches!(op, Operation::Write).then_some(());
         let v = self
             .store
-            .apply(&slot, token_from_js(token), op, value, &meta);
+            .apply(&slot, token_from_js(token), op, value, &meta.view());
         self.done(v)
     }
 

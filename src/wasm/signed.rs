@@ -8,8 +8,6 @@
 
 use wasm_bindgen::prelude::*;
 
-use crate::host::OpMeta;
-
 use super::{epoch_to_js, error, host, token_from_js, RawMemoryGate};
 use crate::decision::{Operation, SameEpoch};
 use crate::error::{Code, TokenError};
@@ -225,10 +223,7 @@ impl RawPolicy {
         let mut token = None;
         let status = host::decide_with(op, |mark| {
             let (v, c) = rp.admit(mark, p, scope, op, ceiling);
-            let holder = c
-                .as_ref()
-                .map(|c| c.lease_id.clone())
-                .filter(|l| !l.is_empty());
+            let holder = lease_holder(&c);
             claims = c;
             token = v.token;
             (v, holder)
@@ -317,27 +312,29 @@ impl RawMemoryGate {
         let mut claims = None;
         let check = |mark| {
             let (v, c) = rp.admit(mark, p, scope, op, ceiling);
-            let holder = c
-                .as_ref()
-                .map(|c| c.lease_id.clone())
-                .filter(|l| !l.is_empty());
+            let holder = lease_holder(&c);
             claims = c;
             (v, holder)
         };
         // The JS wrapper keeps the values: a write's value is stored there when
         // the returned status says it applied (see `RawMemoryGate`). A signed
         // token's lease id is the holder for holder binding (issue 6).
-        let (op_id, holder, window) = host::take_meta();
-        let meta = OpMeta {
-            op_id: op_id.as_deref(),
-            holder: holder.as_deref(),
-            window,
-        };
+        let meta = host::take_meta();
         let value = matches!(op, Operation::Write).then_some(());
-        let verdict = self.store.apply_claimed(&slot, op, value, &meta, check);
+        let verdict = self
+            .store
+            .apply_claimed(&slot, op, value, &meta.view(), check);
         policy.last_claims = claims;
         self.done(verdict)
     }
+}
+
+/// A signed token's lease id, the holder for holder binding (issue 6); none when empty.
+fn lease_holder(claims: &Option<Claims>) -> Option<String> {
+    claims
+        .as_ref()
+        .map(|c| c.lease_id.clone())
+        .filter(|l| !l.is_empty())
 }
 
 #[wasm_bindgen]
