@@ -65,11 +65,15 @@ pub enum Code {
     /// epoch up to its floor is refused until a write or establish with an
     /// epoch above the floor lifts the quarantine (issue 9).
     Quarantined = 22,
+    /// The operation id was already applied in this epoch with a different
+    /// fingerprint: the id was reused for another operation (issue 13; the
+    /// IETF HTTP Idempotency-Key draft answers 422). Nothing is applied.
+    OpIdReused = 23,
 }
 
 impl Code {
     /// Every code, in discriminant order.
-    pub const ALL: [Code; 23] = [
+    pub const ALL: [Code; 24] = [
         Code::MissingToken,
         Code::MalformedToken,
         Code::StaleToken,
@@ -93,6 +97,7 @@ impl Code {
         Code::EpochConflict,
         Code::OpIdExpired,
         Code::Quarantined,
+        Code::OpIdReused,
     ];
 
     /// The stable string JavaScript sees.
@@ -121,6 +126,7 @@ impl Code {
             Code::EpochConflict => "EPOCH_CONFLICT",
             Code::OpIdExpired => "OP_ID_EXPIRED",
             Code::Quarantined => "QUARANTINED",
+            Code::OpIdReused => "OP_ID_REUSED",
         }
     }
 }
