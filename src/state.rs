@@ -132,7 +132,7 @@ impl ResourceState {
         }
         let mut out = String::with_capacity(96);
         out.push_str("{\"v\":4,\"mark\":\"");
-        out.push_str(&self.mark.to_string());
+        push_decimal(&mut out, self.mark);
         out.push_str("\",\"holder\":");
         match &self.holder {
             Some(h) => json::write_str(&mut out, h),
@@ -146,7 +146,7 @@ impl ResourceState {
             out.push('[');
             json::write_str(&mut out, &r.id);
             out.push_str(",\"");
-            out.push_str(&r.mark_before.to_string());
+            push_decimal(&mut out, r.mark_before);
             out.push('"');
             if let Some(fp) = &r.fingerprint {
                 out.push_str(",\"");
@@ -171,7 +171,7 @@ impl ResourceState {
         match self.quarantine {
             Some(floor) => {
                 out.push('"');
-                out.push_str(&floor.to_string());
+                push_decimal(&mut out, floor);
                 out.push('"');
             }
             None => out.push_str("null"),
@@ -186,9 +186,7 @@ impl ResourceState {
         let value = json::parse(text)
             .map_err(|e| StateError(format!("state is not JSON of the expected shape: {e}")))?;
         let Value::Obj(fields) = value else {
-            return Err(StateError(
-                "state must be an object {v, mark, …}".to_owned(),
-            ));
+            return Err(err("state must be an object {v, mark, …}"));
         };
         // The parser refuses duplicate names; here every name must be known.
         let mut slots: [Option<Value>; 6] = Default::default();
@@ -201,11 +199,11 @@ impl ResourceState {
             };
             slots[i] = Some(value);
         }
-        let [v, mark, holder, ops, evicted, quarantine] = slots;
+        let [v, mark, holder, ops, evicted, quarantine] = &slots;
         let version = match v {
-            Some(Value::Int(v)) => v,
-            Some(_) => return Err(StateError("the version v must be a number".to_owned())),
-            None => return Err(StateError("state has no version field v".to_owned())),
+            Some(Value::Int(v)) => *v,
+            Some(_) => return Err(err("the version v must be a number")),
+            None => return Err(err("state has no version field v")),
         };
         let expected = match version {
             1 => FIELDS_V1,
@@ -217,7 +215,7 @@ impl ResourceState {
                 )))
             }
         };
-        let present = [&mark, &holder, &ops, &evicted, &quarantine].map(Option::is_some);
+        let present = [mark, holder, ops, evicted, quarantine].map(Option::is_some);
         for (i, name) in FIELDS_V3.iter().enumerate().skip(1) {
             if present[i - 1] != expected.contains(name) {
                 return Err(StateError(format!(
@@ -227,8 +225,8 @@ impl ResourceState {
             }
         }
         let mark = match mark {
-            Some(Value::Str(m)) => decimal(&m, "mark")?,
-            _ => return Err(StateError("mark must be decimal text".to_owned())),
+            Some(Value::Str(m)) => decimal(m, "mark")?,
+            _ => return Err(err("mark must be decimal text")),
         };
         let mut state = ResourceState::at(mark);
         if version == 1 {
@@ -236,7 +234,7 @@ impl ResourceState {
         }
         state.holder = match holder {
             Some(Value::Null) => None,
-            Some(Value::Str(h)) if !h.is_empty() && h.len() <= MAX_HOLDER_BYTES => Some(h),
+            Some(Value::Str(h)) if !h.is_empty() && h.len() <= MAX_HOLDER_BYTES => Some(h.clone()),
             _ => {
                 return Err(StateError(format!(
                     "holder must be null or a string of 1..={MAX_HOLDER_BYTES} bytes"
@@ -247,15 +245,10 @@ impl ResourceState {
             match (version, ops) {
                 (4, Some(Value::Arr(items))) => ops_v4(items)?,
                 (2 | 3, Some(Value::Obj(members))) => ops_v2(members)?,
-                (4, _) => return Err(StateError(
-                    "ops must be an array of [id, mark before] or [id, mark before, fingerprint]"
-                        .to_owned(),
+                (4, _) => return Err(err(
+                    "ops must be an array of [id, mark before] or [id, mark before, fingerprint]",
                 )),
-                _ => {
-                    return Err(StateError(
-                        "ops must be an object of id → mark before".to_owned(),
-                    ))
-                }
+                _ => return Err(err("ops must be an object of id → mark before")),
             };
         for r in &records {
             if r.mark_before > mark {
@@ -268,9 +261,7 @@ impl ResourceState {
         // Within an epoch only its first operation (the advance) can have a
         // mark before below the mark.
         if records.iter().filter(|r| r.mark_before < mark).count() > 1 {
-            return Err(StateError(
-                "more than one operation advanced to the current epoch".to_owned(),
-            ));
+            return Err(err("more than one operation advanced to the current epoch"));
         }
         state.ops.ops = records;
         match evicted {
@@ -283,63 +274,53 @@ impl ResourceState {
                 state.ops.evicted = Some(Box::new(unhex(hex)?));
                 state.ops.legacy_hash = legacy;
             }
-            _ => return Err(StateError("evicted must be null or hex text".to_owned())),
+            _ => return Err(err("evicted must be null or hex text")),
         }
         if mark == 0 && (state.holder.is_some() || !state.ops.is_empty()) {
-            return Err(StateError(
-                "a state at mark 0 has no holder and no operation ids".to_owned(),
-            ));
+            return Err(err("a state at mark 0 has no holder and no operation ids"));
         }
         state.quarantine = match quarantine {
             None | Some(Value::Null) => None,
             Some(Value::Str(f)) => {
                 let floor = decimal(&f, "quarantine")?;
                 if floor > mark {
-                    return Err(StateError(
-                        "the quarantine floor is above the mark".to_owned(),
-                    ));
+                    return Err(err("the quarantine floor is above the mark"));
                 }
                 Some(floor)
             }
-            _ => {
-                return Err(StateError(
-                    "quarantine must be null or decimal text".to_owned(),
-                ))
-            }
+            _ => return Err(err("quarantine must be null or decimal text")),
         };
         Ok(state)
     }
 }
 
 /// The window of a v4 state: `[[id, before], [id, before, fingerprint], …]`.
-fn ops_v4(items: Vec<Value>) -> Result<VecDeque<OpRecord>, StateError> {
+#[inline(never)]
+fn ops_v4(items: &[Value]) -> Result<VecDeque<OpRecord>, StateError> {
     if items.len() > MAX_WINDOW {
         return Err(StateError(format!("more than {MAX_WINDOW} operation ids")));
     }
     let mut out: VecDeque<OpRecord> = VecDeque::with_capacity(items.len());
     for item in items {
         let bad = || {
-            StateError(
-                "each operation is [id, mark before] or [id, mark before, fingerprint], all text"
-                    .to_owned(),
-            )
+            err("each operation is [id, mark before] or [id, mark before, fingerprint], all text")
         };
         let Value::Arr(parts) = item else {
             return Err(bad());
         };
-        let mut parts = parts.into_iter();
+        let mut parts = parts.iter();
         let (Some(Value::Str(id)), Some(Value::Str(before))) = (parts.next(), parts.next()) else {
             return Err(bad());
         };
         let fingerprint = match parts.next() {
             None => None,
-            Some(Value::Str(fp)) => Some(unhex_n::<FINGERPRINT_BYTES>(&fp, "a fingerprint")?),
+            Some(Value::Str(fp)) => Some(unhex_fingerprint(fp)?),
             Some(_) => return Err(bad()),
         };
         if parts.next().is_some() {
             return Err(bad());
         }
-        let record = op_record(id, &before, fingerprint)?;
+        let record = op_record(id, before, fingerprint)?;
         if out.iter().any(|r| r.id == record.id) {
             return Err(StateError(format!(
                 "operation id {:?} appears twice",
@@ -352,40 +333,49 @@ fn ops_v4(items: Vec<Value>) -> Result<VecDeque<OpRecord>, StateError> {
 }
 
 /// The window of a v2/v3 state: `{id: before, …}`, in text order.
-fn ops_v2(members: Vec<(String, Value)>) -> Result<VecDeque<OpRecord>, StateError> {
+#[inline(never)]
+fn ops_v2(members: &[(String, Value)]) -> Result<VecDeque<OpRecord>, StateError> {
     if members.len() > MAX_WINDOW {
         return Err(StateError(format!("more than {MAX_WINDOW} operation ids")));
     }
     members
-        .into_iter()
+        .iter()
         .map(|(id, before)| match before {
-            Value::Str(before) => op_record(id, &before, None),
-            _ => Err(StateError(
-                "an operation's mark before must be decimal text".to_owned(),
-            )),
+            Value::Str(before) => op_record(id, before, None),
+            _ => Err(err("an operation's mark before must be decimal text")),
         })
         .collect()
 }
 
+#[inline(never)]
 fn op_record(
-    id: String,
+    id: &str,
     before: &str,
     fingerprint: Option<[u8; FINGERPRINT_BYTES]>,
 ) -> Result<OpRecord, StateError> {
-    if !valid_op_id(&id) {
+    if !valid_op_id(id) {
         return Err(StateError(format!(
             "invalid operation id {:?}",
-            cut(&id, 40)
+            cut(id, 40)
         )));
     }
     Ok(OpRecord {
         mark_before: decimal(before, "operation mark before")?,
-        id,
+        id: id.to_owned(),
         fingerprint,
     })
 }
 
+/// A [`StateError`] with a fixed message (kept out of line: the decoder has
+/// many error paths and each would otherwise carry its own copy).
+#[cold]
+#[inline(never)]
+fn err(message: &str) -> StateError {
+    StateError(message.to_owned())
+}
+
 /// At most `max` characters of `text` (error messages never quote long input).
+#[inline(never)]
 pub(crate) fn cut(text: &str, max: usize) -> String {
     match text.char_indices().nth(max) {
         Some((i, _)) => format!("{}…", &text[..i]),
@@ -393,6 +383,25 @@ pub(crate) fn cut(text: &str, max: usize) -> String {
     }
 }
 
+/// Appends `n` in decimal (one out-of-line copy instead of `to_string` inlined per field).
+#[inline(never)]
+fn push_decimal(out: &mut String, mut n: u64) {
+    let mut digits = [0u8; 20];
+    let mut i = digits.len();
+    loop {
+        i -= 1;
+        digits[i] = b'0' + (n % 10) as u8;
+        n /= 10;
+        if n == 0 {
+            break;
+        }
+    }
+    for &d in &digits[i..] {
+        out.push(char::from(d));
+    }
+}
+
+#[inline(never)]
 fn push_hex(out: &mut String, bytes: &[u8]) {
     for b in bytes {
         out.push(char::from(HEX[usize::from(b >> 4)]));
@@ -403,26 +412,38 @@ fn push_hex(out: &mut String, bytes: &[u8]) {
 const HEX: &[u8; 16] = b"0123456789abcdef";
 
 fn unhex(text: &str) -> Result<[u8; BLOOM_BYTES], StateError> {
-    unhex_n::<BLOOM_BYTES>(text, "evicted")
+    let mut out = [0u8; BLOOM_BYTES];
+    unhex_into(text, &mut out, "evicted")?;
+    Ok(out)
 }
 
-fn unhex_n<const N: usize>(text: &str, what: &str) -> Result<[u8; N], StateError> {
+fn unhex_fingerprint(text: &str) -> Result<[u8; FINGERPRINT_BYTES], StateError> {
+    let mut out = [0u8; FINGERPRINT_BYTES];
+    unhex_into(text, &mut out, "a fingerprint")?;
+    Ok(out)
+}
+
+#[inline(never)]
+fn unhex_into(text: &str, out: &mut [u8], what: &str) -> Result<(), StateError> {
     let bytes = text.as_bytes();
-    if bytes.len() != N * 2 {
-        return Err(StateError(format!("{what} must be {} hex digits", N * 2)));
+    if bytes.len() != out.len() * 2 {
+        return Err(StateError(format!(
+            "{what} must be {} hex digits",
+            out.len() * 2
+        )));
     }
-    let mut out = [0u8; N];
-    for (i, pair) in bytes.chunks_exact(2).enumerate() {
+    for (o, pair) in out.iter_mut().zip(bytes.chunks_exact(2)) {
         let digit = |c: u8| match c {
             b'0'..=b'9' => Ok(c - b'0'),
             b'a'..=b'f' => Ok(c - b'a' + 10),
             _ => Err(StateError(format!("{what} must be lowercase hex"))),
         };
-        out[i] = (digit(pair[0])? << 4) | digit(pair[1])?;
+        *o = (digit(pair[0])? << 4) | digit(pair[1])?;
     }
-    Ok(out)
+    Ok(())
 }
 
+#[inline(never)]
 fn decimal(text: &str, what: &str) -> Result<u64, StateError> {
     if text == "0" {
         return Ok(0);

@@ -38,9 +38,54 @@ export function wellFormed(s) {
   return typeof s === 'string' && (typeof s.isWellFormed !== 'function' || s.isWellFormed());
 }
 
-/** Throws INVALID_ARGUMENT unless `key` is a well-formed string. */
+/**
+ * The longest resource key, in UTF-8 bytes: the longest signed-token scope
+ * (a key is its own default scope), and short enough for every shipped
+ * store's index (PostgreSQL's btree refuses rows above about 2,700 bytes).
+ */
+export const MAX_KEY_BYTES = 512;
+
+/** The UTF-8 length of a well-formed string, counted up to `limit + 1`. */
+export function utf8Length(s, limit) {
+  let n = 0;
+  for (let i = 0; i < s.length && n <= limit; i++) {
+    const c = s.charCodeAt(i);
+    if (c < 0x80) n += 1;
+    else if (c < 0x800) n += 2;
+    else if (c >= 0xd800 && c <= 0xdbff) {
+      n += 4; // a surrogate pair (well-formed: the low half follows)
+      i++;
+    } else n += 3;
+  }
+  return n;
+}
+
+/** At most `max` characters of `s` for an error message (never whole long input). */
+export function cut(s, max = 40) {
+  if (s.length <= max) return s;
+  const end = s.charCodeAt(max - 1) >= 0xd800 && s.charCodeAt(max - 1) <= 0xdbff ? max - 1 : max;
+  return `${s.slice(0, end)}…`;
+}
+
+/**
+ * Throws INVALID_ARGUMENT unless `key` is a well-formed string of at most
+ * MAX_KEY_BYTES UTF-8 bytes. A long key is not quoted whole: the message and
+ * `key` carry its first 40 characters, `keyBytes` its length.
+ */
 export function checkKey(key) {
-  if (!wellFormed(key)) throw invalid('a resource key must be a well-formed string (no lone surrogates)', { key });
+  if (!wellFormed(key)) {
+    throw invalid('a resource key must be a well-formed string (no lone surrogates)', { key: typeof key === 'string' ? cut(key) : key });
+  }
+  // ≤ 170 UTF-16 units is ≤ 510 bytes: no need to count.
+  if (key.length > MAX_KEY_BYTES / 3) {
+    const bytes = key.length > MAX_KEY_BYTES ? key.length : utf8Length(key, MAX_KEY_BYTES);
+    if (bytes > MAX_KEY_BYTES) {
+      throw invalid(
+        `a resource key is at most ${MAX_KEY_BYTES} UTF-8 bytes; ${JSON.stringify(cut(key))} is ${key.length > MAX_KEY_BYTES ? 'longer' : bytes + ' bytes'}`,
+        { key: cut(key), keyBytes: utf8Length(key, Infinity) },
+      );
+    }
+  }
 }
 
 /** A printable message for any thrown value (its toString may throw too). */

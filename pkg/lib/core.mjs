@@ -188,13 +188,13 @@ export class MemoryGate {
     const raw = this.#raw;
     try {
       // Policy callbacks (scope, ceiling) run first; the metadata is set right before the decision.
-      const setMeta = meta === null ? null : () => wasm.__meta(meta.opId, meta.holder, this.#window);
+      const setMeta = meta === null ? null : () => wasm.__meta(meta.opId, meta.holder, this.#window, meta.fingerprint);
       if (this.#policy !== null) return applyWithPolicy(raw, this.#policy, slot, key, token, write, setMeta);
       if (setMeta !== null) setMeta();
       const status = write ? raw.write_m(slot, token) : raw.establish_m(slot, token);
       return verdictOf(raw, key, status, token);
     } catch (e) {
-      wasm.__meta(undefined, undefined, 64); // never leave metadata for a later decision
+      wasm.__meta(undefined, undefined, 64, undefined); // never leave metadata for a later decision
       throw e;
     }
   }

@@ -82,13 +82,13 @@ function loadState(key, state) {
 function decide(key, state, token, establish, strict, policy, meta, window) {
   loadState(key, state);
   const flags = (establish ? 1 : 0) | (strict ? 2 : 0);
-  if (meta !== null) wasm.__meta(meta.opId, meta.holder, window);
+  if (meta !== null) wasm.__meta(meta.opId, meta.holder, window, meta.fingerprint);
   let status;
   if (policy !== null) {
     try {
       return decidePolicy(token, flags, policy);
     } catch (e) {
-      wasm.__meta(undefined, undefined, 64); // never leave metadata for a later decision
+      wasm.__meta(undefined, undefined, 64, undefined); // never leave metadata for a later decision
       throw e;
     }
   }

@@ -22,7 +22,7 @@
 import * as wasm from '../dist/fencegate.js';
 import { FencegateError } from './errors.mjs';
 import { ready } from './runtime.mjs';
-import { invalid, checkReady, checkOptions, messageOf, marksCommitUnknown, TIMED_OUT, withTimeout, wellFormed, MAX_TIMER_MS } from './common.mjs';
+import { invalid, checkReady, checkOptions, messageOf, marksCommitUnknown, TIMED_OUT, withTimeout, wellFormed, MAX_TIMER_MS, MAX_KEY_BYTES, utf8Length, cut } from './common.mjs';
 
 const DEFAULT_MAX_RETRIES = 8;
 const NONE = Object.freeze({ kind: 'none' });
@@ -126,7 +126,17 @@ function step(scope, key, state, op) {
 /** The longest scope, holder, request id or lease id accepted, in UTF-16 code units. */
 const MAX_TEXT = 1024;
 
+/**
+ * A scope is at most MAX_KEY_BYTES (512) UTF-8 bytes: the signed-token scope
+ * limit, and the resource-key limit (the default scope of a gate is the key).
+ */
 function checkScope(scope) {
+  if (wellFormed(scope) && scope.length > MAX_KEY_BYTES / 3 && utf8Length(scope, MAX_KEY_BYTES) > MAX_KEY_BYTES) {
+    throw invalid(`a scope is at most ${MAX_KEY_BYTES} UTF-8 bytes; ${JSON.stringify(cut(scope))} is longer`, {
+      scope: cut(scope),
+      scopeBytes: utf8Length(scope, Infinity),
+    });
+  }
   checkString('scope', scope);
 }
 

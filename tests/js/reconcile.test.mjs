@@ -15,9 +15,9 @@ const require = createRequire(import.meta.url);
 const CLI = new URL('../../pkg/bin/fencegate.mjs', import.meta.url).pathname;
 const T = 1_700_000_000_000;
 
-test('QUARANTINED is the last code', () => {
-  assert.equal(errorCodes().at(-1), 'QUARANTINED');
-  assert.equal(errorCodes().length, 23);
+test('QUARANTINED and OP_ID_REUSED (issue 13) are the last codes', () => {
+  assert.deepEqual(errorCodes().slice(-2), ['QUARANTINED', 'OP_ID_REUSED']);
+  assert.equal(errorCodes().length, 24);
 });
 
 test('MemoryGate.quarantine: never lowers, refuses up to the floor, lifted by a larger epoch; bigint floors', () => {
@@ -25,7 +25,7 @@ test('MemoryGate.quarantine: never lowers, refuses up to the floor, lifted by a 
   g.write('k', 50, 'v50', { holder: 'A' });
   assert.deepEqual(g.quarantine('k', 40), { key: 'k', ok: true, changed: true, floor: 50, markBefore: 50, markAfter: 50 });
   assert.deepEqual(g.quarantine('k', 50), { key: 'k', ok: true, changed: false, floor: 50, markBefore: 50, markAfter: 50 });
-  assert.deepEqual(g.state('k'), { v: 3, mark: '50', holder: 'A', ops: {}, evicted: null, quarantine: '50' });
+  assert.deepEqual(g.state('k'), { v: 4, mark: '50', holder: 'A', ops: [], evicted: null, quarantine: '50' });
   assert.deepEqual(g.write('k', 50, 'x', { holder: 'A' }), { key: 'k', ok: false, outcome: 'reject', code: 'QUARANTINED', token: 50, markBefore: 50, markAfter: 50 });
   assert.equal(g.write('k', 49, 'x').code, 'QUARANTINED');
   assert.equal(g.write('k', undefined, 'x').code, 'MISSING_TOKEN');
@@ -54,7 +54,7 @@ test('Gate.quarantine commits only the fence state, keeps the value; inspect sho
   assert.equal((await gate.quarantine('k', 8)).changed, false);
   assert.equal(store.load('k').version, version); // nothing written
   assert.deepEqual(await gate.read('k'), { mark: 9, value: 'seven', hasValue: true });
-  assert.deepEqual(JSON.parse(store.load('k').state), { v: 3, mark: '9', holder: null, ops: {}, evicted: null, quarantine: '9' });
+  assert.deepEqual(JSON.parse(store.load('k').state), { v: 4, mark: '9', holder: null, ops: [], evicted: null, quarantine: '9' });
   assert.equal((await gate.delete('k', 9)).code, 'QUARANTINED');
   assert.equal((await gate.write('k', 10, 'ten', { holder: 'B' })).outcome, 'advance');
   assert.deepEqual(await gate.inspect('k'), { key: 'k', exists: true, mark: 10, holder: 'B', quarantine: null });

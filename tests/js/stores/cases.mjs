@@ -233,7 +233,7 @@ export const CASES = {
     const landed = new Gate(wrap(t.store, { [name]: async (...a) => { commits++; await real(...a); throw lost; } }));
     await expectError(landed.write(k, 5, 'v5', { opId: 'r1' }), 'COMMIT_UNKNOWN');
     const after = await t.raw(k);
-    assert.deepEqual(after, { state: '{"v":2,"mark":"5","holder":null,"ops":{"r1":"4"},"evicted":null}', value: '"v5"' });
+    assert.deepEqual(after, { state: '{"v":4,"mark":"5","holder":null,"ops":[["r1","4"]],"evicted":null,"quarantine":null}', value: '"v5"' });
     const retry = await gate.write(k, 5, 'v5', { opId: 'r1' });
     assert.deepEqual(retry, { key: k, ok: true, outcome: 'duplicate', code: null, original: 'advance', token: 5, markBefore: 5, markAfter: 5 });
     assert.deepEqual(await t.raw(k), after); // the duplicate wrote nothing
