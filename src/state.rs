@@ -282,7 +282,7 @@ impl ResourceState {
         state.quarantine = match quarantine {
             None | Some(Value::Null) => None,
             Some(Value::Str(f)) => {
-                let floor = decimal(&f, "quarantine")?;
+                let floor = decimal(f, "quarantine")?;
                 if floor > mark {
                     return Err(err("the quarantine floor is above the mark"));
                 }

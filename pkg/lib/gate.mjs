@@ -55,7 +55,7 @@ function verdictOf(key, d) {
   return v;
 }
 
-/** The next state to commit after a decision that applies: format v2 text from Wasm when the key has a holder or operation ids, else v1. */
+/** The next state to commit after a decision that applies: format v4 text from Wasm when the key has a holder, operation ids or a quarantine, else v1. */
 function nextState(status, markAfter) {
   if (status >= 2) return null;
   const text = wasm.__next_text();

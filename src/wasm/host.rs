@@ -256,7 +256,7 @@ pub fn stored_holder() -> Option<String> {
     with_stored(|s| s.and_then(|s| s.holder.clone()))
 }
 
-/// The next state of the last decision as JSON text when it is format v2
+/// The next state of the last decision as JSON text when it is format v4
 /// (a holder or operation ids), `undefined` when it is plain v1 (the caller
 /// then writes `{v: 1, mark: markAfter}`) or when nothing applies.
 #[wasm_bindgen(js_name = "__next_text")]
