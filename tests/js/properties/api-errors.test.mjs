@@ -152,7 +152,7 @@ test('property 1: arbitrary arguments to every public call give only FencegateEr
         await normalOperationsWork(s);
       },
     ),
-    params(3000),
+    params(6000),
   );
   assert.equal(seen.size, CALLS.length, 'every call was tried');
 });
