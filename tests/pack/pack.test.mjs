@@ -60,12 +60,12 @@ db.prepare("INSERT INTO fencegate VALUES ('orders/1', '{\\"v\\":1,\\"mark\\":\\"
 db.close();
 `);
   execFileSync('node', ['seed-db.cjs'], { cwd: project });
-  const run = npx('reconcile', '--sqlite', 'app.db', '--scope', 'orders', '--keys', 'orders/1', '--now', '1');
+  const run = npx('reconcile', '--sqlite', 'app.db', '--scope', 'orders', '--key', 'orders/1', '--now', '1');
   assert.equal(run.status, 0, run.stderr);
   assert.deepEqual(JSON.parse(run.stdout).changes, [
     { scope: 'orders', target: 'issuer', action: 'raise', epochBefore: 3, epochAfter: 7, revoked: null },
   ]);
-  assert.equal(JSON.parse(npx('reconcile', '--sqlite', 'app.db', '--scope', 'orders', '--keys', 'orders/1').stdout).changed, false);
+  assert.equal(JSON.parse(npx('reconcile', '--sqlite', 'app.db', '--scope', 'orders', '--key', 'orders/1').stdout).changed, false);
 });
 
 test('Node ESM: import { … } from "fencegate"', () => {
