@@ -14,7 +14,7 @@
 //! fmix64 avalanche step): an id found there answers `OP_ID_EXPIRED` ("dedup
 //! state expired: it may already have been applied") instead of being applied
 //! as new. The current generation takes evicted ids until 175 of its bits are
-//! set (about 64 ids, at least 59); then it becomes the previous generation
+//! set (about 64 ids, at least 58); then it becomes the previous generation
 //! and the old previous one is dropped. So at least the last 58 evicted ids
 //! (usually 64–128) are never mistaken for new, ids evicted longer ago are
 //! forgotten, and the chance that a genuinely new id is refused stays below
