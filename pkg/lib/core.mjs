@@ -11,6 +11,7 @@ export { FencegateError };
 export { Gate } from './gate.mjs';
 export { Issuer, MemoryHostStore } from './issuer.mjs';
 export { reconcile } from './reconcile.mjs';
+export { valueCodec, jsonCodec } from './codec.mjs';
 export { mintToken, verifyToken, ed25519PublicKey, features } from './signed.mjs';
 
 
