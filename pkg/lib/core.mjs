@@ -94,6 +94,7 @@ const FREED = new Proxy({}, {
  * The embedded gate: one high-water mark and one value per resource key, in
  * memory, checked and changed in one step. Rejections return a verdict and
  * change nothing; bad arguments other than the token throw INVALID_ARGUMENT.
+ * Values are kept by reference: no codec, no copy (docs/stores.md "Values").
  * Keys are interned to integer slots here so the hot path passes no strings.
  */
 export class MemoryGate {
