@@ -5,7 +5,7 @@ import { FencegateError } from './errors.mjs';
 import { ready, initAsync, CODES, lastMarks } from './runtime.mjs';
 import { policyFromOptions, applyWithPolicy, setPolicyCeiling, addPolicyKey, retirePolicyKey } from './signed.mjs';
 import { shape, metaOf, windowOf, auditOf, Observer } from './verdict.mjs';
-import { MAX_U64, canonical, invalid, notReady, checkKey, checkOptions, GATE_OPTIONS } from './common.mjs';
+import { MAX_U64, canonical, invalid, notReady, checkKey, checkOptions, GATE_OPTIONS, describe, stateTextOf, checkStateText } from './common.mjs';
 
 export { FencegateError };
 export { Gate } from './gate.mjs';
@@ -47,7 +47,15 @@ export function toToken(value) {
 /** Decodes persisted state (object or JSON text) to `{ mark }`; throws CORRUPT_STATE. */
 export function decodeState(state) {
   if (!ready) notReady();
-  return wasm.decodeState(state);
+  if (typeof state === 'string') return wasm.decodeState(checkStateText(state, 'the state'));
+  if (state === null || (typeof state !== 'object' && typeof state !== 'function')) return wasm.decodeState(state);
+  // The object form is read field by field (see stateTextOf), then decoded like text.
+  try {
+    return wasm.decodeState(stateTextOf(state, 'the state'));
+  } catch (e) {
+    if (e instanceof FencegateError) e.state = state;
+    throw e;
+  }
 }
 
 /** Encodes a mark as the persisted wire object `{ v: 1, mark: "<decimal>" }`. */
@@ -69,7 +77,7 @@ function policyFlag(options) {
   const p = options.sameEpoch;
   if (p === undefined || p === 'allow') return false;
   if (p === 'strict') return true;
-  throw invalid(`sameEpoch must be 'allow' or 'strict', got ${String(p)}`, { sameEpoch: p });
+  throw invalid(`sameEpoch must be 'allow' or 'strict', got ${describe(p)}`, { sameEpoch: p });
 }
 
 function verdictOf(raw, key, status, token) {

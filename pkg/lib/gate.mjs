@@ -22,7 +22,7 @@ import { FencegateError } from './errors.mjs';
 import { ready, CODES } from './runtime.mjs';
 import { policyFromOptions, claimsOf, ceilingOf, addPolicyKey, retirePolicyKey, bounded } from './signed.mjs';
 import { shape, metaOf, windowOf, auditOf, Observer } from './verdict.mjs';
-import { MAX_U64, canonical, invalid, checkReady, checkKey, checkOptions, messageOf, marksCommitUnknown, TIMED_OUT, withTimeout, MAX_TIMER_MS, GATE_OPTIONS } from './common.mjs';
+import { MAX_U64, canonical, invalid, checkReady, checkKey, checkOptions, messageOf, marksCommitUnknown, TIMED_OUT, withTimeout, MAX_TIMER_MS, GATE_OPTIONS, describe, listOf, stateTextOf, checkStateText } from './common.mjs';
 
 // Code indexes (status - 2) of the two token codes, whose verdicts carry `token: null`.
 const MISSING = 0;
@@ -111,12 +111,27 @@ function nextState(status, markAfter) {
   return text === undefined ? { v: 1, mark: String(markAfter) } : JSON.parse(text);
 }
 
-/** Decodes stored state in Wasm (null = no record) and remembers its mark there; throws CORRUPT_STATE. */
+/**
+ * Decodes stored state in Wasm (null = no record) and remembers its mark there;
+ * throws CORRUPT_STATE. Text goes to the decoder as is (lone surrogates
+ * refused: Wasm would see them altered); the object form is first read field by
+ * field into JSON text by `stateTextOf` (no JSON.stringify: NaN, undefined
+ * members and toJSON are refused, not silently changed), so both forms meet the
+ * same decoder.
+ */
 function loadState(key, state) {
   try {
     if (state === null) wasm.__state_none();
-    else if (typeof state === 'string') wasm.__state_text(state);
-    else wasm.__state_any(state);
+    else if (typeof state === 'string') wasm.__state_text(checkStateText(state, `the stored state of ${JSON.stringify(key)}`, { key }));
+    else if (typeof state === 'object' || typeof state === 'function') {
+      const text = stateTextOf(state, `the stored state of ${JSON.stringify(key)}`, { key });
+      try {
+        wasm.__state_text(text);
+      } catch (e) {
+        if (e instanceof FencegateError) e.state = state; // the value the store gave, not our text of it
+        throw e;
+      }
+    } else wasm.__state_any(state);
   } catch (e) {
     if (e instanceof FencegateError && e.key === undefined) e.key = key;
     throw e;
@@ -214,7 +229,7 @@ function parseOptions(options) {
   checkOptions(options, [...GATE_OPTIONS, 'maxRetries', 'commitTimeoutMs'], 'Gate');
   const p = options.sameEpoch;
   if (p !== undefined && p !== 'allow' && p !== 'strict') {
-    throw invalid(`sameEpoch must be 'allow' or 'strict', got ${String(p)}`, { sameEpoch: p });
+    throw invalid(`sameEpoch must be 'allow' or 'strict', got ${describe(p)}`, { sameEpoch: p });
   }
   const maxRetries = options.maxRetries ?? DEFAULT_MAX_RETRIES;
   if (!Number.isSafeInteger(maxRetries) || maxRetries < 0) {
@@ -299,10 +314,11 @@ export class Gate {
 
   /** Fenced delete of several keys, one after another; each key is fenced on its own. */
   async deleteMany(keys, token) {
-    if (!Array.isArray(keys)) throw invalid('keys must be an array of strings', { keys });
-    keys.forEach(checkKey);
+    // Every key is checked (holes of a sparse array included) before the first
+    // delete, and the checked copy is what is used.
+    const list = listOf(keys, 'keys', checkKey);
     const verdicts = [];
-    for (const key of keys) verdicts.push(await this.#run(key, token, false, DELETE, null, 'delete'));
+    for (const key of list) verdicts.push(await this.#run(key, token, false, DELETE, null, 'delete'));
     return verdicts;
   }
 
@@ -430,7 +446,7 @@ export class Gate {
       }
       if (committed === TIMED_OUT) throw unknownError(key, 'commit', undefined, `no answer within ${this.#commitTimeoutMs} ms`);
       if (committed === true) return out.result;
-      if (committed !== false) throw unknownError(key, 'commit', undefined, `commit returned ${String(committed)}, not true or false`);
+      if (committed !== false) throw unknownError(key, 'commit', undefined, `commit returned ${describe(committed)}, not true or false`);
     }
     throw new FencegateError(
       'COMMIT_CONFLICT',
@@ -496,7 +512,7 @@ export class Gate {
       if (committed !== false) {
         // Never treat anything but `true` as success; but a commit that answered
         // something else may have written, so it is not a plain failure either.
-        throw unknownError(key, 'commit', undefined, `commit returned ${String(committed)}, not true or false`);
+        throw unknownError(key, 'commit', undefined, `commit returned ${describe(committed)}, not true or false`);
       }
     }
     throw new FencegateError(

@@ -129,7 +129,7 @@ test('fencegate reconcile (CLI) on a SQLite file: dry run, run, run again', { sk
     await gate.write('orders/2', 2, 'two');
     db.close();
     const cli = (...args) =>
-      JSON.parse(execFileSync(process.execPath, [CLI, 'reconcile', '--sqlite', file, '--scope', 'orders', '--keys', 'orders/1,orders/2', '--now', String(T), ...args], { encoding: 'utf8' }));
+      JSON.parse(execFileSync(process.execPath, [CLI, 'reconcile', '--sqlite', file, '--scope', 'orders', '--key', 'orders/1', '--key', 'orders/2', '--now', String(T), ...args], { encoding: 'utf8' }));
     const dry = cli('--dry-run');
     assert.equal(dry.dryRun, true);
     const expected = [
@@ -147,14 +147,14 @@ test('fencegate reconcile (CLI) on a SQLite file: dry run, run, run again', { sk
     // Usage errors exit 2; a missing file exits 1 with a JSON error.
     assert.equal(spawnSync(process.execPath, [CLI, 'reconcile', '--sqlite', file, '--scope', 'orders']).status, 2);
     assert.equal(spawnSync(process.execPath, [CLI, 'frobnicate']).status, 2);
-    const missing = spawnSync(process.execPath, [CLI, 'reconcile', '--sqlite', path.join(dir, 'nope.db'), '--scope', 's', '--keys', 'k'], { encoding: 'utf8' });
+    const missing = spawnSync(process.execPath, [CLI, 'reconcile', '--sqlite', path.join(dir, 'nope.db'), '--scope', 's', '--key', 'k'], { encoding: 'utf8' });
     assert.equal(missing.status, 1);
     assert.match(JSON.parse(missing.stderr).error.message, /nope\.db|unable to open/i);
     // A corrupt record: the report lists it and the exit status is 3.
     const db2 = new Database(file);
     db2.prepare("INSERT INTO fencegate (key, state, value, version) VALUES ('orders/3', '{\"v\":7}', NULL, 1)").run();
     db2.close();
-    const corrupt = spawnSync(process.execPath, [CLI, 'reconcile', '--sqlite', file, '--scope', 'orders', '--keys', 'orders/3', '--now', String(T)], { encoding: 'utf8' });
+    const corrupt = spawnSync(process.execPath, [CLI, 'reconcile', '--sqlite', file, '--scope', 'orders', '--key', 'orders/3', '--now', String(T)], { encoding: 'utf8' });
     assert.equal(corrupt.status, 3);
     assert.deepEqual(JSON.parse(corrupt.stdout).scopes[0].errors.map((e) => [e.key, e.code]), [['orders/3', 'CORRUPT_STATE']]);
   } finally {
@@ -209,7 +209,7 @@ for (const service of services) {
       await gate.establish('a', 7n, { holder: 'A' });
       await gate.establish('b', 2n);
       const cli = () => {
-        const r = spawnSync(process.execPath, [CLI, 'reconcile', ...s.args, '--scope', 'jobs', '--keys', 'a,b', '--now', String(T)], { encoding: 'utf8' });
+        const r = spawnSync(process.execPath, [CLI, 'reconcile', ...s.args, '--scope', 'jobs', '--key', 'a', '--key', 'b', '--now', String(T)], { encoding: 'utf8' });
         assert.equal(r.status, 0, r.stderr);
         return JSON.parse(r.stdout);
       };
