@@ -36,6 +36,8 @@ function storeError(scope, key, callback, cause) {
     key,
     callback,
     cause,
+    // a store that refuses to run (the Redis eviction check) says why
+    ...(cause instanceof FencegateError && cause.code === 'STORE_ERROR' && cause.reason !== undefined ? { reason: cause.reason } : {}),
   });
 }
 

@@ -8,7 +8,7 @@ import { describe, test, before, after } from 'node:test';
 import assert from 'node:assert/strict';
 import { spawn, spawnSync } from 'node:child_process';
 import { createServer } from 'node:net';
-import { Gate, FencegateError } from '../../../pkg/node.mjs';
+import { Gate, Issuer, FencegateError } from '../../../pkg/node.mjs';
 import { RedisStore, SAFE_EVICTION_POLICIES } from '../../../pkg/adapters/redis.mjs';
 import { REQUIRE_SERVICES } from './targets.mjs';
 
@@ -87,6 +87,9 @@ describe('RedisStore and the eviction policy (a real redis-server, maxmemory 4mb
     await expectStoreError(store.commit('k', null, { v: 1, mark: '9' }, { kind: 'none' }), 'EVICTION_POLICY');
     assert.equal(await redis.exists(store.redisKey('k')), 0);
     await expectStoreError(store.checkEvictionPolicy(), 'EVICTION_POLICY');
+    // the issuer's records are fence records too: an evicted one would hand out an epoch again
+    await expectStoreError(new Issuer(new RedisStore(redis)).acquire({ scope: 's', holder: 'a', ttlMs: 1000, now: 1 }), 'EVICTION_POLICY');
+    assert.equal(await redis.dbsize(), 0);
     for (const policy of ['allkeys-lfu', 'allkeys-random']) {
       await redis.config('SET', 'maxmemory-policy', policy);
       const err = await expectStoreError(new Gate(new RedisStore(redis)).establish('k', 9), 'EVICTION_POLICY');
