@@ -11,7 +11,8 @@ import { join } from 'node:path';
 import { Gate, FencegateError } from '../../../pkg/node.mjs';
 import { PostgresStore } from '../../../pkg/adapters/postgres.mjs';
 import { SqliteStore } from '../../../pkg/adapters/sqlite.mjs';
-import { PG_URL, openSqlite, uniqueKey } from './targets.mjs';
+import { RedisStore } from '../../../pkg/adapters/redis.mjs';
+import { PG_URL, REDIS_URL, openSqlite, redisClient, uniqueKey } from './targets.mjs';
 
 const WRITERS = 8;
 const WRITES = 40;
@@ -196,7 +197,7 @@ describe('SQLite: SQLITE_BUSY and SQLITE_LOCKED classes are transaction conflict
     const file = join(dir, 'busy.db');
     const holder = openSqlite(file);
     const Database = (await import('better-sqlite3')).default;
-    const db = new Database(file, { timeout: 0 });
+    const db = new Database(file, { timeout: 1 });
     try {
       const store = new SqliteStore(db);
       const gate = new Gate(store, { maxRetries: 2 });
@@ -233,6 +234,115 @@ describe('SQLite: SQLITE_BUSY and SQLITE_LOCKED classes are transaction conflict
       const retried = /^SQLITE_(BUSY|LOCKED)/.test(code);
       assert.equal(e.code, retried ? 'COMMIT_CONFLICT' : 'STORE_ERROR', code);
       assert.equal(calls, retried ? 4 : 1, code);
+    }
+  });
+});
+
+// The same race on SQLite: 8 threads, each with its own connection and a short
+// busy timeout (1 ms), so SQLITE_BUSY can surface (in some runs) and is then
+// retried by the gate; the held-lock test above makes it surface every time.
+const SQLITE_WRITER = `
+const { parentPort, workerData: { file, w, writers, writes, pkg } } = require('node:worker_threads');
+(async () => {
+  const { Gate } = await import(pkg + '/node.mjs');
+  const { SqliteStore } = await import(pkg + '/adapters/sqlite.mjs');
+  const Database = require(${JSON.stringify(new URL('../../../node_modules/better-sqlite3', import.meta.url).pathname)});
+  const db = new Database(file, { timeout: 1 });
+  const store = new SqliteStore(db, { createTable: false });
+  let busy = 0;
+  const counted = {
+    transaction: (k, fn) => {
+      try {
+        return store.transaction(k, fn);
+      } catch (e) {
+        if (e.conflict) busy++;
+        throw e;
+      }
+    },
+    load: (k) => store.load(k),
+    encodeValue: (v) => store.encodeValue(v),
+  };
+  const gate = new Gate(counted, { maxRetries: 64 });
+  const out = { advance: 0, reject: 0, errors: [], busy: 0 };
+  for (let i = 0; i < writes; i++) {
+    const epoch = i * writers + w + 1;
+    try {
+      const v = await gate.write('k', epoch, { w, i });
+      out[v.outcome]++;
+      if (v.outcome === 'reject' && (v.code !== 'STALE_TOKEN' || !(v.markBefore > epoch))) out.errors.push('bad reject ' + JSON.stringify(v));
+    } catch (e) {
+      out.errors.push(e.code + ': ' + e.message);
+    }
+  }
+  out.busy = busy;
+  db.close();
+  parentPort.postMessage(out);
+})();
+`;
+
+describe('SQLite and Redis: the same 8 writers × 40 writes on one key', () => {
+  test('SQLite, 8 threads with a 1 ms busy timeout: no STORE_ERROR, exact final mark and value', async () => {
+    const { Worker } = await import('node:worker_threads');
+    const dir = mkdtempSync(join(tmpdir(), 'fg-race-'));
+    const file = join(dir, 'race.db');
+    const setup = openSqlite(file);
+    new SqliteStore(setup); // the table, before the race
+    try {
+      const pkg = new URL('../../../pkg', import.meta.url).href;
+      const results = await Promise.all(
+        Array.from({ length: WRITERS }, (_, w) =>
+          new Promise((resolve, reject) => {
+            const worker = new Worker(SQLITE_WRITER, { eval: true, workerData: { file, w, writers: WRITERS, writes: WRITES, pkg } });
+            worker.once('message', resolve);
+            worker.once('error', reject);
+          }),
+        ),
+      );
+      assert.deepEqual(results.flatMap((r) => r.errors), []);
+      assert.equal(results.reduce((n, r) => n + r.advance + r.reject, 0), WRITERS * WRITES);
+      assert.deepEqual(await new Gate(new SqliteStore(setup)).read('k'), { mark: WRITERS * WRITES, value: { w: WRITERS - 1, i: WRITES - 1 }, hasValue: true });
+      console.log(`# sqlite: ${results.reduce((n, r) => n + r.advance, 0)} advance, ${results.reduce((n, r) => n + r.busy, 0)} SQLITE_BUSY retried`);
+    } finally {
+      setup.close();
+      rmSync(dir, { recursive: true, force: true });
+    }
+  });
+
+  test('Redis, 8 clients: every lost compare-and-set is retried; no STORE_ERROR, exact final mark and value', { skip: !REDIS_URL && 'FENCEGATE_REDIS_URL is not set' }, async () => {
+    const clients = await Promise.all(Array.from({ length: WRITERS }, () => redisClient()));
+    try {
+      const prefix = `${uniqueKey('race')}:`;
+      const errors = [];
+      let conflicts = 0;
+      const writer = async (w) => {
+        const store = new RedisStore(clients[w], { prefix });
+        const counted = {
+          load: (k) => store.load(k),
+          commit: async (...args) => {
+            const ok = await store.commit(...args);
+            if (!ok) conflicts++;
+            return ok;
+          },
+          encodeValue: (v) => store.encodeValue(v),
+        };
+        const gate = new Gate(counted, { maxRetries: 64 });
+        for (let i = 0; i < WRITES; i++) {
+          const epoch = i * WRITERS + w + 1;
+          try {
+            const v = await gate.write('k', epoch, { w, i });
+            if (v.outcome === 'reject') assert.ok(v.code === 'STALE_TOKEN' && v.markBefore > epoch);
+            else assert.equal(v.markAfter, epoch);
+          } catch (e) {
+            errors.push(`${e.code}: ${e.message}`);
+          }
+        }
+      };
+      await Promise.all(Array.from({ length: WRITERS }, (_, w) => writer(w)));
+      assert.deepEqual(errors, []);
+      assert.deepEqual(await new Gate(new RedisStore(clients[0], { prefix })).read('k'), { mark: WRITERS * WRITES, value: { w: WRITERS - 1, i: WRITES - 1 }, hasValue: true });
+      console.log(`# redis: ${conflicts} lost compare-and-sets retried`);
+    } finally {
+      for (const c of clients) c.disconnect();
     }
   });
 });
