@@ -197,7 +197,7 @@ describe('SQLite: SQLITE_BUSY and SQLITE_LOCKED classes are transaction conflict
     const file = join(dir, 'busy.db');
     const holder = openSqlite(file);
     const Database = (await import('better-sqlite3')).default;
-    const db = new Database(file, { timeout: 1 });
+    const db = new Database(file, { timeout: 0 });
     try {
       const store = new SqliteStore(db);
       const gate = new Gate(store, { maxRetries: 2 });
