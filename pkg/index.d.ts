@@ -427,7 +427,9 @@ export interface Reading<V = unknown> {
 
 /**
  * The embedded in-memory gate: one high-water mark and one value per resource
- * key, checked and changed in one step. Holds WebAssembly memory: call
+ * key, checked and changed in one step. Values are kept by reference (no copy,
+ * no codec): `value(key)` returns the object written, and mutating it later
+ * changes what the gate holds. Holds WebAssembly memory: call
  * `free()` (or `using`) when done with a short-lived gate.
  * @throws FencegateError NOT_INITIALIZED before `init()`; INVALID_ARGUMENT for bad options.
  */
@@ -485,9 +487,46 @@ export class MemoryGate<V = unknown> {
 /**
  * A data change committed together with the next fence state:
  * `set` stores `value`; `delete` clears the value and keeps the fence record;
- * `none` (establish) changes only the state.
+ * `none` (establish) changes only the state. On a store with
+ * {@link CasStore.encodeValue}, a `set` also carries `encoded`: the value's
+ * text as `encodeValue` gave it before the store was touched; store that text.
  */
-export type Change<V = unknown> = { kind: 'set'; value: V } | { kind: 'delete' } | { kind: 'none' };
+export type Change<V = unknown> = { kind: 'set'; value: V; encoded?: string } | { kind: 'delete' } | { kind: 'none' };
+
+/**
+ * A value codec (docs/stores.md "Values"). The contract: `decode(encode(v))`
+ * is identical to `v` (same types, prototypes, members and order; `-0`, NaN,
+ * holes and `undefined` members included), or `encode` throws: a refusal,
+ * which the gate reports as INVALID_ARGUMENT with nothing written. `encode`
+ * is synchronous and deterministic, returns a string, and reads `v` without
+ * changing it; `decode` never throws for text its `encode` wrote.
+ */
+export interface ValueCodec<V = unknown> {
+  encode(value: V): string;
+  decode(text: string): V;
+}
+
+/**
+ * The default codec of the SQLite, Redis and PostgreSQL stores: plain JSON
+ * text for a value JSON keeps exactly (the text the stores wrote before), else
+ * `devalue:` + devalue text (Map, Set, Date, BigInt, NaN, ±Infinity, -0,
+ * `undefined` members, sparse arrays, RegExp, typed arrays, null-prototype
+ * objects, shared references and cycles). Refused, with INVALID_ARGUMENT and
+ * `path` (e.g. `value.items[3].run`): functions, symbols, symbol-keyed members,
+ * class instances (subclasses of Map, Array… included), Errors, promises,
+ * named properties on arrays, own properties on a Map/Set/Date/RegExp.
+ * `decode` reads both forms (and all JSON text written before).
+ */
+export const valueCodec: ValueCodec<any> & { readonly name: 'default codec' };
+
+/**
+ * Strict JSON: stores plain JSON text for a value JSON keeps exactly and
+ * refuses anything JSON would change (Map, Set, Date, BigInt, NaN, ±Infinity,
+ * -0, `undefined` members, sparse arrays, cycles, `toJSON`, …) with
+ * INVALID_ARGUMENT and `path`; keeps a queryable JSON column. Shared
+ * references are stored as equal copies. `decode` also reads `devalue:` text.
+ */
+export const jsonCodec: ValueCodec<any> & { readonly name: 'JSON codec' };
 
 /** What a host store's `load` returns for a key that has a record. */
 export interface StoredRecord<V = unknown> {
@@ -514,6 +553,12 @@ type MaybePromise<T> = T | Promise<T>;
 export interface CasStore<V = unknown> {
   load(key: string): MaybePromise<StoredRecord<V> | null | undefined>;
   commit(key: string, expectedVersion: unknown, nextState: PersistedState, change: Change<V>): MaybePromise<boolean>;
+  /**
+   * Optional, synchronous: the stored text of a value (its codec's `encode`).
+   * The gate calls it before touching the store; a throw refuses the write
+   * (INVALID_ARGUMENT, nothing written) and the text rides in `change.encoded`.
+   */
+  encodeValue?(value: V): string;
 }
 
 /** What the function handed to a transaction store returns: null = rejected, write nothing. */
@@ -527,9 +572,25 @@ export type TransactionResult<V = unknown> = { nextState: PersistedState; change
  * `load` is optional and used by `read()`.
  */
 export interface TransactionStore<V = unknown> {
+  /**
+   * Throw an error with `conflict: true` when the transaction did not commit
+   * and may simply run again (SQLITE_BUSY, a serialization failure): the gate
+   * retries it up to `maxRetries` times, then answers COMMIT_CONFLICT.
+   */
   transaction(key: string, fn: (state: PersistedState | string | null) => TransactionResult<V>): MaybePromise<unknown>;
   load?(key: string): MaybePromise<StoredRecord<V> | null | undefined>;
+  /** Optional, synchronous: see {@link CasStore.encodeValue}. */
+  encodeValue?(value: V): string;
 }
+
+/**
+ * `error.reason` of a STORE_ERROR thrown by a store that refuses to run:
+ * `EVICTION_POLICY` (Redis `maxmemory-policy` may evict fence records;
+ * `error.policy`), `EVICTION_POLICY_UNKNOWN` (the policy cannot be read, e.g.
+ * CONFIG GET not permitted). Both are lifted only by the store's explicit
+ * opt-in (`allowEviction: true`).
+ */
+export type StoreErrorReason = 'EVICTION_POLICY' | 'EVICTION_POLICY_UNKNOWN';
 
 /** A host store: either callback shape. */
 export type HostStore<V = unknown> = CasStore<V> | TransactionStore<V>;
@@ -549,10 +610,12 @@ export interface HostGateOptions extends GateOptions {
  * returns a Promise. A rejection resolves to a verdict and writes nothing.
  *
  * @throws FencegateError CORRUPT_STATE (stored state does not decode; nothing
- * written), STORE_ERROR (a callback threw; `cause`, `callback`), COMMIT_UNKNOWN
+ * written), STORE_ERROR (a callback threw; `cause`, `callback`; a store that
+ * refuses to run sets `reason`, see {@link StoreErrorReason}), COMMIT_UNKNOWN
  * (the host may have committed; retry the same operation with the same token),
- * COMMIT_CONFLICT (compare-and-set lost `maxRetries + 1` times; `attempts`),
- * INVALID_ARGUMENT, NOT_INITIALIZED.
+ * COMMIT_CONFLICT (compare-and-set lost, or a transaction conflicted,
+ * `maxRetries + 1` times; `attempts`), INVALID_ARGUMENT (also: a value the
+ * store's codec refuses, with `path`; nothing written), NOT_INITIALIZED.
  */
 export class Gate<V = unknown> {
   constructor(store: HostStore<V>, options?: HostGateOptions);
@@ -767,7 +830,9 @@ export class Issuer {
  * An in-memory host store, compare-and-set shape, for one process (not
  * durable): the default store of `new Issuer()`, and one a {@link Gate} can
  * share with an issuer (issuer records are `issuer:<scope>`, gate records the
- * resource keys).
+ * resource keys). Values are kept by reference, with no codec and no copy:
+ * `read()` gives back the very object written, and a later mutation of it by
+ * the caller is seen. Fence states are kept as JSON text.
  */
 export class MemoryHostStore<V = unknown> implements CasStore<V> {
   load(key: string): StoredRecord<V> | null;

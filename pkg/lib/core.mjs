@@ -11,6 +11,7 @@ export { FencegateError };
 export { Gate } from './gate.mjs';
 export { Issuer, MemoryHostStore } from './issuer.mjs';
 export { reconcile } from './reconcile.mjs';
+export { valueCodec, jsonCodec } from './codec.mjs';
 export { mintToken, verifyToken, ed25519PublicKey, features } from './signed.mjs';
 
 
@@ -101,6 +102,7 @@ const FREED = new Proxy({}, {
  * The embedded gate: one high-water mark and one value per resource key, in
  * memory, checked and changed in one step. Rejections return a verdict and
  * change nothing; bad arguments other than the token throw INVALID_ARGUMENT.
+ * Values are kept by reference: no codec, no copy (docs/stores.md "Values").
  * Keys are interned to integer slots here so the hot path passes no strings.
  */
 export class MemoryGate {

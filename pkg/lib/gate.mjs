@@ -40,6 +40,55 @@ function storeError(key, callback, cause) {
   });
 }
 
+/**
+ * A coded error a store callback threw on purpose, passed on as it is: a value
+ * its codec refused (INVALID_ARGUMENT, nothing written) or a store that refuses
+ * to run (STORE_ERROR with a `reason`, e.g. a Redis eviction policy).
+ */
+function ownStoreError(key, callback, cause) {
+  if (!(cause instanceof FencegateError) || (cause.code !== 'INVALID_ARGUMENT' && cause.code !== 'STORE_ERROR')) return null;
+  if (cause.key === undefined) cause.key = key;
+  if (cause.code === 'STORE_ERROR' && cause.callback === undefined) cause.callback = callback;
+  return cause;
+}
+
+/**
+ * The change of a write: `{ kind: 'set', value }`, plus `encoded` (the value's
+ * stored text) when the store encodes values itself (`encodeValue`, the
+ * shipped adapters). Encoding first refuses a value the codec cannot keep
+ * exactly before the store is touched: INVALID_ARGUMENT with a path, nothing written.
+ */
+function setChange(store, key, value) {
+  if (typeof store.encodeValue !== 'function') return { kind: 'set', value };
+  let encoded;
+  try {
+    encoded = store.encodeValue(value);
+  } catch (e) {
+    if (e instanceof FencegateError) {
+      if (e.key === undefined) e.key = key;
+      throw e;
+    }
+    throw invalid(`value: the store's encode refused it: ${messageOf(e)}`, { key, cause: e });
+  }
+  if (typeof encoded !== 'string') {
+    throw invalid(`value: the store's encode must return a string, got ${typeof encoded}`, { key });
+  }
+  return { kind: 'set', value, encoded };
+}
+
+/** Whether a host error says the transaction did not commit and may simply be run again (`{ conflict: true }`). */
+function marksConflict(cause) {
+  return cause !== null && typeof cause === 'object' && cause.conflict === true;
+}
+
+function conflictError(key, attempts, cause) {
+  return new FencegateError(
+    'COMMIT_CONFLICT',
+    `the host transaction on ${JSON.stringify(key)} conflicted ${attempts} times (${messageOf(cause)}); nothing was written by this call`,
+    { key, attempts, cause },
+  );
+}
+
 function unknownError(key, callback, cause, why) {
   return new FencegateError(
     'COMMIT_UNKNOWN',
@@ -244,7 +293,8 @@ export class Gate {
   async write(key, token, value, options) {
     checkKey(key);
     if (value === undefined) throw invalid('value must not be undefined; use delete() to clear a value', { key });
-    return this.#run(key, token, false, { kind: 'set', value }, metaOf(options), 'write');
+    const meta = metaOf(options);
+    return this.#run(key, token, false, setChange(this.#store, key, value), meta, 'write');
   }
 
   /** Raises the mark to `token` with no data change (a new owner's barrier). */
@@ -350,25 +400,32 @@ export class Gate {
       let out = null;
       let ownError = null;
       let answer;
-      try {
-        answer = await withTimeout(
-          this.#store.transaction(key, (state) => {
-            out = null;
-            ownError = null;
-            try {
-              out = fn(state === undefined ? null : state);
-            } catch (e) {
-              ownError = e;
-              throw e;
-            }
-            return out.next === null ? null : { nextState: out.next, change: NONE };
-          }),
-          this.#commitTimeoutMs,
-        );
-      } catch (cause) {
-        if (ownError !== null) throw ownError;
-        if (marksCommitUnknown(cause)) throw unknownError(key, 'transaction', cause, messageOf(cause));
-        throw storeError(key, 'transaction', cause);
+      for (let attempt = 0; ; attempt++) {
+        try {
+          answer = await withTimeout(
+            this.#store.transaction(key, (state) => {
+              out = null;
+              ownError = null;
+              try {
+                out = fn(state === undefined ? null : state);
+              } catch (e) {
+                ownError = e;
+                throw e;
+              }
+              return out.next === null ? null : { nextState: out.next, change: NONE };
+            }),
+            this.#commitTimeoutMs,
+          );
+          break;
+        } catch (cause) {
+          if (ownError !== null) throw ownError;
+          if (marksCommitUnknown(cause)) throw unknownError(key, 'transaction', cause, messageOf(cause));
+          if (marksConflict(cause)) {
+            if (attempt < this.#maxRetries) continue;
+            throw conflictError(key, this.#maxRetries + 1, cause);
+          }
+          throw ownStoreError(key, 'transaction', cause) ?? storeError(key, 'transaction', cause);
+        }
       }
       if (answer === TIMED_OUT) throw unknownError(key, 'transaction', undefined, `no answer within ${this.#commitTimeoutMs} ms`);
       if (ownError !== null) throw ownError;
@@ -385,7 +442,7 @@ export class Gate {
         committed = await withTimeout(this.#store.commit(key, expected, out.next, NONE), this.#commitTimeoutMs);
       } catch (cause) {
         if (marksCommitUnknown(cause)) throw unknownError(key, 'commit', cause, messageOf(cause));
-        throw storeError(key, 'commit', cause);
+        throw ownStoreError(key, 'commit', cause) ?? storeError(key, 'commit', cause);
       }
       if (committed === TIMED_OUT) throw unknownError(key, 'commit', undefined, `no answer within ${this.#commitTimeoutMs} ms`);
       if (committed === true) return out.result;
@@ -405,7 +462,7 @@ export class Gate {
     try {
       return await this.#store.load(key);
     } catch (cause) {
-      throw storeError(key, 'load', cause);
+      throw ownStoreError(key, 'load', cause) ?? storeError(key, 'load', cause);
     }
   }
 
@@ -446,7 +503,7 @@ export class Gate {
         committed = await withTimeout(store.commit(key, expected, d.next, change), this.#commitTimeoutMs);
       } catch (cause) {
         if (marksCommitUnknown(cause)) throw unknownError(key, 'commit', cause, messageOf(cause));
-        throw storeError(key, 'commit', cause);
+        throw ownStoreError(key, 'commit', cause) ?? storeError(key, 'commit', cause);
       }
       if (committed === TIMED_OUT) {
         throw unknownError(key, 'commit', undefined, `no answer within ${this.#commitTimeoutMs} ms`);
@@ -484,12 +541,21 @@ export class Gate {
       }
     };
     let result;
-    try {
-      result = await withTimeout(this.#store.transaction(key, fn), this.#commitTimeoutMs);
-    } catch (cause) {
-      if (ownError !== null) throw ownError; // CORRUPT_STATE from inside: the host rolled back
-      if (marksCommitUnknown(cause)) throw unknownError(key, 'transaction', cause, messageOf(cause));
-      throw storeError(key, 'transaction', cause);
+    for (let attempt = 0; ; attempt++) {
+      try {
+        result = await withTimeout(this.#store.transaction(key, fn), this.#commitTimeoutMs);
+        break;
+      } catch (cause) {
+        if (ownError !== null) throw ownError; // CORRUPT_STATE from inside: the host rolled back
+        if (marksCommitUnknown(cause)) throw unknownError(key, 'transaction', cause, messageOf(cause));
+        // `conflict: true`: the host's "retry the transaction" class (SQLITE_BUSY, a
+        // serialization failure), nothing committed; retried like a lost compare-and-set.
+        if (marksConflict(cause)) {
+          if (attempt < this.#maxRetries) continue;
+          throw conflictError(key, this.#maxRetries + 1, cause);
+        }
+        throw ownStoreError(key, 'transaction', cause) ?? storeError(key, 'transaction', cause);
+      }
     }
     if (result === TIMED_OUT) {
       throw unknownError(key, 'transaction', undefined, `no answer within ${this.#commitTimeoutMs} ms`);

@@ -36,6 +36,8 @@ function storeError(scope, key, callback, cause) {
     key,
     callback,
     cause,
+    // a store that refuses to run (the Redis eviction check) says why
+    ...(cause instanceof FencegateError && cause.code === 'STORE_ERROR' && cause.reason !== undefined ? { reason: cause.reason } : {}),
   });
 }
 
@@ -161,7 +163,8 @@ function argsObject(args, method) {
  * store of `new Issuer()`, and a store a `Gate` can share with it (the
  * issuer's records are `issuer:<scope>`, the gate's are the resource keys).
  * Not durable: it lives as long as the process. Records keep the state as
- * JSON text and the value as given, like a real store would.
+ * JSON text and the value by reference (no codec, no copy: a later mutation of
+ * the written object is seen; docs/stores.md "Values").
  */
 export class MemoryHostStore {
   #records = new Map();

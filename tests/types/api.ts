@@ -249,3 +249,37 @@ export async function useFingerprints(): Promise<void> {
   gate.write('acct', 5, { pay: 1 }, { opId: 'x', fingerprint: 5 });
   void [reused, code, literal];
 }
+
+// Value codecs, retry classes and the Redis eviction check (issues 21 and 13).
+import { valueCodec, jsonCodec, type ValueCodec, type Change, type CasStore, type StoreErrorReason } from 'fencegate';
+import { RETRY_SQLSTATES, PostgresStore as PgStore, type PostgresClient } from 'fencegate/postgres';
+import { SAFE_EVICTION_POLICIES, RedisStore as RStore, type RedisClient } from 'fencegate/redis';
+
+export async function useCodecs(db: SqliteDatabase, pg: PostgresClient, redis: RedisClient): Promise<void> {
+  const codec: ValueCodec = valueCodec;
+  const text: string = codec.encode(new Map([['a', 1]]));
+  const back: unknown = jsonCodec.decode(text);
+  const strict = new SqliteStore<{ n: number }>(db, { ...jsonCodec, table: 'strict' });
+  const encoded: string = strict.encodeValue({ n: 1 });
+  const change: Change<{ n: number }> = { kind: 'set', value: { n: 1 }, encoded };
+  const own: CasStore<string> = {
+    load: () => null,
+    commit: () => true,
+    encodeValue: (v) => jsonCodec.encode(v),
+  };
+  const pgStore = new PgStore(pg, { encode: valueCodec.encode, decode: valueCodec.decode });
+  const retry: readonly string[] = RETRY_SQLSTATES;
+  const rs = new RStore(redis, { allowEviction: false });
+  const policies: { node: string; policy: string | null }[] = await rs.checkEvictionPolicy();
+  const safe: readonly string[] = SAFE_EVICTION_POLICIES;
+  const reason: StoreErrorReason = 'EVICTION_POLICY';
+  try {
+    await new Gate(rs).write('k', 1, 'v');
+  } catch (e) {
+    if (e instanceof FencegateError && e.code === 'STORE_ERROR' && e.reason === reason) void e.policy;
+    if (e instanceof FencegateError && e.code === 'INVALID_ARGUMENT') void e.path;
+  }
+  // @ts-expect-error allowEviction is a boolean
+  new RStore(redis, { allowEviction: 'yes' });
+  void [back, change, own, pgStore.encodeValue(1), retry, policies, safe];
+}
