@@ -65,11 +65,17 @@ pub enum Code {
     /// epoch up to its floor is refused until a write or establish with an
     /// epoch above the floor lifts the quarantine (issue 9).
     Quarantined = 22,
+    /// `renew` / `release` of the issuer with a lease id and holder that are
+    /// not the scope's current lease (issue 20). Says nothing about whose it is.
+    LeaseNotHeld = 23,
+    /// `acquire` with the request id of the current lease but other arguments
+    /// (another holder or ttl): the id was reused for a different request.
+    RequestIdReused = 24,
 }
 
 impl Code {
     /// Every code, in discriminant order.
-    pub const ALL: [Code; 23] = [
+    pub const ALL: [Code; 25] = [
         Code::MissingToken,
         Code::MalformedToken,
         Code::StaleToken,
@@ -93,6 +99,8 @@ impl Code {
         Code::EpochConflict,
         Code::OpIdExpired,
         Code::Quarantined,
+        Code::LeaseNotHeld,
+        Code::RequestIdReused,
     ];
 
     /// The stable string JavaScript sees.
@@ -121,6 +129,8 @@ impl Code {
             Code::EpochConflict => "EPOCH_CONFLICT",
             Code::OpIdExpired => "OP_ID_EXPIRED",
             Code::Quarantined => "QUARANTINED",
+            Code::LeaseNotHeld => "LEASE_NOT_HELD",
+            Code::RequestIdReused => "REQUEST_ID_REUSED",
         }
     }
 }
