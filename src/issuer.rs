@@ -22,7 +22,7 @@
 //! # Persisted state, format version 2
 //!
 //! ```json
-//! {"v":2,"epoch":"41","lease":{"id":"41.q83vEjRWeJq83vEjRWeJqw","holder":"node-a","expiresAt":"1700000030000","ttlMs":"30000","requestId":"r-17"}}
+//! {"v":2,"epoch":"41","lease":{"id":"41.HBaK2wDSq83vEjRWeJq83vEjRWeJqw","holder":"node-a","expiresAt":"1700000030000","ttlMs":"30000","requestId":"r-17"}}
 //! {"v":2,"epoch":"41","lease":null}
 //! ```
 //!
@@ -32,8 +32,8 @@
 //!   lose precision in JavaScript.
 //! * `lease` — the lease of that epoch, or `null` once it was released (or
 //!   when the state was raised). `id` is the lease id, exactly
-//!   `"<epoch>.<key>"` where `key` is the canonical unpadded base64url text of
-//!   16 random bytes (22 characters); `holder` is a non-empty string;
+//!   `"<epoch>.<tag><key>"`: `tag` and `key` are canonical unpadded base64url
+//!   texts of 6 and 16 bytes (8 and 22 characters); `holder` is a non-empty string;
 //!   `expiresAt` the expiry in host milliseconds as decimal text (≤ 2^53−1);
 //!   `ttlMs` the acquiring request's lease length (decimal text, 1..=2^53−1,
 //!   kept unchanged by renewals: it is part of the request's fingerprint);
@@ -59,13 +59,22 @@
 //!
 //! # Lease ids
 //!
-//! A lease id is `"<epoch>.<key>"`: the epoch for operators, and 128 random
-//! bits drawn by the host from its CSPRNG (`crypto.getRandomValues`) and
-//! passed in ([`AcquireRequest::random`]), so this module stays pure. The key
-//! is what makes the id unguessable and unique per acquisition, even when a
-//! restored issuer hands an epoch out a second time. The id is at most
-//! [`MAX_LEASE_ID_LEN`] bytes of `[0-9A-Za-z._-]`: safe in URLs, headers and
-//! signed tokens. The scope is not part of it (a scope may be any text).
+//! A lease id is `"<epoch>.<tag><key>"`, e.g. `41.HBaK2wDSq83vEjRWeJq83vEjRWeJqw`:
+//!
+//! * the epoch, for operators;
+//! * `tag`: the first 6 bytes of SHA-256(scope), 8 characters — not a
+//!   secret; it keeps a lease id of one scope from being read as an epoch of
+//!   another (so presenting it to the wrong scope is `LEASE_NOT_HELD`, not a
+//!   false alarm of a restored issuer). The scope itself is not in the id:
+//!   it may be any text of any length;
+//! * `key`: 128 random bits drawn by the host from its CSPRNG
+//!   (`crypto.getRandomValues`) and passed in ([`AcquireRequest::random`]),
+//!   so this module stays pure: 22 characters. The key is what makes the id
+//!   unguessable and unique per acquisition, even when a restored issuer hands
+//!   an epoch out a second time.
+//!
+//! The id is at most [`MAX_LEASE_ID_LEN`] (51) bytes of `[0-9A-Za-z._-]`:
+//! safe in URLs, headers and signed tokens (≤ 128 bytes).
 //!
 //! `renew` and `release` take the lease id and the holder, and act only when
 //! both match the scope's current lease exactly; otherwise they answer
@@ -80,6 +89,7 @@ use crate::error::{Code, StateError};
 use crate::json::{self, Value};
 use crate::signed::{b64_decode_canonical, b64_encode};
 use crate::token::{parse_token, MAX_SAFE_INTEGER};
+use sha2::{Digest, Sha256};
 
 /// The format version written by [`IssuerState::to_wire`] (except for a
 /// version-1 lease that is renewed: see the module docs).
@@ -94,8 +104,15 @@ pub const LEASE_KEY_BYTES: usize = 16;
 /// Base64url characters of a lease key.
 const LEASE_KEY_LEN: usize = 22;
 
-/// The longest lease id this module issues, in bytes: 20 epoch digits, `.`, 22 key characters.
-pub const MAX_LEASE_ID_LEN: usize = 20 + 1 + LEASE_KEY_LEN;
+/// Bytes of SHA-256(scope) in a lease id's scope tag.
+const SCOPE_TAG_BYTES: usize = 6;
+
+/// Base64url characters of a scope tag.
+const SCOPE_TAG_LEN: usize = 8;
+
+/// The longest lease id this module issues, in bytes: 20 epoch digits, `.`,
+/// 8 scope-tag and 22 key characters.
+pub const MAX_LEASE_ID_LEN: usize = 20 + 1 + SCOPE_TAG_LEN + LEASE_KEY_LEN;
 
 /// The largest epoch the issuer may hand out: decided by how the caller
 /// represents tokens, so that no epoch is ever rounded (R4).
@@ -413,9 +430,9 @@ impl IssuerState {
                 let form = match (wire.v, &l.id, &l.ttl_ms) {
                     (ISSUER_STATE_VERSION_1, None, None) => LeaseForm::Derived,
                     (ISSUER_STATE_VERSION, Some(id), Some(ttl)) => {
-                        if keyed_epoch(id) != Some(epoch) {
+                        if keyed_parts(id).map(|(e, _)| e) != Some(epoch) {
                             return Err(StateError(format!(
-                                "issuer lease id {id:?} is not \"{epoch}.\" and 22 characters of canonical base64url (16 bytes)"
+                                "issuer lease id {id:?} is not \"{epoch}.\" and 30 characters of canonical base64url (6 + 16 bytes)"
                             )));
                         }
                         let ttl_ms = decimal(ttl, "lease ttlMs")?;
@@ -476,32 +493,46 @@ pub fn derived_lease_id(scope: &str, epoch: u64) -> String {
     format!("{scope}#{epoch}")
 }
 
-/// A lease id of format 2: `"<epoch>.<key>"`, the key the unpadded base64url
-/// text of the 16 random bytes.
-pub fn keyed_lease_id(epoch: u64, random: &[u8; LEASE_KEY_BYTES]) -> String {
+/// The scope tag of a lease id: the unpadded base64url text of the first 6
+/// bytes of SHA-256(scope). Not a secret: it tells a lease id of one scope
+/// from another's, so that a lease id presented to the wrong scope is not
+/// mistaken for one from the future (a restored issuer).
+fn scope_tag(scope: &str) -> String {
+    let digest = Sha256::digest(scope.as_bytes());
+    let mut out = String::with_capacity(SCOPE_TAG_LEN);
+    b64_encode(&digest[..SCOPE_TAG_BYTES], &mut out);
+    out
+}
+
+/// A lease id of format 2: `"<epoch>.<tag><key>"` — the scope tag (8
+/// characters) and the unpadded base64url text of the 16 random bytes (22).
+pub fn keyed_lease_id(scope: &str, epoch: u64, random: &[u8; LEASE_KEY_BYTES]) -> String {
     let mut id = epoch.to_string();
     id.push('.');
+    id.push_str(&scope_tag(scope));
     b64_encode(random, &mut id);
     id
 }
 
-/// The epoch of a well-formed format-2 lease id.
-fn keyed_epoch(id: &str) -> Option<u64> {
-    let (e, key) = id.split_once('.')?;
-    if key.len() != LEASE_KEY_LEN {
+/// The epoch and scope tag of a well-formed format-2 lease id.
+fn keyed_parts(id: &str) -> Option<(u64, &str)> {
+    let (e, rest) = id.split_once('.')?;
+    if rest.len() != SCOPE_TAG_LEN + LEASE_KEY_LEN || !rest.is_ascii() {
         return None;
     }
-    let bytes = b64_decode_canonical(key.as_bytes())?;
-    if bytes.len() != LEASE_KEY_BYTES {
+    let (tag, key) = rest.split_at(SCOPE_TAG_LEN);
+    if b64_decode_canonical(tag.as_bytes())?.len() != SCOPE_TAG_BYTES
+        || b64_decode_canonical(key.as_bytes())?.len() != LEASE_KEY_BYTES
+    {
         return None;
     }
-    parse_token(e).ok()
+    Some((parse_token(e).ok()?, tag))
 }
 
 /// The epoch named by a well-formed lease id of `scope`, in either form.
 fn named_epoch(scope: &str, id: &str) -> Option<u64> {
-    if let Some(e) = keyed_epoch(id) {
-        return Some(e);
+    if let Some((e, tag)) = keyed_parts(id) {
+        return (tag == scope_tag(scope)).then_some(e);
     }
     let (s, e) = id.rsplit_once('#')?;
     if s != scope {
@@ -771,7 +802,7 @@ pub fn acquire(state: &IssuerState, req: &AcquireRequest<'_>) -> Result<Step, Is
                 epoch: state.epoch,
                 limit,
             })?;
-    let id = keyed_lease_id(epoch, &req.random);
+    let id = keyed_lease_id(req.scope, epoch, &req.random);
     let lease = Lease {
         holder: req.holder.to_owned(),
         expires_at,
@@ -1069,15 +1100,19 @@ mod tests {
                 expires_at: T0 + 30_000,
                 request_id: Some("r-17".into()),
                 form: LeaseForm::Keyed {
-                    id: keyed_lease_id(41, &key),
+                    id: keyed_lease_id("orders", 41, &key),
                     ttl_ms: 30_000,
                 },
             }),
         };
-        assert_eq!(keyed_lease_id(41, &key), "41.q6urq6urq6urq6urq6urqw");
+        // The tag of "orders" is base64url(SHA-256("orders")[..6]); then the 16 key bytes.
+        assert_eq!(
+            keyed_lease_id("orders", 41, &key),
+            "41.HBaK2wDSq6urq6urq6urq6urq6urqw"
+        );
         assert_eq!(
             encode(&s),
-            r#"{"v":2,"epoch":"41","lease":{"id":"41.q6urq6urq6urq6urq6urqw","holder":"node-a","expiresAt":"1700000030000","ttlMs":"30000","requestId":"r-17"}}"#
+            r#"{"v":2,"epoch":"41","lease":{"id":"41.HBaK2wDSq6urq6urq6urq6urq6urqw","holder":"node-a","expiresAt":"1700000030000","ttlMs":"30000","requestId":"r-17"}}"#
         );
         assert_eq!(decode(&encode(&s)), Ok(s));
         // Format 1 is still read, and a state holding a format-1 lease is written in format 1.
@@ -1109,7 +1144,7 @@ mod tests {
         );
         assert_eq!(decode(&encode(&big)), Ok(big));
         // The longest lease id: the largest epoch, 43 bytes.
-        assert_eq!(keyed_lease_id(u64::MAX, &key).len(), MAX_LEASE_ID_LEN);
+        assert_eq!(keyed_lease_id("orders", u64::MAX, &key).len(), MAX_LEASE_ID_LEN);
         // Any valid JSON text of the same shape decodes: key order and whitespace are free.
         assert_eq!(
             decode(" { \"lease\" : null , \"epoch\" : \"3\" , \"v\" : 2 } "),
@@ -1120,7 +1155,7 @@ mod tests {
         );
         assert_eq!(
             decode(
-                r#"{"lease":{"requestId":null,"ttlMs":"5","expiresAt":"9","holder":"a","id":"2.AAAAAAAAAAAAAAAAAAAAAA"},"epoch":"2","v":2}"#
+                r#"{"lease":{"requestId":null,"ttlMs":"5","expiresAt":"9","holder":"a","id":"2.AAAAAAAAAAAAAAAAAAAAAAAAAAAAAA"},"epoch":"2","v":2}"#
             ),
             Ok(IssuerState {
                 epoch: 2,
@@ -1129,7 +1164,7 @@ mod tests {
                     expires_at: 9,
                     request_id: None,
                     form: LeaseForm::Keyed {
-                        id: "2.AAAAAAAAAAAAAAAAAAAAAA".into(),
+                        id: "2.AAAAAAAAAAAAAAAAAAAAAAAAAAAAAA".into(),
                         ttl_ms: 5
                     }
                 })
@@ -1142,7 +1177,7 @@ mod tests {
                 expires_at: 9,
                 request_id: Some("\n".into()),
                 form: LeaseForm::Keyed {
-                    id: keyed_lease_id(2, &[0xFF; LEASE_KEY_BYTES]),
+                    id: keyed_lease_id("s", 2, &[0xFF; LEASE_KEY_BYTES]),
                     ttl_ms: 9,
                 },
             }),
@@ -1166,24 +1201,24 @@ mod tests {
             r#"{"v":1,"epoch":"1","lease":{"holder":"a","expiresAt":"5"}}"#,
             r#"{"v":1,"epoch":"1","lease":{"holder":"a","expiresAt":"5","requestId":""}}"#,
             r#"{"v":1,"epoch":"1","lease":{"holder":"a","expiresAt":"5","requestId":null,"id":"s#1"}}"#,
-            r#"{"v":1,"epoch":"1","lease":{"id":"1.AAAAAAAAAAAAAAAAAAAAAA","holder":"a","expiresAt":"5","ttlMs":"5","requestId":null}}"#,
+            r#"{"v":1,"epoch":"1","lease":{"id":"1.AAAAAAAAAAAAAAAAAAAAAAAAAAAAAA","holder":"a","expiresAt":"5","ttlMs":"5","requestId":null}}"#,
             // format 2 leases: also id (this epoch, 16 canonical base64url bytes) and ttlMs (≥ 1)
             r#"{"v":2,"epoch":"1","lease":{"holder":"a","expiresAt":"5","requestId":null}}"#,
-            r#"{"v":2,"epoch":"1","lease":{"id":"1.AAAAAAAAAAAAAAAAAAAAAA","holder":"a","expiresAt":"5","requestId":null}}"#,
+            r#"{"v":2,"epoch":"1","lease":{"id":"1.AAAAAAAAAAAAAAAAAAAAAAAAAAAAAA","holder":"a","expiresAt":"5","requestId":null}}"#,
             r#"{"v":2,"epoch":"1","lease":{"holder":"a","expiresAt":"5","ttlMs":"5","requestId":null}}"#,
-            r#"{"v":2,"epoch":"1","lease":{"id":"2.AAAAAAAAAAAAAAAAAAAAAA","holder":"a","expiresAt":"5","ttlMs":"5","requestId":null}}"#,
-            r#"{"v":2,"epoch":"1","lease":{"id":"1.AAAAAAAAAAAAAAAAAAAAAB","holder":"a","expiresAt":"5","ttlMs":"5","requestId":null}}"#,
-            r#"{"v":2,"epoch":"1","lease":{"id":"1.AAAAAAAAAAAAAAAAAAAAA","holder":"a","expiresAt":"5","ttlMs":"5","requestId":null}}"#,
-            r#"{"v":2,"epoch":"1","lease":{"id":"1.AAAAAAAAAAAAAAAAAAAAAAAA","holder":"a","expiresAt":"5","ttlMs":"5","requestId":null}}"#,
-            r#"{"v":2,"epoch":"1","lease":{"id":"1.AAAAAAAAAAAAAAAAAAAA+A","holder":"a","expiresAt":"5","ttlMs":"5","requestId":null}}"#,
-            r#"{"v":2,"epoch":"1","lease":{"id":"01.AAAAAAAAAAAAAAAAAAAAAA","holder":"a","expiresAt":"5","ttlMs":"5","requestId":null}}"#,
+            r#"{"v":2,"epoch":"1","lease":{"id":"2.AAAAAAAAAAAAAAAAAAAAAAAAAAAAAA","holder":"a","expiresAt":"5","ttlMs":"5","requestId":null}}"#,
+            r#"{"v":2,"epoch":"1","lease":{"id":"1.AAAAAAAAAAAAAAAAAAAAAAAAAAAAAB","holder":"a","expiresAt":"5","ttlMs":"5","requestId":null}}"#,
+            r#"{"v":2,"epoch":"1","lease":{"id":"1.AAAAAAAAAAAAAAAAAAAAAAAAAAAAA","holder":"a","expiresAt":"5","ttlMs":"5","requestId":null}}"#,
+            r#"{"v":2,"epoch":"1","lease":{"id":"1.AAAAAAAAAAAAAAAAAAAAAAAAAAAAAAA","holder":"a","expiresAt":"5","ttlMs":"5","requestId":null}}"#,
+            r#"{"v":2,"epoch":"1","lease":{"id":"1.AAAAAAAAAAAAAAAAAAAAAAAAAAAA+A","holder":"a","expiresAt":"5","ttlMs":"5","requestId":null}}"#,
+            r#"{"v":2,"epoch":"1","lease":{"id":"01.AAAAAAAAAAAAAAAAAAAAAAAAAAAAAA","holder":"a","expiresAt":"5","ttlMs":"5","requestId":null}}"#,
             r#"{"v":2,"epoch":"1","lease":{"id":"s#1","holder":"a","expiresAt":"5","ttlMs":"5","requestId":null}}"#,
             r#"{"v":2,"epoch":"1","lease":{"id":1,"holder":"a","expiresAt":"5","ttlMs":"5","requestId":null}}"#,
-            r#"{"v":2,"epoch":"1","lease":{"id":"1.AAAAAAAAAAAAAAAAAAAAAA","holder":"a","expiresAt":"5","ttlMs":"0","requestId":null}}"#,
-            r#"{"v":2,"epoch":"1","lease":{"id":"1.AAAAAAAAAAAAAAAAAAAAAA","holder":"a","expiresAt":"5","ttlMs":"9007199254740992","requestId":null}}"#,
-            r#"{"v":2,"epoch":"1","lease":{"id":"1.AAAAAAAAAAAAAAAAAAAAAA","holder":"a","expiresAt":"5","ttlMs":5,"requestId":null}}"#,
-            r#"{"v":2,"epoch":"1","lease":{"id":"1.AAAAAAAAAAAAAAAAAAAAAA","holder":"a","expiresAt":"5","ttlMs":"5","requestId":null,"x":1}}"#,
-            r#"{"v":2,"epoch":"1","lease":{"id":"1.AAAAAAAAAAAAAAAAAAAAAA","id":"1.AAAAAAAAAAAAAAAAAAAAAA","holder":"a","expiresAt":"5","ttlMs":"5","requestId":null}}"#,
+            r#"{"v":2,"epoch":"1","lease":{"id":"1.AAAAAAAAAAAAAAAAAAAAAAAAAAAAAA","holder":"a","expiresAt":"5","ttlMs":"0","requestId":null}}"#,
+            r#"{"v":2,"epoch":"1","lease":{"id":"1.AAAAAAAAAAAAAAAAAAAAAAAAAAAAAA","holder":"a","expiresAt":"5","ttlMs":"9007199254740992","requestId":null}}"#,
+            r#"{"v":2,"epoch":"1","lease":{"id":"1.AAAAAAAAAAAAAAAAAAAAAAAAAAAAAA","holder":"a","expiresAt":"5","ttlMs":5,"requestId":null}}"#,
+            r#"{"v":2,"epoch":"1","lease":{"id":"1.AAAAAAAAAAAAAAAAAAAAAAAAAAAAAA","holder":"a","expiresAt":"5","ttlMs":"5","requestId":null,"x":1}}"#,
+            r#"{"v":2,"epoch":"1","lease":{"id":"1.AAAAAAAAAAAAAAAAAAAAAAAAAAAAAA","id":"1.AAAAAAAAAAAAAAAAAAAAAAAAAAAAAA","holder":"a","expiresAt":"5","ttlMs":"5","requestId":null}}"#,
             r#"{"v":2,"epoch":"1","lease":[]}"#,
             r#"{"v":2,"epoch":"1","epoch":"2","lease":null}"#,
             r#"{"v":1,"epoch":"1","lease":{"holder":"a","holder":"b","expiresAt":"5","requestId":null}}"#,
@@ -1206,7 +1241,7 @@ mod tests {
         };
         let a = granted(&run(&mut s, |s| acquire(s, &req("L1", 1000, T0, None)))).clone();
         assert_eq!((a.epoch, a.expires_at), (33, T0 + 1000));
-        assert!(a.lease_id.starts_with("33.") && a.lease_id.len() == 25);
+        assert!(a.lease_id.starts_with("33.BDpxh3TF") && a.lease_id.len() == 33);
         // Still live one ms before expiry: held, nothing changes.
         let before = encode(&s);
         let held = acquire(&s, &req("L2", 1000, T0 + 999, None)).unwrap();
@@ -1286,7 +1321,7 @@ mod tests {
             ("t", "s#1", "A"),
             ("s", "s#1", "A"),
             ("s", "whatever", "A"),
-            ("s", "1.AAAAAAAAAAAAAAAAAAAAAA", "A"),
+            ("s", "1.BDpxh3TFAAAAAAAAAAAAAAAAAAAAAA", "A"),
             ("s", a.lease_id.as_str(), "B"),
         ] {
             assert_eq!(
@@ -1388,7 +1423,7 @@ mod tests {
         let before = encode(&s);
         let guessed = [
             "s#1".to_owned(),
-            "1.AAAAAAAAAAAAAAAAAAAAAA".to_owned(),
+            "1.BDpxh3TFAAAAAAAAAAAAAAAAAAAAAA".to_owned(),
             format!("{}x", a.lease_id),
             a.lease_id[..a.lease_id.len() - 1].to_owned(),
             "1".to_owned(),
@@ -1480,7 +1515,7 @@ mod tests {
             ("s#7", "B"),
             ("s#6", "B"),
             ("t#7", "A"),
-            ("7.AAAAAAAAAAAAAAAAAAAAAA", "A"),
+            ("7.BDpxh3TFAAAAAAAAAAAAAAAAAAAAAA", "A"),
         ] {
             let r = renew(&s, "s", id, holder, 500, 900).unwrap();
             assert_eq!(r.next, None);
@@ -1631,11 +1666,22 @@ mod tests {
         for e in [
             renew(&restored, "s", "s#7", "A", 10, 0).unwrap_err(),
             release(&restored, "s", "s#7", "A").unwrap_err(),
-            renew(&restored, "s", "7.AAAAAAAAAAAAAAAAAAAAAA", "A", 10, 0).unwrap_err(),
-            release(&restored, "s", "7.AAAAAAAAAAAAAAAAAAAAAA", "A").unwrap_err(),
+            renew(&restored, "s", "7.BDpxh3TFAAAAAAAAAAAAAAAAAAAAAA", "A", 10, 0).unwrap_err(),
+            release(&restored, "s", "7.BDpxh3TFAAAAAAAAAAAAAAAAAAAAAA", "A").unwrap_err(),
         ] {
             assert_eq!(e.code(), Code::CorruptState);
         }
+        // A lease id of another scope (its tag differs) names no epoch of this
+        // one: not a sign of a restore, just not this scope's lease.
+        let other = keyed_lease_id("t", 7, &[1; LEASE_KEY_BYTES]);
+        assert_eq!(
+            renew(&restored, "s", &other, "A", 10, 0).unwrap(),
+            unchanged(IssuerResult::NotHeld)
+        );
+        assert_eq!(
+            release(&restored, "s", &other, "A").unwrap(),
+            unchanged(IssuerResult::NotHeld)
+        );
         let held = IssuerState {
             epoch: 5,
             lease: Some(v1_lease("A", 10, None)),
@@ -1758,7 +1804,7 @@ mod tests {
             let form = if derived {
                 LeaseForm::Derived
             } else {
-                LeaseForm::Keyed { id: keyed_lease_id(epoch, &random), ttl_ms }
+                LeaseForm::Keyed { id: keyed_lease_id("s", epoch, &random), ttl_ms }
             };
             let s = IssuerState {
                 epoch,
