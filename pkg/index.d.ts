@@ -836,7 +836,8 @@ export type ReconcileChange =
 /** What reconcile read and found in one scope. */
 export interface ReconcileScope {
   scope: string;
-  issuer: { epoch: Epoch; lease: { holder: string; leaseId: string; expiresAt: number; live: boolean } | null };
+  /** The issuer's record as read (no lease id: it is the lease's credential, and reports get logged). */
+  issuer: { epoch: Epoch; lease: { holder: string; expiresAt: number; live: boolean } | null };
   keys: FenceRecord[];
   /**
    * The issuer's current epoch bound to another holder at a resource than its
