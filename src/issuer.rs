@@ -1143,8 +1143,11 @@ mod tests {
             r#"{"v":2,"epoch":"18446744073709551615","lease":null}"#
         );
         assert_eq!(decode(&encode(&big)), Ok(big));
-        // The longest lease id: the largest epoch, 43 bytes.
-        assert_eq!(keyed_lease_id("orders", u64::MAX, &key).len(), MAX_LEASE_ID_LEN);
+        // The longest lease id: the largest epoch, 51 bytes.
+        assert_eq!(
+            keyed_lease_id("orders", u64::MAX, &key).len(),
+            MAX_LEASE_ID_LEN
+        );
         // Any valid JSON text of the same shape decodes: key order and whitespace are free.
         assert_eq!(
             decode(" { \"lease\" : null , \"epoch\" : \"3\" , \"v\" : 2 } "),
@@ -1666,7 +1669,15 @@ mod tests {
         for e in [
             renew(&restored, "s", "s#7", "A", 10, 0).unwrap_err(),
             release(&restored, "s", "s#7", "A").unwrap_err(),
-            renew(&restored, "s", "7.BDpxh3TFAAAAAAAAAAAAAAAAAAAAAA", "A", 10, 0).unwrap_err(),
+            renew(
+                &restored,
+                "s",
+                "7.BDpxh3TFAAAAAAAAAAAAAAAAAAAAAA",
+                "A",
+                10,
+                0,
+            )
+            .unwrap_err(),
             release(&restored, "s", "7.BDpxh3TFAAAAAAAAAAAAAAAAAAAAAA", "A").unwrap_err(),
         ] {
             assert_eq!(e.code(), Code::CorruptState);
