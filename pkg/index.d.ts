@@ -742,8 +742,12 @@ export interface AcquireArgs {
  *
  * Thrown FencegateError codes (nothing was handed out): INVALID_ARGUMENT,
  * CORRUPT_STATE, EPOCH_OVERFLOW, STORE_ERROR, COMMIT_UNKNOWN, COMMIT_CONFLICT,
- * NOT_INITIALIZED. After STORE_ERROR or COMMIT_UNKNOWN on acquire, retry with
- * the same `requestId`.
+ * NOT_INITIALIZED (also: a runtime without `crypto.getRandomValues`, which
+ * lease ids are drawn from). After STORE_ERROR or COMMIT_UNKNOWN on acquire,
+ * retry with the same `requestId`, holder and ttlMs.
+ *
+ * Results with `ok: false` (nothing changed): LEASE_HELD, LEASE_EXPIRED,
+ * LEASE_NOT_HELD (renew/release), REQUEST_ID_REUSED (acquire).
  */
 export class Issuer {
   constructor(store?: IssuerCasStore | IssuerTransactionStore | HostStore<any> | null, options?: IssuerOptions);
