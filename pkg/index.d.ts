@@ -52,6 +52,7 @@ export type ErrorCode =
   | 'EPOCH_CONFLICT'
   | 'OP_ID_EXPIRED'
   | 'QUARANTINED'
+  | 'OP_ID_REUSED'
   | 'LEASE_NOT_HELD'
   | 'REQUEST_ID_REUSED';
 
@@ -74,7 +75,9 @@ export type RejectCode =
   /** The operation id fell out of the de-duplication window: it may already have been applied. */
   | 'OP_ID_EXPIRED'
   /** The key is quarantined (after a restore): epochs ≤ its floor are refused until a larger one is established. */
-  | 'QUARANTINED';
+  | 'QUARANTINED'
+  /** The operation id was applied in this epoch with a different `fingerprint`: the id was reused for another operation; nothing applied. */
+  | 'OP_ID_REUSED';
 
 /** The answer to one fenced operation. `markAfter >= markBefore` always. */
 export interface Verdict {
@@ -111,10 +114,11 @@ export interface Verdict {
 /**
  * Persisted state of one resource key: JSON-safe, exact for every u64. Format
  * v1 (`{"v":1,"mark":"41"}`) while the key has no holder, no operation ids and
- * no quarantine, v2 with a holder or operation ids, v3 while quarantined.
- * Fields exactly as listed, in order; anything else decodes as CORRUPT_STATE.
+ * no quarantine, v4 otherwise. v2 and v3 were written before v4 and are still
+ * read. Each version has exactly its fields, in any order (hosts may reorder
+ * object members); anything else decodes as CORRUPT_STATE.
  */
-export type PersistedState = PersistedStateV1 | PersistedStateV2 | PersistedStateV3;
+export type PersistedState = PersistedStateV1 | PersistedStateV2 | PersistedStateV3 | PersistedStateV4;
 
 /** Format version 1. */
 export interface PersistedStateV1 {
@@ -123,7 +127,7 @@ export interface PersistedStateV1 {
   mark: string;
 }
 
-/** Format version 2: v1 plus holder binding and the per-epoch operation-id window. */
+/** Format version 2 (read only; written before v4): v1 plus holder binding and the per-epoch operation-id window. */
 export interface PersistedStateV2 {
   v: 2;
   /** The high-water mark as canonical decimal text. */
@@ -136,10 +140,37 @@ export interface PersistedStateV2 {
   evicted: string | null;
 }
 
-/** Format version 3: v2 plus the quarantine floor (written only while a key is quarantined). */
+/** Format version 3 (read only; written before v4 while a key was quarantined): v2 plus the quarantine floor. */
 export interface PersistedStateV3 extends Omit<PersistedStateV2, 'v'> {
   v: 3;
   /** The quarantine floor as decimal text (≤ mark), or null: epochs ≤ it are refused (QUARANTINED). */
+  quarantine: string | null;
+}
+
+/**
+ * One applied operation in format 4: `[id, markBefore]`, or `[id, markBefore,
+ * fingerprint]` with the first 128 bits of the SHA-256 of the operation's
+ * `fingerprint` as 32 lowercase hex digits.
+ */
+export type PersistedOp = [id: string, markBefore: string] | [id: string, markBefore: string, fingerprint: string];
+
+/** Format version 4 (issue 13): written whenever a key has a holder, operation ids or a quarantine. */
+export interface PersistedStateV4 {
+  v: 4;
+  /** The high-water mark as canonical decimal text. */
+  mark: string;
+  /** The holder (or signed token's lease id) that established the current epoch, or null. */
+  holder: string | null;
+  /** Operation ids applied in the current epoch, oldest first: an array, so hosts that reorder object members keep the order. */
+  ops: PersistedOp[];
+  /**
+   * Bloom filter of ids pushed out of the window in this epoch: two 1024-bit
+   * generations (current first), 512 lowercase hex digits; `"fnv1a:"` + 512
+   * hex digits for a filter carried over from a v2/v3 state (its old hash);
+   * or null.
+   */
+  evicted: string | null;
+  /** The quarantine floor as decimal text (≤ mark), or null. */
   quarantine: string | null;
 }
 
@@ -176,6 +207,15 @@ export interface OperationOptions {
    * window answers OP_ID_EXPIRED. Ignored by `establish`.
    */
   opId?: string;
+  /**
+   * What the operation does, as text or bytes (the request body, a canonical
+   * serialisation of the value): only with `opId`. Its SHA-256 (first 128
+   * bits) is stored with the id; a repeat of the id with a different
+   * fingerprint answers OP_ID_REUSED and applies nothing. Compared only when
+   * both the first operation and the repeat carry one: without it a repeat is
+   * `duplicate` whatever its value.
+   */
+  fingerprint?: string | Uint8Array | ArrayBuffer;
   /**
    * The holder or lease presenting the token (1..=256 bytes). The first named
    * holder of an epoch binds it; another holder at the same epoch gets

@@ -45,7 +45,7 @@ export class PostgresStore {
     }
     const table = options.table ?? 'fencegate';
     if (typeof table !== 'string' || !IDENT.test(table)) {
-      throw new TypeError(`table must be a plain SQL identifier, got ${String(table)}`);
+      throw new TypeError(`table must be a plain SQL identifier, got ${typeof table === 'string' ? JSON.stringify(table) : typeof table}`);
     }
     this.#pg = pg;
     this.#table = `"${table}"`;

@@ -40,7 +40,7 @@ export class SqliteStore {
     }
     const table = options.table ?? 'fencegate';
     if (typeof table !== 'string' || !IDENT.test(table)) {
-      throw new TypeError(`table must be a plain SQL identifier, got ${String(table)}`);
+      throw new TypeError(`table must be a plain SQL identifier, got ${typeof table === 'string' ? JSON.stringify(table) : typeof table}`);
     }
     this.#db = db;
     this.#encode = options.encode ?? encodeJson;

@@ -22,7 +22,7 @@ import { FencegateError } from './errors.mjs';
 import { ready, CODES } from './runtime.mjs';
 import { policyFromOptions, claimsOf, ceilingOf, addPolicyKey, retirePolicyKey, bounded } from './signed.mjs';
 import { shape, metaOf, windowOf, auditOf, Observer } from './verdict.mjs';
-import { MAX_U64, canonical, invalid, checkReady, checkKey, checkOptions, messageOf, marksCommitUnknown, TIMED_OUT, withTimeout, MAX_TIMER_MS, GATE_OPTIONS } from './common.mjs';
+import { MAX_U64, canonical, invalid, checkReady, checkKey, checkOptions, messageOf, marksCommitUnknown, TIMED_OUT, withTimeout, MAX_TIMER_MS, GATE_OPTIONS, describe, listOf, stateTextOf, checkStateText } from './common.mjs';
 
 // Code indexes (status - 2) of the two token codes, whose verdicts carry `token: null`.
 const MISSING = 0;
@@ -55,19 +55,34 @@ function verdictOf(key, d) {
   return v;
 }
 
-/** The next state to commit after a decision that applies: format v2 text from Wasm when the key has a holder or operation ids, else v1. */
+/** The next state to commit after a decision that applies: format v4 text from Wasm when the key has a holder, operation ids or a quarantine, else v1. */
 function nextState(status, markAfter) {
   if (status >= 2) return null;
   const text = wasm.__next_text();
   return text === undefined ? { v: 1, mark: String(markAfter) } : JSON.parse(text);
 }
 
-/** Decodes stored state in Wasm (null = no record) and remembers its mark there; throws CORRUPT_STATE. */
+/**
+ * Decodes stored state in Wasm (null = no record) and remembers its mark there;
+ * throws CORRUPT_STATE. Text goes to the decoder as is (lone surrogates
+ * refused: Wasm would see them altered); the object form is first read field by
+ * field into JSON text by `stateTextOf` (no JSON.stringify: NaN, undefined
+ * members and toJSON are refused, not silently changed), so both forms meet the
+ * same decoder.
+ */
 function loadState(key, state) {
   try {
     if (state === null) wasm.__state_none();
-    else if (typeof state === 'string') wasm.__state_text(state);
-    else wasm.__state_any(state);
+    else if (typeof state === 'string') wasm.__state_text(checkStateText(state, `the stored state of ${JSON.stringify(key)}`, { key }));
+    else if (typeof state === 'object' || typeof state === 'function') {
+      const text = stateTextOf(state, `the stored state of ${JSON.stringify(key)}`, { key });
+      try {
+        wasm.__state_text(text);
+      } catch (e) {
+        if (e instanceof FencegateError) e.state = state; // the value the store gave, not our text of it
+        throw e;
+      }
+    } else wasm.__state_any(state);
   } catch (e) {
     if (e instanceof FencegateError && e.key === undefined) e.key = key;
     throw e;
@@ -82,13 +97,13 @@ function loadState(key, state) {
 function decide(key, state, token, establish, strict, policy, meta, window) {
   loadState(key, state);
   const flags = (establish ? 1 : 0) | (strict ? 2 : 0);
-  if (meta !== null) wasm.__meta(meta.opId, meta.holder, window);
+  if (meta !== null) wasm.__meta(meta.opId, meta.holder, window, meta.fingerprint);
   let status;
   if (policy !== null) {
     try {
       return decidePolicy(token, flags, policy);
     } catch (e) {
-      wasm.__meta(undefined, undefined, 64); // never leave metadata for a later decision
+      wasm.__meta(undefined, undefined, 64, undefined); // never leave metadata for a later decision
       throw e;
     }
   }
@@ -165,7 +180,7 @@ function parseOptions(options) {
   checkOptions(options, [...GATE_OPTIONS, 'maxRetries', 'commitTimeoutMs'], 'Gate');
   const p = options.sameEpoch;
   if (p !== undefined && p !== 'allow' && p !== 'strict') {
-    throw invalid(`sameEpoch must be 'allow' or 'strict', got ${String(p)}`, { sameEpoch: p });
+    throw invalid(`sameEpoch must be 'allow' or 'strict', got ${describe(p)}`, { sameEpoch: p });
   }
   const maxRetries = options.maxRetries ?? DEFAULT_MAX_RETRIES;
   if (!Number.isSafeInteger(maxRetries) || maxRetries < 0) {
@@ -249,10 +264,11 @@ export class Gate {
 
   /** Fenced delete of several keys, one after another; each key is fenced on its own. */
   async deleteMany(keys, token) {
-    if (!Array.isArray(keys)) throw invalid('keys must be an array of strings', { keys });
-    keys.forEach(checkKey);
+    // Every key is checked (holes of a sparse array included) before the first
+    // delete, and the checked copy is what is used.
+    const list = listOf(keys, 'keys', checkKey);
     const verdicts = [];
-    for (const key of keys) verdicts.push(await this.#run(key, token, false, DELETE, null, 'delete'));
+    for (const key of list) verdicts.push(await this.#run(key, token, false, DELETE, null, 'delete'));
     return verdicts;
   }
 
@@ -373,7 +389,7 @@ export class Gate {
       }
       if (committed === TIMED_OUT) throw unknownError(key, 'commit', undefined, `no answer within ${this.#commitTimeoutMs} ms`);
       if (committed === true) return out.result;
-      if (committed !== false) throw unknownError(key, 'commit', undefined, `commit returned ${String(committed)}, not true or false`);
+      if (committed !== false) throw unknownError(key, 'commit', undefined, `commit returned ${describe(committed)}, not true or false`);
     }
     throw new FencegateError(
       'COMMIT_CONFLICT',
@@ -439,7 +455,7 @@ export class Gate {
       if (committed !== false) {
         // Never treat anything but `true` as success; but a commit that answered
         // something else may have written, so it is not a plain failure either.
-        throw unknownError(key, 'commit', undefined, `commit returned ${String(committed)}, not true or false`);
+        throw unknownError(key, 'commit', undefined, `commit returned ${describe(committed)}, not true or false`);
       }
     }
     throw new FencegateError(

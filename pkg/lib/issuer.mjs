@@ -22,7 +22,7 @@
 import * as wasm from '../dist/fencegate.js';
 import { FencegateError } from './errors.mjs';
 import { ready, randomBytes } from './runtime.mjs';
-import { invalid, checkReady, checkOptions, messageOf, marksCommitUnknown, TIMED_OUT, withTimeout, wellFormed, MAX_TIMER_MS } from './common.mjs';
+import { invalid, checkReady, checkOptions, messageOf, marksCommitUnknown, TIMED_OUT, withTimeout, wellFormed, MAX_TIMER_MS, describe, stateTextOf, checkStateText, MAX_KEY_BYTES, utf8Length, cut } from './common.mjs';
 
 const DEFAULT_MAX_RETRIES = 8;
 const NONE = Object.freeze({ kind: 'none' });
@@ -69,24 +69,20 @@ const NO_BYTES = new Uint8Array(0);
 /** Random bytes in a lease id (128 bits), drawn from the host's CSPRNG per acquire. */
 const LEASE_KEY_BYTES = 16;
 
-/** The stored state as the JSON text the Wasm decoder reads (undefined: no record). */
+/**
+ * The stored state as the JSON text the Wasm decoder reads (undefined: no
+ * record). The object form is read field by field (`stateTextOf`: NaN,
+ * undefined members, toJSON and accessors are CORRUPT_STATE, never silently
+ * changed by JSON.stringify); which fields it has is for the decoder to check.
+ */
 function stateText(scope, key, state) {
   if (state === null || state === undefined) return undefined;
-  if (typeof state === 'string') return state;
-  let text;
-  try {
-    text = JSON.stringify(state);
-  } catch (cause) {
-    text = undefined;
+  const what = `the stored issuer state of ${JSON.stringify(scope)}`;
+  if (typeof state === 'string') return checkStateText(state, what, { scope, key });
+  if (typeof state !== 'object') {
+    throw new FencegateError('CORRUPT_STATE', `${what} is not a JSON object or its text`, { scope, key, state });
   }
-  if (typeof text !== 'string' || typeof state !== 'object') {
-    throw new FencegateError('CORRUPT_STATE', `the stored issuer state of ${JSON.stringify(scope)} is not a JSON object or its text`, {
-      scope,
-      key,
-      state,
-    });
-  }
-  return text;
+  return stateTextOf(state, what, { scope, key });
 }
 
 /** Shapes the Wasm answer `[kind, epoch, expiresAt, holder, requestId, flag, leaseId|epochBefore, nextState]`. */
@@ -139,7 +135,18 @@ function step(scope, key, state, op) {
 /** The longest scope, holder, request id or lease id accepted, in UTF-16 code units. */
 const MAX_TEXT = 1024;
 
-function checkScope(scope) {
+/**
+ * Throws INVALID_ARGUMENT unless `scope` is a non-empty, well-formed string of
+ * at most MAX_KEY_BYTES (512) UTF-8 bytes: the signed-token scope limit, and
+ * the resource-key limit (the default scope of a gate is the key). @internal
+ */
+export function checkScope(scope) {
+  if (wellFormed(scope) && scope.length > MAX_KEY_BYTES / 3 && utf8Length(scope, MAX_KEY_BYTES) > MAX_KEY_BYTES) {
+    throw invalid(`a scope is at most ${MAX_KEY_BYTES} UTF-8 bytes; ${JSON.stringify(cut(scope))} is longer`, {
+      scope: cut(scope),
+      scopeBytes: utf8Length(scope, Infinity),
+    });
+  }
   checkString('scope', scope);
 }
 
@@ -199,7 +206,7 @@ function parseOptions(options) {
   checkOptions(options, ['epochs', 'keyPrefix', 'maxRetries', 'commitTimeoutMs', 'loadTimeoutMs', 'clock'], 'Issuer');
   const epochs = options.epochs ?? 'number';
   if (epochs !== 'number' && epochs !== 'bigint') {
-    throw invalid(`epochs must be 'number' or 'bigint', got ${String(epochs)}`, { epochs });
+    throw invalid(`epochs must be 'number' or 'bigint', got ${describe(epochs)}`, { epochs });
   }
   const keyPrefix = options.keyPrefix ?? 'issuer:';
   if (typeof keyPrefix !== 'string') throw invalid('keyPrefix must be a string', { keyPrefix });
@@ -409,7 +416,7 @@ export class Issuer {
       // Committed: only now may the result (an epoch, a lease) leave.
       if (committed === true) return result;
       if (committed !== false) {
-        throw unknownError(scope, key, 'commit', undefined, `commit returned ${String(committed)}, not true or false`);
+        throw unknownError(scope, key, 'commit', undefined, `commit returned ${describe(committed)}, not true or false`);
       }
       // Lost the compare-and-set: load and decide again.
     }

@@ -240,3 +240,28 @@ export async function useRestore(): Promise<void> {
   await reconcile({ issuer, gate, scopes: { s: 'k' } });
   void [q, m, floor, v3, code];
 }
+
+import { type PersistedStateV4, type PersistedOp } from 'fencegate';
+
+/** Issue 13: state format 4 (ops as an array) and operation fingerprints (OP_ID_REUSED). */
+export async function useFingerprints(): Promise<void> {
+  const gate = new MemoryGate<{ pay: number }>();
+  const body = JSON.stringify({ pay: 10 });
+  gate.write('acct', 5, { pay: 10 }, { opId: 'pay-1', fingerprint: body });
+  gate.write('acct', 5, { pay: 10 }, { opId: 'pay-1', fingerprint: new TextEncoder().encode(body) });
+  const host = new Gate<{ pay: number }>(new MemoryHostStore<{ pay: number }>());
+  const v = await host.write('acct', 5, { pay: 99 }, { opId: 'pay-1', fingerprint: new ArrayBuffer(4) });
+  const reused: boolean = v.code === 'OP_ID_REUSED';
+  const code: ErrorCode = 'OP_ID_REUSED';
+  const s = gate.state('acct');
+  if (s !== undefined && s.v === 4) {
+    const v4: PersistedStateV4 = s;
+    const first: PersistedOp | undefined = v4.ops[0];
+    const fp: string | undefined = first?.[2];
+    void fp;
+  }
+  const literal: PersistedStateV4 = { v: 4, mark: '5', holder: null, ops: [['pay-1', '0', '0'.repeat(32)], ['r2', '5']], evicted: null, quarantine: null };
+  // @ts-expect-error a fingerprint is text or bytes
+  gate.write('acct', 5, { pay: 1 }, { opId: 'x', fingerprint: 5 });
+  void [reused, code, literal];
+}
