@@ -85,6 +85,10 @@ import {
   type IssuerOptions,
   type IssuerCasStore,
   type PersistedIssuerState,
+  type PersistedIssuerStateV1,
+  type PersistedIssuerStateV2,
+  type LeaseNotHeld,
+  type RequestIdReused,
 } from 'fencegate';
 
 import { SqliteStore, type SqliteDatabase } from 'fencegate/sqlite';
@@ -114,27 +118,39 @@ export async function useIssuer(): Promise<void> {
     const gate = new MemoryGate();
     gate.establish('jobs', a.epoch);
     await shared.establish('jobs', a.epoch);
-    const r = await issuer.renew({ scope: 'jobs', leaseId: a.leaseId, ttlMs: 10_000, now: 2 });
+    const r = await issuer.renew({ scope: 'jobs', leaseId: a.leaseId, holder: a.holder, ttlMs: 10_000, now: 2 });
     if (!r.ok) {
-      const c: 'LEASE_EXPIRED' = r.code;
-      void c;
+      const c: 'LEASE_EXPIRED' | 'LEASE_NOT_HELD' = r.code;
+      const notHeld: LeaseNotHeld | null = r.code === 'LEASE_NOT_HELD' ? r : null;
+      void [c, notHeld];
     }
-    const rel: boolean = (await issuer.release({ scope: 'jobs', leaseId: id })).released;
-    void [epoch, expires, replayed, rel];
+    const rel = await issuer.release({ scope: 'jobs', leaseId: id, holder: 'node-a' });
+    const released: boolean = rel.ok ? rel.released : false;
+    // @ts-expect-error renew and release take the holder (issue 20)
+    await issuer.release({ scope: 'jobs', leaseId: id });
+    void [epoch, expires, replayed, released];
   } else if (a.code === 'LEASE_HELD') {
     const until: number = a.expiresAt;
     const by: string = a.holder;
     void [until, by];
+  } else if (a.code === 'REQUEST_ID_REUSED') {
+    const reused: RequestIdReused = a;
+    void reused;
   }
   const cur = await plain.current('jobs');
   const holder: string | undefined = cur.lease?.holder;
   const raised = await issuer.raise({ scope: 'jobs', atLeast: 10n, now: 3 });
   const s: PersistedIssuerState = { v: 1, epoch: '3', lease: null };
+  const s2: PersistedIssuerStateV2 = {
+    v: 2, epoch: '3', lease: { id: '3.AAAAAAAAAAAAAAAAAAAAAA', holder: 'a', expiresAt: '9', ttlMs: '5', requestId: null },
+  };
+  const s1: PersistedIssuerStateV1 = { v: 1, epoch: '3', lease: { holder: 'a', expiresAt: '9', requestId: null } };
+  const codes: ErrorCode[] = ['LEASE_NOT_HELD', 'REQUEST_ID_REUSED'];
   // @ts-expect-error ttlMs is a number of ms
   await issuer.acquire({ scope: 'jobs', holder: 'a', ttlMs: '10s' });
   // @ts-expect-error unknown epoch range
   new Issuer(null, { epochs: 'u64' });
-  void [holder, raised, s];
+  void [holder, raised, s, s2, s1, codes];
 }
 
 /** Signed tokens and gate policies (issue 5, docs/signed-tokens.md). */
