@@ -9,6 +9,9 @@ bash scripts/setup-system.sh
 echo "== cargo test (native core) =="
 cargo test --quiet
 
+echo "== model check: issuer + gate + paused clients + restores + reconcile (model/, CI bounds) =="
+bash scripts/model-check.sh
+
 echo "== build the npm package =="
 bash scripts/build.sh
 
