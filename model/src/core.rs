@@ -16,7 +16,8 @@
 use fencegate::decision::{Operation, Outcome, SameEpoch, Verdict};
 use fencegate::host::{decide_state, decide_with_state, OpMeta};
 use fencegate::issuer::{
-    acquire, raise_revoking, release, AcquireRequest, EpochLimit, IssuerResult, IssuerState,
+    acquire, keyed_lease_id, raise_revoking, release, AcquireRequest, EpochLimit, IssuerResult,
+    IssuerState, LEASE_KEY_BYTES,
 };
 use fencegate::state::ResourceState;
 
@@ -111,6 +112,7 @@ pub fn gate_op(
         op_id,
         holder,
         window,
+        fingerprint: None,
     };
     let d = match variant {
         GateVariant::Real => decide_state(state.as_ref(), Ok(token), SameEpoch::Allow, op, &meta),
@@ -200,6 +202,7 @@ pub fn issuer_acquire(
     request_id: &str,
 ) -> (Acquired, Option<String>) {
     let state = decode_issuer(stored);
+    let random = lease_key(holder, state.epoch.saturating_add(1));
     let req = AcquireRequest {
         scope: SCOPE,
         holder,
@@ -207,6 +210,7 @@ pub fn issuer_acquire(
         now_ms,
         request_id: Some(request_id),
         limit: EpochLimit::Number,
+        random,
     };
     match acquire(&state, &req) {
         Err(e) => (Acquired::Refused(e.code().as_str()), None),
@@ -224,13 +228,26 @@ pub fn issuer_acquire(
     }
 }
 
-/// `Issuer.release` of the lease of `epoch`: the record to persist, if any.
-pub fn issuer_release(stored: Option<&str>, epoch: u64) -> Option<String> {
+/// The random part of a lease id, which the host draws from its CSPRNG
+/// (`crypto.getRandomValues`). The model derives it from the holder and the
+/// epoch instead, so a client can present its own lease id again and the
+/// state space stays finite; distinct holders still get distinct ids.
+fn lease_key(holder: &str, epoch: u64) -> [u8; LEASE_KEY_BYTES] {
+    let mut key = [0u8; LEASE_KEY_BYTES];
+    for (i, b) in holder.bytes().take(8).enumerate() {
+        key[i] = b;
+    }
+    key[8..].copy_from_slice(&epoch.to_be_bytes());
+    key
+}
+
+/// `Issuer.release` by `holder` of its lease of `epoch`: the record to persist, if any.
+pub fn issuer_release(stored: Option<&str>, epoch: u64, holder: &str) -> Option<String> {
     let state = decode_issuer(stored);
-    let id = fencegate::issuer::lease_id(SCOPE, epoch);
-    // A lease id above the stored epoch (a restored issuer) is CORRUPT_STATE:
-    // nothing changes, as for any error.
-    release(&state, SCOPE, &id)
+    let id = keyed_lease_id(SCOPE, epoch, &lease_key(holder, epoch));
+    // A lease id above the stored epoch (a restored issuer) is CORRUPT_STATE,
+    // another holder's id is LEASE_NOT_HELD: nothing changes, as for any error.
+    release(&state, SCOPE, &id, holder)
         .ok()
         .and_then(|step| step.next.map(|s| s.to_json()))
 }

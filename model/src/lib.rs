@@ -505,8 +505,8 @@ impl FenceModel {
                     };
                 }
             }
-            Msg::Release(_, epoch) => {
-                if let Some(n) = issuer_release(s.issuer.as_deref(), *epoch) {
+            Msg::Release(who, epoch) => {
+                if let Some(n) = issuer_release(s.issuer.as_deref(), *epoch, &holder_id(*who)) {
                     s.issuer = Some(n);
                 }
             }
@@ -1011,7 +1011,7 @@ pub fn describe_msg(m: &Msg) -> String {
             holder_id(*w)
         ),
         Msg::Reply(w, a) => format!("reply to {}: {a:?}", holder_id(*w)),
-        Msg::Release(w, e) => format!("release(s#{e}) by {}", holder_id(*w)),
+        Msg::Release(w, e) => format!("release(lease of epoch {e}) by {}", holder_id(*w)),
         Msg::Op {
             who,
             key,
