@@ -117,8 +117,15 @@ function driverOf(redis) {
       cas: async (key, args) => Number(await script(key, args)),
       nodes: () => [redis],
       nodeName: (node) => {
-        const o = node.options && node.options.socket;
-        return o && o.host !== undefined ? `${o.host}:${o.port}` : node.options && node.options.url ? node.options.url.replace(/\/\/[^@/]*@/, '//') : 'redis';
+        // host:port as for ioredis: from `socket`, else from `url` (never its password)
+        const o = node.options ?? {};
+        if (o.socket && o.socket.host !== undefined) return `${o.socket.host}:${o.socket.port ?? 6379}`;
+        try {
+          const u = new URL(o.url);
+          return `${u.hostname}:${u.port || 6379}`;
+        } catch {
+          return 'redis';
+        }
       },
       configGet: async (node) => pairs(await node.sendCommand(['CONFIG', 'GET', 'maxmemory-policy'])),
     };
