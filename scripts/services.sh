@@ -8,7 +8,7 @@
 # the postgres user (initdb/pg_ctl refuse root) with fsync off; MariaDB runs in
 # DIR (as root when started by root: --user=root) with its redo-log flush off,
 # no doublewrite and a small buffer pool: test data only. Its user `fencegate`
-# (password `fencegate`, database `fencegate`) is reached on 127.0.0.1 only.
+# (password `fgtestpw`, database `fencegate`) is reached on 127.0.0.1 only.
 set -euo pipefail
 
 pg_bin() {
@@ -77,7 +77,7 @@ start() {
   cat >"$dir/env" <<ENV
 export FENCEGATE_REDIS_URL=redis://127.0.0.1:$rport
 export FENCEGATE_PG_URL=postgres://postgres@127.0.0.1:$pport/postgres
-export FENCEGATE_MYSQL_URL=mysql://fencegate:fencegate@127.0.0.1:$MYSQL_PORT/fencegate
+export FENCEGATE_MYSQL_URL=mysql://fencegate:fgtestpw@127.0.0.1:$MYSQL_PORT/fencegate
 ENV
   echo "services: redis on 127.0.0.1:$rport, postgresql on 127.0.0.1:$pport, mariadb on 127.0.0.1:$MYSQL_PORT (env in $dir/env)"
 }
@@ -105,7 +105,7 @@ start_mariadb() {
     sleep 0.1
   done
   mariadb --no-defaults -uroot --socket="$d/sock" -e "CREATE DATABASE fencegate CHARACTER SET utf8mb4 COLLATE utf8mb4_bin;
-    CREATE USER 'fencegate'@'127.0.0.1' IDENTIFIED BY 'fencegate';
+    CREATE USER 'fencegate'@'127.0.0.1' IDENTIFIED BY 'fgtestpw';
     GRANT ALL ON fencegate.* TO 'fencegate'@'127.0.0.1';" || { cat "$d/server.log" >&2; exit 1; }
 }
 
