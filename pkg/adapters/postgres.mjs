@@ -112,7 +112,7 @@ export class PostgresStore {
     // Looked up first so that an existing table draws no "already exists, skipping"
     // NOTICE (postgres.js prints notices with console.log unless `onnotice` is set).
     const found = await this.#pg({ text: 'SELECT to_regclass($1) IS NOT NULL AS found', values: [this.#table] });
-    if (found.rows[0].found) return this;
+    if (found.rows.length === 1 && found.rows[0].found === true) return this;
     await this.#pg({
       text: `CREATE TABLE IF NOT EXISTS ${this.#table} (` + 'key text PRIMARY KEY, state text NOT NULL, value text, version bigint NOT NULL)',
     });
