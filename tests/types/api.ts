@@ -299,3 +299,27 @@ export async function useCodecs(db: SqliteDatabase, pg: PostgresClient, redis: R
   new RStore(redis, { allowEviction: 'yes' });
   void [back, change, own, pgStore.encodeValue(1), retry, policies, safe];
 }
+
+// MySQL, node-redis and postgres.js (issue 15 items 4 and 5).
+import { MysqlStore, RETRY_ERRNOS, type MysqlClient, type MysqlStoreOptions } from 'fencegate/mysql';
+import type { PostgresJsSql } from 'fencegate/postgres';
+import type { NodeRedisClient } from 'fencegate/redis';
+
+export async function useOtherClients(my: MysqlClient, sql: PostgresJsSql, nodeRedis: NodeRedisClient): Promise<unknown[]> {
+  const options: MysqlStoreOptions<string> = { table: 'fenced', encode: (v) => JSON.stringify(v), decode: (t) => String(JSON.parse(t)) };
+  const mysqlStore: MysqlStore<string> = await new MysqlStore<string>(my, options).init();
+  const text: string = mysqlStore.encodeValue('v');
+  const loaded: { state: string; version: string; value?: string } | null = await mysqlStore.load('k');
+  const ok: boolean = await mysqlStore.commit('k', loaded?.version ?? null, { v: 1, mark: '1' }, { kind: 'set', value: 'v', encoded: text });
+  const retry: readonly number[] = RETRY_ERRNOS;
+  const pgJs = await new PgStore<string>(sql, { table: 'fenced' }).init();
+  const nr = new RStore<string>(nodeRedis, { prefix: 'app:' });
+  const policies: { node: string; policy: string | null }[] = await nr.checkEvictionPolicy();
+  // @ts-expect-error a table name is a string
+  new MysqlStore(my, { table: 1 });
+  // @ts-expect-error MysqlStore needs a client
+  new MysqlStore({});
+  const issuer = new Issuer(mysqlStore);
+  void [ok, retry, policies, issuer];
+  return [new Gate(mysqlStore), new Gate(pgJs), new Gate(nr)];
+}
