@@ -148,6 +148,7 @@ export class MemoryGate {
     const slot = this.#slot(key);
     const raw = this.#raw;
     const meta = options === undefined ? null : metaOf(options);
+    const started = this.#observer.timed ? performance.now() : null;
     let v;
     if (this.#policy !== null || meta !== null) {
       v = this.#slow(slot, key, token, meta, true);
@@ -160,7 +161,7 @@ export class MemoryGate {
     }
     // Same synchronous step as the decision: nothing can run or throw in between.
     if (v.outcome === 'advance' || v.outcome === 'accept') this.#values[slot] = value;
-    this.#observer.record(v, 'write', meta);
+    this.#observer.record(v, 'write', meta, started);
     return v;
   }
 
@@ -169,6 +170,7 @@ export class MemoryGate {
     const slot = this.#slot(key);
     const raw = this.#raw;
     const meta = options === undefined ? null : metaOf(options);
+    const started = this.#observer.timed ? performance.now() : null;
     let v;
     if (this.#policy !== null || meta !== null) {
       v = this.#slow(slot, key, token, meta, false);
@@ -179,7 +181,7 @@ export class MemoryGate {
       else status = raw.establish_any(slot, token);
       v = verdictOf(raw, key, status, token);
     }
-    this.#observer.record(v, 'establish', meta);
+    this.#observer.record(v, 'establish', meta, started);
     return v;
   }
 
