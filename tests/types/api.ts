@@ -282,3 +282,20 @@ export function useExpress(): void {
     expressFenced(res, (token, options) => gate.write(req.params.key, token, req.body, options));
   void [mw, handler];
 }
+
+// ───────────── fencegate/otel, fencegate/prometheus (issue 18) ─────────────
+import { otelAudit, type OtelAuditOptions } from 'fencegate/otel';
+import { prometheusAudit, DURATION_BUCKETS, type PrometheusAuditOptions } from 'fencegate/prometheus';
+import { metrics } from '@opentelemetry/api';
+import { Registry } from 'prom-client';
+import type { AuditRecord } from 'fencegate';
+
+export function useObservability(): void {
+  const o: OtelAuditOptions = { meter: metrics.getMeter('fencegate'), spanEvents: false };
+  const p: PrometheusAuditOptions = { registry: new Registry(), prefix: 'app_fencegate_', buckets: DURATION_BUCKETS };
+  const gate = new MemoryGate({ onVerdict: otelAudit({ ...o, next: prometheusAudit(p) }) });
+  const timed = (r: AuditRecord): number => r.durationMs - (r.commitMs ?? 0);
+  // @ts-expect-error buckets are numbers
+  prometheusAudit({ buckets: ['1'] });
+  void [gate, timed];
+}
