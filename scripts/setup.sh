@@ -12,6 +12,13 @@ if ! rustup target list --installed | grep -qx wasm32-unknown-unknown; then
   rustup target add wasm32-unknown-unknown
 fi
 
+for c in rustfmt clippy; do
+  if ! rustup component list --installed 2>/dev/null | grep -q "^$c"; then
+    echo "setup: adding the rustup component $c"
+    rustup component add "$c"
+  fi
+done
+
 if [ "$(wasm-bindgen --version 2>/dev/null | awk '{print $2}')" != "$WASM_BINDGEN_VERSION" ]; then
   echo "setup: installing wasm-bindgen-cli $WASM_BINDGEN_VERSION (about 2 minutes)"
   # --locked fails for this version here (a pinned dependency is missing from the registry).

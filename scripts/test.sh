@@ -6,6 +6,10 @@ cd "$(dirname "$0")/.."
 bash scripts/setup.sh
 bash scripts/setup-system.sh
 
+echo "== cargo fmt --check, cargo clippy -D warnings =="
+cargo fmt --check
+cargo clippy --quiet --all-targets -- -D warnings
+
 echo "== cargo test (native core) =="
 cargo test --quiet
 
