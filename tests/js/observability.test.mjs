@@ -199,3 +199,33 @@ test('CommonJS copies: require("fencegate/otel") and require("fencegate/promethe
     assert.deepEqual(json.find((m) => m.name === 'fencegate_verdicts_total').values, [{ value: 1, labels: { operation: 'write', outcome: 'advance', code: 'none' } }]);
   });
 });
+
+test('README "Observability" snippet runs as printed and counts a verdict in the global registry', async () => {
+  const { readmeBlocks } = await import('../readme-blocks.mjs');
+  const { mkdirSync, mkdtempSync, writeFileSync } = await import('node:fs');
+  const { execFileSync } = await import('node:child_process');
+  const { join } = await import('node:path');
+  const [block] = readmeBlocks('Observability: OpenTelemetry and Prometheus');
+  const pkg = (p) => new URL(`../../pkg/${p}`, import.meta.url).href;
+  const code = block
+    .replace("from 'fencegate/otel'", `from '${pkg('integrations/otel.mjs')}'`)
+    .replace("from 'fencegate/prometheus'", `from '${pkg('integrations/prometheus.mjs')}'`)
+    .replace("from 'fencegate'", `from '${pkg('node.mjs')}'`);
+  // inside the repository, so @opentelemetry/api and prom-client resolve from its node_modules
+  const buildDir = new URL('../../build/', import.meta.url).pathname;
+  mkdirSync(buildDir, { recursive: true });
+  const file = join(mkdtempSync(join(buildDir, 'readme-otel-')), 'obs.mjs');
+  writeFileSync(file, `${code}
+await gate.write('k', 1, 'v');
+await gate.write('k', 0, 'v');
+const { register } = await import('prom-client');
+console.log(await register.getSingleMetricAsString('fencegate_verdicts_total'));
+`);
+  assert.equal(execFileSync('node', [file], { encoding: 'utf8' }), [
+    '# HELP fencegate_verdicts_total Fenced operations decided, by operation, outcome and code (code "none" when applied)',
+    '# TYPE fencegate_verdicts_total counter',
+    'fencegate_verdicts_total{operation="write",outcome="advance",code="none"} 1',
+    'fencegate_verdicts_total{operation="write",outcome="reject",code="MALFORMED_TOKEN"} 1',
+    '',
+  ].join('\n'));
+});
