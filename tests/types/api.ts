@@ -288,7 +288,6 @@ import { otelAudit, type OtelAuditOptions } from 'fencegate/otel';
 import { prometheusAudit, DURATION_BUCKETS, type PrometheusAuditOptions } from 'fencegate/prometheus';
 import { metrics } from '@opentelemetry/api';
 import { Registry } from 'prom-client';
-import type { AuditRecord } from 'fencegate';
 
 export function useObservability(): void {
   const o: OtelAuditOptions = { meter: metrics.getMeter('fencegate'), spanEvents: false };
