@@ -51,7 +51,10 @@ export type ErrorCode =
   | 'FUTURE_EPOCH'
   | 'EPOCH_CONFLICT'
   | 'OP_ID_EXPIRED'
-  | 'QUARANTINED';
+  | 'QUARANTINED'
+  | 'OP_ID_REUSED'
+  | 'LEASE_NOT_HELD'
+  | 'REQUEST_ID_REUSED';
 
 /** Codes a verdict of a fenced operation can carry. */
 export type RejectCode =
@@ -72,7 +75,9 @@ export type RejectCode =
   /** The operation id fell out of the de-duplication window: it may already have been applied. */
   | 'OP_ID_EXPIRED'
   /** The key is quarantined (after a restore): epochs ≤ its floor are refused until a larger one is established. */
-  | 'QUARANTINED';
+  | 'QUARANTINED'
+  /** The operation id was applied in this epoch with a different `fingerprint`: the id was reused for another operation; nothing applied. */
+  | 'OP_ID_REUSED';
 
 /** The answer to one fenced operation. `markAfter >= markBefore` always. */
 export interface Verdict {
@@ -109,10 +114,11 @@ export interface Verdict {
 /**
  * Persisted state of one resource key: JSON-safe, exact for every u64. Format
  * v1 (`{"v":1,"mark":"41"}`) while the key has no holder, no operation ids and
- * no quarantine, v2 with a holder or operation ids, v3 while quarantined.
- * Fields exactly as listed, in order; anything else decodes as CORRUPT_STATE.
+ * no quarantine, v4 otherwise. v2 and v3 were written before v4 and are still
+ * read. Each version has exactly its fields, in any order (hosts may reorder
+ * object members); anything else decodes as CORRUPT_STATE.
  */
-export type PersistedState = PersistedStateV1 | PersistedStateV2 | PersistedStateV3;
+export type PersistedState = PersistedStateV1 | PersistedStateV2 | PersistedStateV3 | PersistedStateV4;
 
 /** Format version 1. */
 export interface PersistedStateV1 {
@@ -121,7 +127,7 @@ export interface PersistedStateV1 {
   mark: string;
 }
 
-/** Format version 2: v1 plus holder binding and the per-epoch operation-id window. */
+/** Format version 2 (read only; written before v4): v1 plus holder binding and the per-epoch operation-id window. */
 export interface PersistedStateV2 {
   v: 2;
   /** The high-water mark as canonical decimal text. */
@@ -134,10 +140,37 @@ export interface PersistedStateV2 {
   evicted: string | null;
 }
 
-/** Format version 3: v2 plus the quarantine floor (written only while a key is quarantined). */
+/** Format version 3 (read only; written before v4 while a key was quarantined): v2 plus the quarantine floor. */
 export interface PersistedStateV3 extends Omit<PersistedStateV2, 'v'> {
   v: 3;
   /** The quarantine floor as decimal text (≤ mark), or null: epochs ≤ it are refused (QUARANTINED). */
+  quarantine: string | null;
+}
+
+/**
+ * One applied operation in format 4: `[id, markBefore]`, or `[id, markBefore,
+ * fingerprint]` with the first 128 bits of the SHA-256 of the operation's
+ * `fingerprint` as 32 lowercase hex digits.
+ */
+export type PersistedOp = [id: string, markBefore: string] | [id: string, markBefore: string, fingerprint: string];
+
+/** Format version 4 (issue 13): written whenever a key has a holder, operation ids or a quarantine. */
+export interface PersistedStateV4 {
+  v: 4;
+  /** The high-water mark as canonical decimal text. */
+  mark: string;
+  /** The holder (or signed token's lease id) that established the current epoch, or null. */
+  holder: string | null;
+  /** Operation ids applied in the current epoch, oldest first: an array, so hosts that reorder object members keep the order. */
+  ops: PersistedOp[];
+  /**
+   * Bloom filter of ids pushed out of the window in this epoch: two 1024-bit
+   * generations (current first), 512 lowercase hex digits; `"fnv1a:"` + 512
+   * hex digits for a filter carried over from a v2/v3 state (its old hash);
+   * or null.
+   */
+  evicted: string | null;
+  /** The quarantine floor as decimal text (≤ mark), or null. */
   quarantine: string | null;
 }
 
@@ -174,6 +207,15 @@ export interface OperationOptions {
    * window answers OP_ID_EXPIRED. Ignored by `establish`.
    */
   opId?: string;
+  /**
+   * What the operation does, as text or bytes (the request body, a canonical
+   * serialisation of the value): only with `opId`. Its SHA-256 (first 128
+   * bits) is stored with the id; a repeat of the id with a different
+   * fingerprint answers OP_ID_REUSED and applies nothing. Compared only when
+   * both the first operation and the repeat carry one: without it a repeat is
+   * `duplicate` whatever its value.
+   */
+  fingerprint?: string | Uint8Array | ArrayBuffer;
   /**
    * The holder or lease presenting the token (1..=256 bytes). The first named
    * holder of an epoch binds it; another holder at the same epoch gets
@@ -398,7 +440,9 @@ export interface Reading<V = unknown> {
 
 /**
  * The embedded in-memory gate: one high-water mark and one value per resource
- * key, checked and changed in one step. Holds WebAssembly memory: call
+ * key, checked and changed in one step. Values are kept by reference (no copy,
+ * no codec): `value(key)` returns the object written, and mutating it later
+ * changes what the gate holds. Holds WebAssembly memory: call
  * `free()` (or `using`) when done with a short-lived gate.
  * @throws FencegateError NOT_INITIALIZED before `init()`; INVALID_ARGUMENT for bad options.
  */
@@ -456,9 +500,46 @@ export class MemoryGate<V = unknown> {
 /**
  * A data change committed together with the next fence state:
  * `set` stores `value`; `delete` clears the value and keeps the fence record;
- * `none` (establish) changes only the state.
+ * `none` (establish) changes only the state. On a store with
+ * {@link CasStore.encodeValue}, a `set` also carries `encoded`: the value's
+ * text as `encodeValue` gave it before the store was touched; store that text.
  */
-export type Change<V = unknown> = { kind: 'set'; value: V } | { kind: 'delete' } | { kind: 'none' };
+export type Change<V = unknown> = { kind: 'set'; value: V; encoded?: string } | { kind: 'delete' } | { kind: 'none' };
+
+/**
+ * A value codec (docs/stores.md "Values"). The contract: `decode(encode(v))`
+ * is identical to `v` (same types, prototypes, members and order; `-0`, NaN,
+ * holes and `undefined` members included), or `encode` throws: a refusal,
+ * which the gate reports as INVALID_ARGUMENT with nothing written. `encode`
+ * is synchronous and deterministic, returns a string, and reads `v` without
+ * changing it; `decode` never throws for text its `encode` wrote.
+ */
+export interface ValueCodec<V = unknown> {
+  encode(value: V): string;
+  decode(text: string): V;
+}
+
+/**
+ * The default codec of the SQLite, Redis and PostgreSQL stores: plain JSON
+ * text for a value JSON keeps exactly (the text the stores wrote before), else
+ * `devalue:` + devalue text (Map, Set, Date, BigInt, NaN, ±Infinity, -0,
+ * `undefined` members, sparse arrays, RegExp, typed arrays, null-prototype
+ * objects, shared references and cycles). Refused, with INVALID_ARGUMENT and
+ * `path` (e.g. `value.items[3].run`): functions, symbols, symbol-keyed members,
+ * class instances (subclasses of Map, Array… included), Errors, promises,
+ * named properties on arrays, own properties on a Map/Set/Date/RegExp.
+ * `decode` reads both forms (and all JSON text written before).
+ */
+export const valueCodec: ValueCodec<any> & { readonly name: 'default codec' };
+
+/**
+ * Strict JSON: stores plain JSON text for a value JSON keeps exactly and
+ * refuses anything JSON would change (Map, Set, Date, BigInt, NaN, ±Infinity,
+ * -0, `undefined` members, sparse arrays, cycles, `toJSON`, …) with
+ * INVALID_ARGUMENT and `path`; keeps a queryable JSON column. Shared
+ * references are stored as equal copies. `decode` also reads `devalue:` text.
+ */
+export const jsonCodec: ValueCodec<any> & { readonly name: 'JSON codec' };
 
 /** What a host store's `load` returns for a key that has a record. */
 export interface StoredRecord<V = unknown> {
@@ -485,6 +566,12 @@ type MaybePromise<T> = T | Promise<T>;
 export interface CasStore<V = unknown> {
   load(key: string): MaybePromise<StoredRecord<V> | null | undefined>;
   commit(key: string, expectedVersion: unknown, nextState: PersistedState, change: Change<V>): MaybePromise<boolean>;
+  /**
+   * Optional, synchronous: the stored text of a value (its codec's `encode`).
+   * The gate calls it before touching the store; a throw refuses the write
+   * (INVALID_ARGUMENT, nothing written) and the text rides in `change.encoded`.
+   */
+  encodeValue?(value: V): string;
 }
 
 /** What the function handed to a transaction store returns: null = rejected, write nothing. */
@@ -498,9 +585,25 @@ export type TransactionResult<V = unknown> = { nextState: PersistedState; change
  * `load` is optional and used by `read()`.
  */
 export interface TransactionStore<V = unknown> {
+  /**
+   * Throw an error with `conflict: true` when the transaction did not commit
+   * and may simply run again (SQLITE_BUSY, a serialization failure): the gate
+   * retries it up to `maxRetries` times, then answers COMMIT_CONFLICT.
+   */
   transaction(key: string, fn: (state: PersistedState | string | null) => TransactionResult<V>): MaybePromise<unknown>;
   load?(key: string): MaybePromise<StoredRecord<V> | null | undefined>;
+  /** Optional, synchronous: see {@link CasStore.encodeValue}. */
+  encodeValue?(value: V): string;
 }
+
+/**
+ * `error.reason` of a STORE_ERROR thrown by a store that refuses to run:
+ * `EVICTION_POLICY` (Redis `maxmemory-policy` may evict fence records;
+ * `error.policy`), `EVICTION_POLICY_UNKNOWN` (the policy cannot be read, e.g.
+ * CONFIG GET not permitted). Both are lifted only by the store's explicit
+ * opt-in (`allowEviction: true`).
+ */
+export type StoreErrorReason = 'EVICTION_POLICY' | 'EVICTION_POLICY_UNKNOWN';
 
 /** A host store: either callback shape. */
 export type HostStore<V = unknown> = CasStore<V> | TransactionStore<V>;
@@ -520,10 +623,12 @@ export interface HostGateOptions extends GateOptions {
  * returns a Promise. A rejection resolves to a verdict and writes nothing.
  *
  * @throws FencegateError CORRUPT_STATE (stored state does not decode; nothing
- * written), STORE_ERROR (a callback threw; `cause`, `callback`), COMMIT_UNKNOWN
+ * written), STORE_ERROR (a callback threw; `cause`, `callback`; a store that
+ * refuses to run sets `reason`, see {@link StoreErrorReason}), COMMIT_UNKNOWN
  * (the host may have committed; retry the same operation with the same token),
- * COMMIT_CONFLICT (compare-and-set lost `maxRetries + 1` times; `attempts`),
- * INVALID_ARGUMENT, NOT_INITIALIZED.
+ * COMMIT_CONFLICT (compare-and-set lost, or a transaction conflicted,
+ * `maxRetries + 1` times; `attempts`), INVALID_ARGUMENT (also: a value the
+ * store's codec refuses, with `path`; nothing written), NOT_INITIALIZED.
  */
 export class Gate<V = unknown> {
   constructor(store: HostStore<V>, options?: HostGateOptions);
@@ -599,11 +704,35 @@ export interface IssuerTransactionStore {
 }
 
 /**
- * Persisted issuer state of one scope, format version 1 (JSON-safe, exact):
- * `{"v":1,"epoch":"41","lease":{"holder":"a","expiresAt":"1700000030000","requestId":"r-1"}}`
- * or `{"v":1,"epoch":"41","lease":null}`. Anything else is CORRUPT_STATE.
+ * Persisted issuer state of one scope (JSON-safe, exact). Format 2, written since issue 20:
+ * `{"v":2,"epoch":"41","lease":{"id":"41.q83vEjRWeJq83vEjRWeJqw","holder":"a","expiresAt":"1700000030000","ttlMs":"30000","requestId":"r-1"}}`
+ * or `{"v":2,"epoch":"41","lease":null}`. Format 1 (lease ids derived as
+ * `<scope>#<epoch>`, no `id`, no `ttlMs`) is still read, and written back only
+ * when its lease is renewed. Anything else is CORRUPT_STATE.
  */
-export interface PersistedIssuerState {
+export type PersistedIssuerState = PersistedIssuerStateV2 | PersistedIssuerStateV1;
+
+/** Issuer state format 2: the lease id (random) and the acquiring ttl are stored. */
+export interface PersistedIssuerStateV2 {
+  v: 2;
+  /** The last epoch issued, canonical decimal text ("0" or `[1-9][0-9]*`, ≤ 2^64−1). */
+  epoch: string;
+  lease: {
+    /** The lease id: `"<epoch>.<22 base64url characters>"` (16 random bytes). */
+    id: string;
+    /** Non-empty holder id. */
+    holder: string;
+    /** Expiry in host ms, decimal text (≤ 2^53−1). */
+    expiresAt: string;
+    /** The acquiring request's ttlMs, decimal text (1..2^53−1); renewals keep it. */
+    ttlMs: string;
+    /** The acquiring request's id, or null. */
+    requestId: string | null;
+  } | null;
+}
+
+/** Issuer state format 1 (before issue 20): lease ids are derived, `"<scope>#<epoch>"`. */
+export interface PersistedIssuerStateV1 {
   v: 1;
   /** The last epoch issued, canonical decimal text ("0" or `[1-9][0-9]*`, ≤ 2^64−1). */
   epoch: string;
@@ -644,7 +773,13 @@ export interface IssuerGrant {
   scope: string;
   /** The fencing token of this lease: send it with every write (gate.write / establish). */
   epoch: Epoch;
-  /** `"<scope>#<epoch>"`: derived, not secret; it identifies, it does not authenticate. */
+  /**
+   * `"<epoch>.<22 base64url characters>"` (at most 43 characters, URL- and
+   * header-safe): 128 random bits from the host's CSPRNG, unique per
+   * acquisition even when a restored issuer repeats an epoch. With `holder`
+   * it is what renew and release check. (`"<scope>#<epoch>"` for a lease
+   * granted before issue 20, state format 1.)
+   */
   leaseId: string;
   holder: string;
   /** The lease is live while `now < expiresAt` (ms). */
@@ -673,6 +808,28 @@ export interface LeaseExpired {
   epoch: Epoch;
 }
 
+/**
+ * `renew` / `release` whose lease id and holder are not both the scope's
+ * current lease. Says nothing about that lease (no holder, id, epoch or
+ * expiry). Nothing changed.
+ */
+export interface LeaseNotHeld {
+  ok: false;
+  code: 'LEASE_NOT_HELD';
+  scope: string;
+}
+
+/**
+ * `acquire` with the request id of the scope's current lease but another
+ * holder or another ttlMs: the id was reused for a different request.
+ * Nothing changed; use a new request id per acquisition attempt.
+ */
+export interface RequestIdReused {
+  ok: false;
+  code: 'REQUEST_ID_REUSED';
+  scope: string;
+}
+
 /** Arguments of {@link Issuer.acquire}. */
 export interface AcquireArgs {
   scope: string;
@@ -681,7 +838,11 @@ export interface AcquireArgs {
   ttlMs: number;
   /** Host time in ms (safe integer ≥ 0); optional when the issuer has a `clock`. */
   now?: number;
-  /** Makes retries idempotent: the same holder + request id returns the same lease while it is live. */
+  /**
+   * Makes retries idempotent: the same request id with the same holder and
+   * ttlMs returns the same lease while it is live; with another holder or
+   * ttlMs it answers REQUEST_ID_REUSED (nothing changes).
+   */
   requestId?: string;
 }
 
@@ -695,8 +856,12 @@ export interface AcquireArgs {
  *
  * Thrown FencegateError codes (nothing was handed out): INVALID_ARGUMENT,
  * CORRUPT_STATE, EPOCH_OVERFLOW, STORE_ERROR, COMMIT_UNKNOWN, COMMIT_CONFLICT,
- * NOT_INITIALIZED. After STORE_ERROR or COMMIT_UNKNOWN on acquire, retry with
- * the same `requestId`.
+ * NOT_INITIALIZED (also: a runtime without `crypto.getRandomValues`, which
+ * lease ids are drawn from). After STORE_ERROR or COMMIT_UNKNOWN on acquire,
+ * retry with the same `requestId`, holder and ttlMs.
+ *
+ * Results with `ok: false` (nothing changed): LEASE_HELD, LEASE_EXPIRED,
+ * LEASE_NOT_HELD (renew/release), REQUEST_ID_REUSED (acquire).
  */
 export class Issuer {
   constructor(store?: IssuerCasStore | IssuerTransactionStore | HostStore<any> | null, options?: IssuerOptions);
@@ -705,11 +870,20 @@ export class Issuer {
   /** The store key of `scope`'s record (`keyPrefix + scope`). */
   keyOf(scope: string): string;
   /** A new epoch (previous + 1) and lease when no lease is live at `now`; LEASE_HELD otherwise. */
-  acquire(args: AcquireArgs): Promise<(IssuerGrant & { replayed: boolean }) | LeaseHeld | LeaseExpired>;
-  /** Extends a live lease to `now + ttlMs`, same epoch; LEASE_EXPIRED when it is not the live current lease. */
-  renew(args: { scope: string; leaseId: string; ttlMs: number; now?: number }): Promise<IssuerGrant | LeaseExpired>;
-  /** Frees the scope when `leaseId` is its current lease; `released: false` (nothing changed) otherwise. */
-  release(args: { scope: string; leaseId: string }): Promise<{ ok: true; code: null; scope: string; released: boolean; epoch: Epoch }>;
+  acquire(args: AcquireArgs): Promise<(IssuerGrant & { replayed: boolean }) | LeaseHeld | LeaseExpired | RequestIdReused>;
+  /**
+   * Extends the live lease `leaseId` of `holder` to `now + ttlMs`, same epoch.
+   * LEASE_EXPIRED when that lease is over (expired, released, revoked,
+   * superseded); LEASE_NOT_HELD when `leaseId` and `holder` are not the
+   * scope's current lease. Both change nothing.
+   */
+  renew(args: { scope: string; leaseId: string; holder: string; ttlMs: number; now?: number }): Promise<IssuerGrant | LeaseExpired | LeaseNotHeld>;
+  /**
+   * Frees the scope when `leaseId` and `holder` are its current lease;
+   * `released: false` when that lease is over already; LEASE_NOT_HELD when
+   * they are not the current lease. Nothing changes unless released.
+   */
+  release(args: { scope: string; leaseId: string; holder: string }): Promise<{ ok: true; code: null; scope: string; released: boolean; epoch: Epoch } | LeaseNotHeld>;
   /**
    * Repair after restoring issuer state from an older copy (R11): lifts the
    * scope's epoch to at least `atLeast` (the highest mark its resources have
@@ -738,7 +912,9 @@ export class Issuer {
  * An in-memory host store, compare-and-set shape, for one process (not
  * durable): the default store of `new Issuer()`, and one a {@link Gate} can
  * share with an issuer (issuer records are `issuer:<scope>`, gate records the
- * resource keys).
+ * resource keys). Values are kept by reference, with no codec and no copy:
+ * `read()` gives back the very object written, and a later mutation of it by
+ * the caller is seen. Fence states are kept as JSON text.
  */
 export class MemoryHostStore<V = unknown> implements CasStore<V> {
   load(key: string): StoredRecord<V> | null;
@@ -780,7 +956,8 @@ export type ReconcileChange =
 /** What reconcile read and found in one scope. */
 export interface ReconcileScope {
   scope: string;
-  issuer: { epoch: Epoch; lease: { holder: string; leaseId: string; expiresAt: number; live: boolean } | null };
+  /** The issuer's record as read (no lease id: it is the lease's credential, and reports get logged). */
+  issuer: { epoch: Epoch; lease: { holder: string; expiresAt: number; live: boolean } | null };
   keys: FenceRecord[];
   /**
    * The issuer's current epoch bound to another holder at a resource than its

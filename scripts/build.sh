@@ -24,15 +24,27 @@ npx --no-install wasm-opt -Oz \
   --enable-bulk-memory --enable-reference-types --enable-nontrapping-float-to-int \
   --enable-sign-ext --enable-multivalue --enable-mutable-globals \
   "$OUT/dist/fencegate_bg.wasm" -o "$OUT/dist/fencegate_bg.wasm"
+# devalue (the default value codec's lossless form, lib/codec.mjs), bundled into the
+# package so it stays free of runtime dependencies; its licence ships beside it.
+npx --no-install esbuild node_modules/devalue/src/index.js --bundle --format=esm --platform=neutral \
+  --outfile="$OUT/dist/devalue.mjs" --log-level=warning
+cp node_modules/devalue/LICENSE "$OUT/dist/devalue.LICENSE"
 # CommonJS copy of the API for require(); the ESM glue's import.meta is unused there
 # because node.cjs instantiates synchronously from bytes.
 npx --no-install esbuild "$OUT/lib/cjs-entry.mjs" --bundle --format=cjs --platform=node \
   --log-override:empty-import-meta=silent --outfile="$OUT/dist/fencegate.cjs" --log-level=warning
 cp "$OUT/index.d.ts" "$OUT/dist/index.d.cts"
-# CommonJS copies of the store adapters (fencegate/sqlite, /redis, /postgres); they import nothing.
+# CommonJS copies of the store adapters (fencegate/sqlite, /redis, /postgres), with
+# adapters/support.mjs inlined. From lib/ they import only the codec and the error class,
+# which the CommonJS bundle exports: one FencegateError class for require() users.
 for a in sqlite redis postgres; do
-  npx --no-install esbuild "$OUT/adapters/$a.mjs" --format=cjs --platform=node \
+  npx --no-install esbuild "$OUT/adapters/$a.mjs" --bundle '--external:../lib/*' --format=cjs --platform=node \
     --outfile="$OUT/dist/adapters/$a.cjs" --log-level=warning
+  sed -i -e 's#require("\.\./lib/codec\.mjs")#require("../fencegate.cjs")#' \
+    -e 's#require("\.\./lib/errors\.mjs")#require("../fencegate.cjs")#' "$OUT/dist/adapters/$a.cjs"
+  if grep -q 'require("\.\./lib/' "$OUT/dist/adapters/$a.cjs"; then
+    echo "build: $OUT/dist/adapters/$a.cjs requires a module the CommonJS bundle does not provide" >&2; exit 1
+  fi
   cp "$OUT/adapters/$a.d.ts" "$OUT/dist/adapters/$a.d.cts"
 done
 # The license texts and the changelog ship in the tarball; their one copy lives at the root.

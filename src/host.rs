@@ -11,7 +11,7 @@
 
 use crate::decision::{decide, Operation, Outcome, SameEpoch, Verdict};
 use crate::error::{Code, TokenError};
-use crate::ops::{OpRecord, Seen, DEFAULT_WINDOW};
+use crate::ops::{OpRecord, Seen, DEFAULT_WINDOW, FINGERPRINT_BYTES};
 use crate::state::ResourceState;
 use crate::token::parse_token;
 
@@ -26,6 +26,9 @@ pub struct OpMeta<'a> {
     pub holder: Option<&'a str>,
     /// How many operation ids the key keeps per epoch (1..=1024).
     pub window: usize,
+    /// The operation's fingerprint ([`crate::ops::fingerprint`]), recorded
+    /// with its id: a retry of the id with a different one is `OP_ID_REUSED`.
+    pub fingerprint: Option<[u8; FINGERPRINT_BYTES]>,
 }
 
 impl OpMeta<'_> {
@@ -34,6 +37,7 @@ impl OpMeta<'_> {
         op_id: None,
         holder: None,
         window: DEFAULT_WINDOW,
+        fingerprint: None,
     };
 }
 
@@ -48,10 +52,14 @@ impl OpMeta<'_> {
 /// At an equal epoch, in this order:
 /// 1. the state names a holder and the operation names a different one →
 ///    `EPOCH_CONFLICT` (one epoch handed to two owners: an issuer rollback);
-/// 2. the operation id is in the window → `duplicate` with the original's
+/// 2. the operation id is in the window and both it and the operation carry
+///    a fingerprint, and they differ → `OP_ID_REUSED` (the id was reused for
+///    a different operation; issue 13, like the IETF Idempotency-Key draft's
+///    422);
+/// 3. the operation id is in the window → `duplicate` with the original's
 ///    outcome (also under `strict`, so a retry after COMMIT_UNKNOWN is safe);
-/// 3. the id fell out of the window (Bloom filter hit) → `OP_ID_EXPIRED`;
-/// 4. otherwise the epoch-level verdict stands; an accept records the id and,
+/// 4. the id fell out of the window (Bloom filter hit) → `OP_ID_EXPIRED`;
+/// 5. otherwise the epoch-level verdict stands; an accept records the id and,
 ///    when the state named no holder yet, binds the operation's holder.
 ///
 /// On advance the new epoch's holder is the operation's, and the window
@@ -93,6 +101,7 @@ pub fn settle(
                 let record = OpRecord {
                     id: id.to_owned(),
                     mark_before: verdict.mark_before,
+                    fingerprint: meta.fingerprint,
                 };
                 state.ops.push(record, meta.window);
             }
@@ -111,6 +120,11 @@ pub fn settle(
             if let Some(id) = op_id {
                 match state.ops.seen(id) {
                     Seen::Applied(original) => {
+                        if let (Some(was), Some(now)) = (original.fingerprint, meta.fingerprint) {
+                            if was != now {
+                                return verdict.rejected(Code::OpIdReused);
+                            }
+                        }
                         return Verdict {
                             outcome: Outcome::Duplicate {
                                 original_advanced: original.mark_before < token,
@@ -136,6 +150,7 @@ pub fn settle(
                 let record = OpRecord {
                     id: id.to_owned(),
                     mark_before: verdict.mark_before,
+                    fingerprint: meta.fingerprint,
                 };
                 state.ops.push(record, meta.window);
             }
@@ -303,6 +318,7 @@ mod tests {
             op_id,
             holder,
             window,
+            fingerprint: None,
         }
     }
 
@@ -322,7 +338,7 @@ mod tests {
         let s = d.next.unwrap();
         assert_eq!(
             s.to_json(),
-            r#"{"v":2,"mark":"5","holder":null,"ops":{"r1":"4"},"evicted":null}"#
+            r#"{"v":4,"mark":"5","holder":null,"ops":[["r1","4"]],"evicted":null,"quarantine":null}"#
         );
         for policy in [SameEpoch::Allow, SameEpoch::Strict] {
             let d = decide_state(Some(&s), Ok(5), policy, W, &meta(Some("r1"), None, 64));
@@ -430,6 +446,105 @@ mod tests {
         );
     }
 
+    /// Issue 13: window 2, epoch 5, ids `z`, `1`, `y`, then `1` again: a
+    /// duplicate, whatever order a host hands the stored members back in.
+    #[test]
+    fn window_order_survives_reordered_members() {
+        let mut text: Option<String> = None;
+        for id in ["z", "1", "y"] {
+            let s = text
+                .as_deref()
+                .map(|t| ResourceState::from_json(t).unwrap());
+            let d = decide_state(
+                s.as_ref(),
+                Ok(5),
+                SameEpoch::Allow,
+                W,
+                &meta(Some(id), None, 2),
+            );
+            assert!(d.verdict.applies(), "{id}");
+            // The host re-serialises the state with members sorted.
+            let v: serde_json::Value = serde_json::from_str(&d.next.unwrap().to_json()).unwrap();
+            text = Some(v.to_string());
+        }
+        let s = ResourceState::from_json(text.as_deref().unwrap()).unwrap();
+        let d = decide_state(
+            Some(&s),
+            Ok(5),
+            SameEpoch::Allow,
+            W,
+            &meta(Some("1"), None, 2),
+        );
+        assert_eq!(
+            (d.verdict.outcome, d.next),
+            (
+                Outcome::Duplicate {
+                    original_advanced: false,
+                    original_before: 5
+                },
+                None
+            )
+        );
+        let d = decide_state(
+            Some(&s),
+            Ok(5),
+            SameEpoch::Allow,
+            W,
+            &meta(Some("z"), None, 2),
+        );
+        assert_eq!(d.verdict.code, Some(Code::OpIdExpired));
+    }
+
+    /// Issue 13: an operation id reused with a different fingerprint is
+    /// OP_ID_REUSED and changes nothing; the same fingerprint, or none on
+    /// either side, is a duplicate as before.
+    #[test]
+    fn op_id_reused_with_another_fingerprint() {
+        let fp = |b: &[u8]| Some(crate::ops::fingerprint(b));
+        let with = |fingerprint| OpMeta {
+            op_id: Some("pay-1"),
+            holder: None,
+            window: 64,
+            fingerprint,
+        };
+        let d = decide_state(None, Ok(5), SameEpoch::Allow, W, &with(fp(b"{\"pay\":10}")));
+        assert_eq!(d.verdict.outcome, Outcome::Advance);
+        let s = d.next.unwrap();
+        for policy in [SameEpoch::Allow, SameEpoch::Strict] {
+            let d = decide_state(Some(&s), Ok(5), policy, W, &with(fp(b"{\"pay\":99}")));
+            assert_eq!(
+                (
+                    d.verdict.outcome,
+                    d.verdict.code,
+                    d.verdict.mark_after,
+                    d.next
+                ),
+                (Outcome::Reject, Some(Code::OpIdReused), 5, None)
+            );
+            for same in [fp(b"{\"pay\":10}"), None] {
+                let d = decide_state(Some(&s), Ok(5), policy, W, &with(same));
+                assert_eq!(
+                    (d.verdict.outcome, d.next),
+                    (
+                        Outcome::Duplicate {
+                            original_advanced: true,
+                            original_before: 0
+                        },
+                        None
+                    )
+                );
+            }
+        }
+        // Recorded without a fingerprint: any retry is a duplicate (as before issue 13).
+        let d = decide_state(None, Ok(5), SameEpoch::Allow, W, &with(None));
+        let s = d.next.unwrap();
+        let d = decide_state(Some(&s), Ok(5), SameEpoch::Allow, W, &with(fp(b"x")));
+        assert!(matches!(d.verdict.outcome, Outcome::Duplicate { .. }));
+        // A stale token is stale, whatever its fingerprint.
+        let d = decide_state(Some(&s), Ok(4), SameEpoch::Allow, W, &with(fp(b"x")));
+        assert_eq!(d.verdict.code, Some(Code::StaleToken));
+    }
+
     /// Issue 6: the same epoch from a different holder is EPOCH_CONFLICT.
     #[test]
     fn holder_binding() {
@@ -535,7 +650,7 @@ mod tests {
         let lifted = d.next.unwrap();
         assert_eq!(
             lifted.to_json(),
-            r#"{"v":2,"mark":"10","holder":"B","ops":{},"evicted":null}"#
+            r#"{"v":4,"mark":"10","holder":"B","ops":[],"evicted":null,"quarantine":null}"#
         );
         let d = decide_state(
             Some(&lifted),

@@ -5,16 +5,17 @@
 //! same code the native tests run. `serde_json` would do it too but adds about
 //! 40 KB to the `.wasm`; the records need only this subset of JSON:
 //!
-//! * objects (no duplicate keys), strings (every escape, `\uXXXX` with
-//!   surrogate pairs), `null`, and non-negative integers without sign,
+//! * objects (no duplicate keys), arrays, strings (every escape, `\uXXXX`
+//!   with surrogate pairs), `null`, and non-negative integers without sign,
 //!   fraction or exponent that fit in `u64`;
-//! * arrays, booleans, fractions, exponents, negative numbers, lone
-//!   surrogates, control characters in strings, trailing text and nesting
-//!   deeper than [`MAX_DEPTH`] are errors.
+//! * booleans, fractions, exponents, negative numbers, lone surrogates,
+//!   control characters in strings, trailing text and nesting (of objects
+//!   and arrays together) deeper than [`MAX_DEPTH`] are errors.
 //!
 //! Errors are plain messages; callers wrap them as `CORRUPT_STATE`.
 
-/// The deepest object nesting accepted (the issuer state needs 2).
+/// The deepest nesting of objects and arrays accepted (the issuer state needs
+/// 2, the resource state 3).
 pub const MAX_DEPTH: usize = 4;
 
 /// A parsed value of the subset.
@@ -28,6 +29,8 @@ pub enum Value {
     Str(String),
     /// An object, members in text order, keys unique.
     Obj(Vec<(String, Value)>),
+    /// An array, elements in order.
+    Arr(Vec<Value>),
 }
 
 /// Parses `text` as one value of the subset, with nothing after it but whitespace.
@@ -84,7 +87,7 @@ impl Parser<'_> {
             }
             Some(b'0'..=b'9') => self.integer(),
             Some(b'-') => Err("negative numbers are not allowed".to_owned()),
-            Some(b'[') => Err("arrays are not allowed".to_owned()),
+            Some(b'[') => self.array(depth + 1),
             Some(b't' | b'f') => Err("booleans are not allowed".to_owned()),
             Some(_) => Err(format!("unexpected token at byte {}", self.i)),
             None => Err("unexpected end of text".to_owned()),
@@ -120,6 +123,31 @@ impl Parser<'_> {
                     return Ok(Value::Obj(members));
                 }
                 _ => return Err(format!("expected ',' or '}}' at byte {}", self.i)),
+            }
+        }
+    }
+
+    fn array(&mut self, depth: usize) -> Result<Value, String> {
+        if depth > MAX_DEPTH {
+            return Err(format!("objects and arrays nested deeper than {MAX_DEPTH}"));
+        }
+        self.expect(b'[')?;
+        let mut items = Vec::new();
+        self.ws();
+        if self.peek() == Some(b']') {
+            self.i += 1;
+            return Ok(Value::Arr(items));
+        }
+        loop {
+            items.push(self.value(depth)?);
+            self.ws();
+            match self.peek() {
+                Some(b',') => self.i += 1,
+                Some(b']') => {
+                    self.i += 1;
+                    return Ok(Value::Arr(items));
+                }
+                _ => return Err(format!("expected ',' or ']' at byte {}", self.i)),
             }
         }
     }
@@ -272,7 +300,12 @@ mod tests {
             "",
             "{",
             "{}x",
-            "[]",
+            "[",
+            "[1,]",
+            "[,1]",
+            "[1 2]",
+            "[[[[[]]]]]",
+            r#"{"a":[{"b":[[]]}]}"#,
             "true",
             "1.0",
             "1e3",
@@ -294,6 +327,18 @@ mod tests {
             assert!(parse(bad).is_err(), "{bad:?}");
         }
         assert!(parse(r#"{"a":{"b":{"c":{}}}}"#).is_ok());
+        assert_eq!(
+            parse(r#"{"a":[["x","1"], [] ,[null]]}"#),
+            Ok(Value::Obj(vec![(
+                "a".into(),
+                Value::Arr(vec![
+                    Value::Arr(vec![Value::Str("x".into()), Value::Str("1".into())]),
+                    Value::Arr(vec![]),
+                    Value::Arr(vec![Value::Null]),
+                ])
+            )]))
+        );
+        assert_eq!(parse("[]"), Ok(Value::Arr(vec![])));
     }
 
     proptest! {
@@ -304,6 +349,8 @@ mod tests {
             let _ = parse(&j);
             let _ = crate::issuer::IssuerState::from_json(&s);
             let _ = crate::issuer::IssuerState::from_json(&j);
+            let _ = crate::state::ResourceState::from_json(&s);
+            let _ = crate::state::ResourceState::from_json(&j);
         }
 
         /// Every string survives write → parse, and matches serde_json both ways.

@@ -9,17 +9,29 @@
 //!
 //! Retention, exactly: the last `capacity` ids of the epoch are known for
 //! certain (a repeat is `duplicate`). Ids pushed out of the window are then
-//! remembered in a Bloom filter of two 1024-bit generations (k = 3, FNV-1a
-//! double hashing): an id found there answers `OP_ID_EXPIRED` ("dedup state
-//! expired: it may already have been applied") instead of being applied as
-//! new. The current generation takes evicted ids until 175 of its bits are
+//! remembered in a Bloom filter of two 1024-bit generations (k = 3; the three
+//! bit positions are disjoint 10-bit slices of FNV-1a 64 finished with the
+//! fmix64 avalanche step): an id found there answers `OP_ID_EXPIRED` ("dedup
+//! state expired: it may already have been applied") instead of being applied
+//! as new. The current generation takes evicted ids until 175 of its bits are
 //! set (about 64 ids, at least 58); then it becomes the previous generation
 //! and the old previous one is dropped. So at least the last 58 evicted ids
 //! (usually 64–128) are never mistaken for new, ids evicted longer ago are
 //! forgotten, and the chance that a genuinely new id is refused stays below
-//! about 1 % however long the epoch runs. Size the window to cover your retry
-//! horizon; the filter is the safety net. Both are cleared when the epoch
-//! advances.
+//! 1 % however long the epoch runs, whatever the ids look like (about 0.6 %
+//! measured for sequential, prefixed and random ids alike; see the tests).
+//! Size the window to cover your retry horizon; the filter is the safety net.
+//! Both are cleared when the epoch advances.
+//!
+//! Filters written by formats 2 and 3 hashed with plain FNV-1a double hashing,
+//! whose low bits barely change between `op-1`, `op-2`, … (up to 2.2 % false
+//! positives for such ids). A filter decoded from those formats keeps its hash
+//! ([`OpWindow::legacy_hash`]) until the epoch advances, so the ids it holds
+//! are still found.
+//!
+//! An operation may also carry a fingerprint (a digest of what it does): a
+//! retry whose fingerprint differs from the recorded one is `OP_ID_REUSED`
+//! ([`fingerprint`]).
 
 use std::collections::VecDeque;
 
@@ -46,6 +58,20 @@ pub fn valid_op_id(id: &str) -> bool {
     !id.is_empty() && id.len() <= MAX_OP_ID_BYTES && !id.chars().any(char::is_control)
 }
 
+/// Bytes of an operation's fingerprint: the first 128 bits of SHA-256.
+pub const FINGERPRINT_BYTES: usize = 16;
+
+/// The fingerprint of an operation's payload bytes (whatever the caller
+/// chose to identify "the same operation": the request body, a canonical
+/// serialisation of the value): the first 16 bytes of their SHA-256.
+pub fn fingerprint(bytes: &[u8]) -> [u8; FINGERPRINT_BYTES] {
+    use sha2::{Digest, Sha256};
+    let digest = Sha256::digest(bytes);
+    let mut out = [0u8; FINGERPRINT_BYTES];
+    out.copy_from_slice(&digest[..FINGERPRINT_BYTES]);
+    out
+}
+
 /// One applied operation: its id and the mark before it (the outcome is
 /// derived: `mark_before < epoch` means it advanced, otherwise it accepted).
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -54,6 +80,8 @@ pub struct OpRecord {
     pub id: String,
     /// The mark before the operation was applied.
     pub mark_before: u64,
+    /// The operation's fingerprint, when it carried one ([`fingerprint`]).
+    pub fingerprint: Option<[u8; FINGERPRINT_BYTES]>,
 }
 
 /// What the window knows about an id.
@@ -75,6 +103,9 @@ pub struct OpWindow {
     /// The Bloom filter of ids pushed out of the window in this epoch;
     /// `None` until the first eviction.
     pub evicted: Option<Box<[u8; BLOOM_BYTES]>>,
+    /// The filter was decoded from format 2 or 3 and keeps their hash (plain
+    /// FNV-1a double hashing) until the epoch advances.
+    pub legacy_hash: bool,
 }
 
 fn fnv1a(bytes: &[u8], seed: u64) -> u64 {
@@ -86,7 +117,25 @@ fn fnv1a(bytes: &[u8], seed: u64) -> u64 {
     h
 }
 
+/// The filter's bit positions of `id`: three disjoint 10-bit slices of
+/// FNV-1a 64 finished with fmix64 (MurmurHash3's avalanche step), so ids
+/// that differ only in their last characters spread over the whole filter.
 fn bloom_bits(id: &str) -> [usize; BLOOM_K as usize] {
+    let mut h = fnv1a(id.as_bytes(), 0);
+    h ^= h >> 33;
+    h = h.wrapping_mul(0xff51_afd7_ed55_8ccd);
+    h ^= h >> 33;
+    h = h.wrapping_mul(0xc4ce_b9fe_1a85_ec53);
+    h ^= h >> 33;
+    let mut out = [0usize; BLOOM_K as usize];
+    for (i, slot) in out.iter_mut().enumerate() {
+        *slot = ((h >> (10 * i)) % GENERATION_BITS) as usize;
+    }
+    out
+}
+
+/// The bit positions formats 2 and 3 used (FNV-1a double hashing).
+fn legacy_bloom_bits(id: &str) -> [usize; BLOOM_K as usize] {
     let h1 = fnv1a(id.as_bytes(), 0);
     let h2 = fnv1a(id.as_bytes(), 0x9e37_79b9_7f4a_7c15) | 1;
     let mut out = [0usize; BLOOM_K as usize];
@@ -108,7 +157,7 @@ impl OpWindow {
             return Seen::Applied(r);
         }
         if let Some(filter) = &self.evicted {
-            let bits = bloom_bits(id);
+            let bits = self.bits(id);
             let (current, previous) = filter.split_at(GENERATION_BYTES);
             let hit = |g: &[u8]| bits.iter().all(|&bit| g[bit / 8] & (1 << (bit % 8)) != 0);
             if hit(current) || hit(previous) {
@@ -134,7 +183,12 @@ impl OpWindow {
                     filter.copy_within(0..GENERATION_BYTES, GENERATION_BYTES);
                     filter[..GENERATION_BYTES].fill(0);
                 }
-                for bit in bloom_bits(&old.id) {
+                let bits = if self.legacy_hash {
+                    legacy_bloom_bits(&old.id)
+                } else {
+                    bloom_bits(&old.id)
+                };
+                for bit in bits {
                     filter[bit / 8] |= 1 << (bit % 8);
                 }
             }
@@ -146,6 +200,15 @@ impl OpWindow {
     pub fn clear(&mut self) {
         self.ops.clear();
         self.evicted = None;
+        self.legacy_hash = false;
+    }
+
+    fn bits(&self, id: &str) -> [usize; BLOOM_K as usize] {
+        if self.legacy_hash {
+            legacy_bloom_bits(id)
+        } else {
+            bloom_bits(id)
+        }
     }
 }
 
@@ -157,6 +220,7 @@ mod tests {
         OpRecord {
             id: id.to_owned(),
             mark_before: 5,
+            fingerprint: None,
         }
     }
 
@@ -220,19 +284,78 @@ mod tests {
         assert_eq!(w.seen("op-100"), Seen::New);
     }
 
+    /// A deterministic v4-UUID-shaped id stream (splitmix64).
+    fn uuid(state: &mut u64) -> String {
+        let mut next = || {
+            *state = state.wrapping_add(0x9e37_79b9_7f4a_7c15);
+            let mut z = *state;
+            z = (z ^ (z >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
+            z = (z ^ (z >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
+            z ^ (z >> 31)
+        };
+        let (a, b) = (next(), next());
+        format!(
+            "{:08x}-{:04x}-4{:03x}-{:04x}-{:012x}",
+            a >> 32,
+            (a >> 16) & 0xffff,
+            a & 0xfff,
+            (b >> 48) & 0x3fff | 0x8000,
+            b & 0xffff_ffff_ffff
+        )
+    }
+
+    /// Issue 13: the rate at which a stream of fresh ids is refused as
+    /// `OP_ID_EXPIRED`, measured the way a gate meets it: each id is looked up
+    /// and then applied, `n` ids after the window filled.
+    fn streaming_rate(window: usize, family: &str, n: usize) -> f64 {
+        let mut w = OpWindow::default();
+        let mut rng = 0x5eed_u64;
+        let mut id = |i: usize| match family {
+            "op-<i>" => format!("op-{i}"),
+            "<i>" => format!("{i}"),
+            _ => uuid(&mut rng),
+        };
+        let mut refused = 0;
+        for i in 0..(window + n) {
+            let id = id(i);
+            if i >= window && w.seen(&id) == Seen::Expired {
+                refused += 1;
+            }
+            w.push(rec(&id), window);
+        }
+        refused as f64 / n as f64
+    }
+
+    /// The documented bound (README, module docs): below 1 % for every id
+    /// family, measured over 20 000 fresh ids per family and window.
+    #[test]
+    fn false_positive_rate_per_id_family() {
+        for window in [1, 64] {
+            for family in ["op-<i>", "<i>", "uuid"] {
+                let rate = streaming_rate(window, family, 20_000);
+                println!("window {window:>2} {family:<7} {:.3} %", rate * 100.0);
+                assert!(
+                    rate < 0.01,
+                    "window {window} {family}: {:.3} %",
+                    rate * 100.0
+                );
+            }
+        }
+    }
+
     #[test]
     fn false_positive_rate_is_as_documented() {
         let mut w = OpWindow::default();
         for i in 0..(128 + 1) {
             w.push(rec(&format!("op-{i}")), 1);
         }
-        // 128 ids evicted; probe 10 000 fresh ids (expected about 0.5 %).
+        // 128 ids evicted; probe 10 000 fresh ids (below 1 %).
         let fp = (0..10_000)
             .filter(|i| w.seen(&format!("fresh-{i}")) == Seen::Expired)
             .count();
-        assert!(fp < 120, "false positives {fp} / 10000");
-        // No false negatives, ever.
-        for i in 0..128 {
+        assert!(fp < 100, "false positives {fp} / 10000");
+        // No false negatives among the last 58 evicted, ever.
+        for i in (128 - 58)..128 {
             assert_eq!(w.seen(&format!("op-{i}")), Seen::Expired);
         }
     }

@@ -1,53 +1,79 @@
 //! The persisted state of one resource key, and its versioned wire form.
 //!
-//! Three format versions, all JSON-safe and exact for every u64 (DESIGN R6).
+//! Four format versions, all JSON-safe and exact for every u64 (DESIGN R6).
 //! Version 1 is written while a key has no holder, no operation ids and no
 //! quarantine (the common case, and the shipped adapters' fast path); version
-//! 2 as soon as it has a holder or operation ids; version 3 only while the key
-//! is quarantined (issue 9). Decoders read all three.
+//! 4 otherwise (issue 13). Versions 2 and 3 are no longer written; decoders
+//! read all four.
 //!
 //! ```json
 //! {"v":1,"mark":"41"}
+//! {"v":4,"mark":"41","holder":"node-a","ops":[["r1","40"],["r2","41","9f86d081884c7d659a2feaa0c55ad015"]],"evicted":null,"quarantine":null}
 //! {"v":2,"mark":"41","holder":"node-a","ops":{"r1":"40","r2":"41"},"evicted":null}
 //! {"v":3,"mark":"41","holder":null,"ops":{},"evicted":null,"quarantine":"41"}
 //! ```
 //!
-//! * `v` — the format version, the number `1` or `2`.
+//! * `v` — the format version, the number `1`, `2`, `3` or `4`.
 //! * `mark` — the high-water mark as canonical decimal text (`"0"` or
 //!   `[1-9][0-9]*`, ≤ 2^64−1). Text, because JSON numbers above 2^53 lose
 //!   precision in JavaScript.
-//! * `holder` (v2) — the holder or lease that established the current epoch,
-//!   or `null` (unsigned numeric tokens name none).
-//! * `ops` (v2) — the operation ids applied in the current epoch, oldest
-//!   first, each mapped to the mark before it was applied (decimal text).
-//! * `evicted` (v2) — `null`, or the Bloom filter of ids pushed out of the
-//!   window in this epoch as 512 lowercase hex digits ([`crate::ops`]).
-//! * `quarantine` (v3) — the quarantine floor as decimal text, or `null`.
+//! * `holder` (v2–v4) — the holder or lease that established the current
+//!   epoch, or `null` (unsigned numeric tokens name none).
+//! * `ops` (v4) — the operation ids applied in the current epoch, oldest
+//!   first, as an **array** of `[id, mark before]` or `[id, mark before,
+//!   fingerprint]` (decimal text; the fingerprint as 32 lowercase hex digits,
+//!   [`crate::ops::fingerprint`]). The window's order is the array's order, so
+//!   it survives any host that reorders object members (PostgreSQL `jsonb`,
+//!   MySQL `JSON`, a JS object with integer-like keys, document stores).
+//! * `ops` (v2, v3) — the same as an object id → mark before. Its member
+//!   order was the window order; a host that reordered it changed which id
+//!   is evicted next (never whether an id is refused: an evicted id goes to
+//!   the filter). Read as found.
+//! * `evicted` (v2–v4) — `null`, or the Bloom filter of ids pushed out of the
+//!   window in this epoch as 512 lowercase hex digits ([`crate::ops`]). In v4
+//!   a filter carried over from a v2/v3 state is written `"fnv1a:"` + hex: it
+//!   keeps the old hash until the epoch advances.
+//! * `quarantine` (v3, v4) — the quarantine floor as decimal text, or `null`.
 //!   While it is set, every write and establish with an epoch ≤ the floor is
 //!   refused with `QUARANTINED`; the first one above the floor advances the
 //!   mark and lifts it. It never exceeds `mark` (a quarantine raises the mark
 //!   to the floor, never lowers it: R5). A host sets it after a restore or a
 //!   lost state (`gate.quarantine(key, floor)`, `reconcile`, R11).
 //!
-//! Fields appear exactly as listed, in this order; nothing else is allowed.
-//! Anything else — another version, a number `mark`, `"041"`, a missing field,
-//! an extra field, a non-object — is [`StateError`] (code `CORRUPT_STATE`),
-//! never "empty, mark 0". A key that has no state at all is the only way to
-//! have mark 0 without a stored record.
+//! Each version has exactly its fields, **in any order** (hosts that store
+//! the state as an object reorder members: alphabetically, or integer-like
+//! names first); nothing else is allowed. Anything else — another version, a
+//! number `mark`, `"041"`, a missing, unknown or duplicate field, a
+//! non-object — is [`StateError`] (code `CORRUPT_STATE`), never "empty, mark
+//! 0". A key that has no state at all is the only way to have mark 0 without
+//! a stored record.
 
 use std::collections::VecDeque;
 
 use crate::error::StateError;
 use crate::json::{self, Value};
-use crate::ops::{valid_op_id, OpRecord, OpWindow, BLOOM_BYTES, MAX_HOLDER_BYTES, MAX_WINDOW};
+use crate::ops::{
+    valid_op_id, OpRecord, OpWindow, BLOOM_BYTES, FINGERPRINT_BYTES, MAX_HOLDER_BYTES, MAX_WINDOW,
+};
 use crate::token::parse_token;
 
 /// The format version written for states with no holder and no operation ids.
 pub const STATE_VERSION: u64 = 1;
 /// The format version written when a state has a holder or operation ids.
 pub const STATE_VERSION_2: u64 = 2;
-/// The format version written while a state is quarantined.
+/// The format version written while a state was quarantined (read only).
 pub const STATE_VERSION_3: u64 = 3;
+/// The format version written when a state has a holder, operation ids or a
+/// quarantine (issue 13: the window is an array, so its order survives hosts
+/// that reorder object members).
+pub const STATE_VERSION_4: u64 = 4;
+
+/// The fields of each format version (any order).
+const FIELDS_V1: &[&str] = &["v", "mark"];
+const FIELDS_V2: &[&str] = &["v", "mark", "holder", "ops", "evicted"];
+const FIELDS_V3: &[&str] = &["v", "mark", "holder", "ops", "evicted", "quarantine"];
+/// The prefix of a v4 `evicted` filter that keeps the v2/v3 hash.
+const LEGACY_FILTER: &str = "fnv1a:";
 
 /// The decoded state of a resource key.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
@@ -72,6 +98,7 @@ impl ResourceState {
             ops: OpWindow {
                 ops: VecDeque::new(),
                 evicted: None,
+                legacy_hash: false,
             },
             quarantine: None,
         }
@@ -97,205 +124,326 @@ impl ResourceState {
         true
     }
 
-    /// The JSON text of this state: format v1 when it has no holder and no
-    /// operation ids, v2 otherwise.
+    /// The JSON text of this state: format v1 when it has no holder, no
+    /// operation ids and no quarantine, v4 otherwise.
     pub fn to_json(&self) -> String {
         if self.holder.is_none() && self.ops.is_empty() && self.quarantine.is_none() {
             return format!("{{\"v\":1,\"mark\":\"{}\"}}", self.mark);
         }
         let mut out = String::with_capacity(96);
-        out.push_str(if self.quarantine.is_some() {
-            "{\"v\":3,\"mark\":\""
-        } else {
-            "{\"v\":2,\"mark\":\""
-        });
-        out.push_str(&self.mark.to_string());
+        out.push_str("{\"v\":4,\"mark\":\"");
+        push_decimal(&mut out, self.mark);
         out.push_str("\",\"holder\":");
         match &self.holder {
             Some(h) => json::write_str(&mut out, h),
             None => out.push_str("null"),
         }
-        out.push_str(",\"ops\":{");
+        out.push_str(",\"ops\":[");
         for (i, r) in self.ops.ops.iter().enumerate() {
             if i > 0 {
                 out.push(',');
             }
+            out.push('[');
             json::write_str(&mut out, &r.id);
-            out.push_str(":\"");
-            out.push_str(&r.mark_before.to_string());
+            out.push_str(",\"");
+            push_decimal(&mut out, r.mark_before);
             out.push('"');
+            if let Some(fp) = &r.fingerprint {
+                out.push_str(",\"");
+                push_hex(&mut out, fp);
+                out.push('"');
+            }
+            out.push(']');
         }
-        out.push_str("},\"evicted\":");
+        out.push_str("],\"evicted\":");
         match &self.ops.evicted {
             Some(filter) => {
                 out.push('"');
-                for b in filter.iter() {
-                    out.push(char::from(HEX[usize::from(b >> 4)]));
-                    out.push(char::from(HEX[usize::from(b & 15)]));
+                if self.ops.legacy_hash {
+                    out.push_str(LEGACY_FILTER);
                 }
+                push_hex(&mut out, &filter[..]);
                 out.push('"');
             }
             None => out.push_str("null"),
         }
-        if let Some(floor) = self.quarantine {
-            out.push_str(",\"quarantine\":\"");
-            out.push_str(&floor.to_string());
-            out.push('"');
+        out.push_str(",\"quarantine\":");
+        match self.quarantine {
+            Some(floor) => {
+                out.push('"');
+                push_decimal(&mut out, floor);
+                out.push('"');
+            }
+            None => out.push_str("null"),
         }
         out.push('}');
         out
     }
 
-    /// Decodes the JSON text of format v1, v2 or v3 (see the module docs).
+    /// Decodes the JSON text of format v1, v2, v3 or v4 (see the module
+    /// docs): members in any order, each version's fields exactly.
     pub fn from_json(text: &str) -> Result<ResourceState, StateError> {
         let value = json::parse(text)
             .map_err(|e| StateError(format!("state is not JSON of the expected shape: {e}")))?;
         let Value::Obj(fields) = value else {
-            return Err(StateError(
-                "state must be an object {v, mark, …}".to_owned(),
-            ));
+            return Err(err("state must be an object {v, mark, …}"));
         };
-        let version = match fields.first() {
-            Some((k, Value::Int(v))) if k == "v" => *v,
-            _ => {
-                return Err(StateError(
-                    "state must start with a numeric version field v".to_owned(),
-                ))
-            }
+        // The parser refuses duplicate names; here every name must be known.
+        let mut slots: [Option<Value>; 6] = Default::default();
+        for (name, value) in fields {
+            let Some(i) = FIELDS_V3.iter().position(|f| *f == name) else {
+                return Err(StateError(format!(
+                    "unknown state field {:?}",
+                    cut(&name, 40)
+                )));
+            };
+            slots[i] = Some(value);
+        }
+        let [v, mark, holder, ops, evicted, quarantine] = &slots;
+        let version = match v {
+            Some(Value::Int(v)) => *v,
+            Some(_) => return Err(err("the version v must be a number")),
+            None => return Err(err("state has no version field v")),
         };
-        let names: Vec<&str> = fields.iter().map(|(k, _)| k.as_str()).collect();
-        let expected: &[&str] = match version {
-            1 => &["v", "mark"],
-            2 => &["v", "mark", "holder", "ops", "evicted"],
-            3 => &["v", "mark", "holder", "ops", "evicted", "quarantine"],
+        let expected = match version {
+            1 => FIELDS_V1,
+            2 => FIELDS_V2,
+            3 | 4 => FIELDS_V3,
             v => {
                 return Err(StateError(format!(
-                    "unsupported state format version {v} (this build reads versions 1, 2 and 3)"
+                    "unsupported state format version {v} (this build reads versions 1 to 4)"
                 )))
             }
         };
-        if names != expected {
-            return Err(StateError(format!(
-                "state format v{version} has exactly the fields {expected:?} in that order, found {names:?}"
-            )));
+        let present = [mark, holder, ops, evicted, quarantine].map(Option::is_some);
+        for (i, name) in FIELDS_V3.iter().enumerate().skip(1) {
+            if present[i - 1] != expected.contains(name) {
+                return Err(StateError(format!(
+                    "state format v{version} has exactly the fields {expected:?} (any order); {} {name:?}",
+                    if present[i - 1] { "unexpected" } else { "missing" }
+                )));
+            }
         }
-        let mut it = fields.into_iter().skip(1).map(|(_, v)| v);
-        let mark = match it.next() {
-            Some(Value::Str(m)) => decimal(&m, "mark")?,
-            _ => return Err(StateError("mark must be decimal text".to_owned())),
+        let mark = match mark {
+            Some(Value::Str(m)) => decimal(m, "mark")?,
+            _ => return Err(err("mark must be decimal text")),
         };
         let mut state = ResourceState::at(mark);
         if version == 1 {
             return Ok(state);
         }
-        state.holder = match it.next() {
+        state.holder = match holder {
             Some(Value::Null) => None,
-            Some(Value::Str(h)) if !h.is_empty() && h.len() <= MAX_HOLDER_BYTES => Some(h),
+            Some(Value::Str(h)) if !h.is_empty() && h.len() <= MAX_HOLDER_BYTES => Some(h.clone()),
             _ => {
                 return Err(StateError(format!(
                     "holder must be null or a string of 1..={MAX_HOLDER_BYTES} bytes"
                 )))
             }
         };
-        match it.next() {
-            Some(Value::Obj(ops)) => {
-                if ops.len() > MAX_WINDOW {
-                    return Err(StateError(format!("more than {MAX_WINDOW} operation ids")));
-                }
-                for (id, before) in ops {
-                    let Value::Str(before) = before else {
-                        return Err(StateError(
-                            "an operation's mark before must be decimal text".to_owned(),
-                        ));
-                    };
-                    if !valid_op_id(&id) {
-                        return Err(StateError(format!("invalid operation id {id:?}")));
-                    }
-                    let mark_before = decimal(&before, "operation mark before")?;
-                    if mark_before > mark {
-                        return Err(StateError(format!(
-                            "operation {id:?} has a mark before above the mark"
-                        )));
-                    }
-                    state.ops.ops.push_back(OpRecord { id, mark_before });
-                }
-                // Within an epoch only its first operation (the advance) can
-                // have a mark before below the mark; JSON object key order may
-                // change in a JS round trip, so the check is order-free.
-                if state
-                    .ops
-                    .ops
-                    .iter()
-                    .filter(|r| r.mark_before < mark)
-                    .count()
-                    > 1
-                {
-                    return Err(StateError(
-                        "more than one operation advanced to the current epoch".to_owned(),
-                    ));
-                }
-            }
-            _ => {
-                return Err(StateError(
-                    "ops must be an object of id → mark before".to_owned(),
-                ))
-            }
-        }
-        state.ops.evicted = match it.next() {
-            Some(Value::Null) => None,
-            Some(Value::Str(hex)) => Some(Box::new(unhex(&hex)?)),
-            _ => return Err(StateError("evicted must be null or hex text".to_owned())),
-        };
-        if mark == 0 && (state.holder.is_some() || !state.ops.is_empty()) {
-            return Err(StateError(
-                "a state at mark 0 has no holder and no operation ids".to_owned(),
-            ));
-        }
-        if version == 3 {
-            state.quarantine = match it.next() {
-                Some(Value::Null) => None,
-                Some(Value::Str(f)) => {
-                    let floor = decimal(&f, "quarantine")?;
-                    if floor > mark {
-                        return Err(StateError(
-                            "the quarantine floor is above the mark".to_owned(),
-                        ));
-                    }
-                    Some(floor)
-                }
-                _ => {
-                    return Err(StateError(
-                        "quarantine must be null or decimal text".to_owned(),
-                    ))
-                }
+        let records =
+            match (version, ops) {
+                (4, Some(Value::Arr(items))) => ops_v4(items)?,
+                (2 | 3, Some(Value::Obj(members))) => ops_v2(members)?,
+                (4, _) => return Err(err(
+                    "ops must be an array of [id, mark before] or [id, mark before, fingerprint]",
+                )),
+                _ => return Err(err("ops must be an object of id → mark before")),
             };
+        for r in &records {
+            if r.mark_before > mark {
+                return Err(StateError(format!(
+                    "operation {:?} has a mark before above the mark",
+                    cut(&r.id, 40)
+                )));
+            }
         }
+        // Within an epoch only its first operation (the advance) can have a
+        // mark before below the mark.
+        if records.iter().filter(|r| r.mark_before < mark).count() > 1 {
+            return Err(err("more than one operation advanced to the current epoch"));
+        }
+        state.ops.ops = records;
+        match evicted {
+            Some(Value::Null) => {}
+            Some(Value::Str(hex)) => {
+                let (legacy, hex) = match hex.strip_prefix(LEGACY_FILTER) {
+                    Some(rest) if version == 4 => (true, rest),
+                    _ => (version < 4, hex.as_str()),
+                };
+                state.ops.evicted = Some(Box::new(unhex(hex)?));
+                state.ops.legacy_hash = legacy;
+            }
+            _ => return Err(err("evicted must be null or hex text")),
+        }
+        if mark == 0 && (state.holder.is_some() || !state.ops.is_empty()) {
+            return Err(err("a state at mark 0 has no holder and no operation ids"));
+        }
+        state.quarantine = match quarantine {
+            None | Some(Value::Null) => None,
+            Some(Value::Str(f)) => {
+                let floor = decimal(f, "quarantine")?;
+                if floor > mark {
+                    return Err(err("the quarantine floor is above the mark"));
+                }
+                Some(floor)
+            }
+            _ => return Err(err("quarantine must be null or decimal text")),
+        };
         Ok(state)
+    }
+}
+
+/// The window of a v4 state: `[[id, before], [id, before, fingerprint], …]`.
+#[inline(never)]
+fn ops_v4(items: &[Value]) -> Result<VecDeque<OpRecord>, StateError> {
+    if items.len() > MAX_WINDOW {
+        return Err(StateError(format!("more than {MAX_WINDOW} operation ids")));
+    }
+    let mut out: VecDeque<OpRecord> = VecDeque::with_capacity(items.len());
+    for item in items {
+        let bad = || {
+            err("each operation is [id, mark before] or [id, mark before, fingerprint], all text")
+        };
+        let Value::Arr(parts) = item else {
+            return Err(bad());
+        };
+        let mut parts = parts.iter();
+        let (Some(Value::Str(id)), Some(Value::Str(before))) = (parts.next(), parts.next()) else {
+            return Err(bad());
+        };
+        let fingerprint = match parts.next() {
+            None => None,
+            Some(Value::Str(fp)) => Some(unhex_fingerprint(fp)?),
+            Some(_) => return Err(bad()),
+        };
+        if parts.next().is_some() {
+            return Err(bad());
+        }
+        let record = op_record(id, before, fingerprint)?;
+        if out.iter().any(|r| r.id == record.id) {
+            return Err(StateError(format!(
+                "operation id {:?} appears twice",
+                cut(&record.id, 40)
+            )));
+        }
+        out.push_back(record);
+    }
+    Ok(out)
+}
+
+/// The window of a v2/v3 state: `{id: before, …}`, in text order.
+#[inline(never)]
+fn ops_v2(members: &[(String, Value)]) -> Result<VecDeque<OpRecord>, StateError> {
+    if members.len() > MAX_WINDOW {
+        return Err(StateError(format!("more than {MAX_WINDOW} operation ids")));
+    }
+    members
+        .iter()
+        .map(|(id, before)| match before {
+            Value::Str(before) => op_record(id, before, None),
+            _ => Err(err("an operation's mark before must be decimal text")),
+        })
+        .collect()
+}
+
+#[inline(never)]
+fn op_record(
+    id: &str,
+    before: &str,
+    fingerprint: Option<[u8; FINGERPRINT_BYTES]>,
+) -> Result<OpRecord, StateError> {
+    if !valid_op_id(id) {
+        return Err(StateError(format!(
+            "invalid operation id {:?}",
+            cut(id, 40)
+        )));
+    }
+    Ok(OpRecord {
+        mark_before: decimal(before, "operation mark before")?,
+        id: id.to_owned(),
+        fingerprint,
+    })
+}
+
+/// A [`StateError`] with a fixed message (kept out of line: the decoder has
+/// many error paths and each would otherwise carry its own copy).
+#[cold]
+#[inline(never)]
+fn err(message: &str) -> StateError {
+    StateError(message.to_owned())
+}
+
+/// At most `max` characters of `text` (error messages never quote long input).
+#[inline(never)]
+pub(crate) fn cut(text: &str, max: usize) -> String {
+    match text.char_indices().nth(max) {
+        Some((i, _)) => format!("{}…", &text[..i]),
+        None => text.to_owned(),
+    }
+}
+
+/// Appends `n` in decimal (one out-of-line copy instead of `to_string` inlined per field).
+#[inline(never)]
+fn push_decimal(out: &mut String, mut n: u64) {
+    let mut digits = [0u8; 20];
+    let mut i = digits.len();
+    loop {
+        i -= 1;
+        digits[i] = b'0' + (n % 10) as u8;
+        n /= 10;
+        if n == 0 {
+            break;
+        }
+    }
+    for &d in &digits[i..] {
+        out.push(char::from(d));
+    }
+}
+
+#[inline(never)]
+fn push_hex(out: &mut String, bytes: &[u8]) {
+    for b in bytes {
+        out.push(char::from(HEX[usize::from(b >> 4)]));
+        out.push(char::from(HEX[usize::from(b & 15)]));
     }
 }
 
 const HEX: &[u8; 16] = b"0123456789abcdef";
 
 fn unhex(text: &str) -> Result<[u8; BLOOM_BYTES], StateError> {
-    let bytes = text.as_bytes();
-    if bytes.len() != BLOOM_BYTES * 2 {
-        return Err(StateError(format!(
-            "evicted must be {} hex digits",
-            BLOOM_BYTES * 2
-        )));
-    }
     let mut out = [0u8; BLOOM_BYTES];
-    for (i, pair) in bytes.chunks_exact(2).enumerate() {
-        let digit = |c: u8| match c {
-            b'0'..=b'9' => Ok(c - b'0'),
-            b'a'..=b'f' => Ok(c - b'a' + 10),
-            _ => Err(StateError("evicted must be lowercase hex".to_owned())),
-        };
-        out[i] = (digit(pair[0])? << 4) | digit(pair[1])?;
-    }
+    unhex_into(text, &mut out, "evicted")?;
     Ok(out)
 }
 
+fn unhex_fingerprint(text: &str) -> Result<[u8; FINGERPRINT_BYTES], StateError> {
+    let mut out = [0u8; FINGERPRINT_BYTES];
+    unhex_into(text, &mut out, "a fingerprint")?;
+    Ok(out)
+}
+
+#[inline(never)]
+fn unhex_into(text: &str, out: &mut [u8], what: &str) -> Result<(), StateError> {
+    let bytes = text.as_bytes();
+    if bytes.len() != out.len() * 2 {
+        return Err(StateError(format!(
+            "{what} must be {} hex digits",
+            out.len() * 2
+        )));
+    }
+    for (o, pair) in out.iter_mut().zip(bytes.chunks_exact(2)) {
+        let digit = |c: u8| match c {
+            b'0'..=b'9' => Ok(c - b'0'),
+            b'a'..=b'f' => Ok(c - b'a' + 10),
+            _ => Err(StateError(format!("{what} must be lowercase hex"))),
+        };
+        *o = (digit(pair[0])? << 4) | digit(pair[1])?;
+    }
+    Ok(())
+}
+
+#[inline(never)]
 fn decimal(text: &str, what: &str) -> Result<u64, StateError> {
     if text == "0" {
         return Ok(0);
@@ -322,21 +470,25 @@ mod tests {
         }
     }
 
+    fn rec(id: &str, mark_before: u64) -> OpRecord {
+        OpRecord {
+            id: id.to_owned(),
+            mark_before,
+            fingerprint: None,
+        }
+    }
+
     #[test]
-    fn v2_round_trip_with_holder_ops_and_filter() {
+    fn v4_round_trip_with_holder_ops_fingerprints_and_filter() {
         let mut s = ResourceState::at(41);
         s.holder = Some("node-\"a\"".to_owned());
         for (i, id) in ["r1", "r2", "ü/3"].iter().enumerate() {
-            s.ops.push(
-                OpRecord {
-                    id: (*id).to_owned(),
-                    mark_before: 39 + i as u64,
-                },
-                2,
-            );
+            s.ops.push(rec(id, 39 + i as u64), 2);
         }
+        s.ops.ops[1].fingerprint = Some(crate::ops::fingerprint(b"test"));
         let text = s.to_json();
-        assert!(text.starts_with(r#"{"v":2,"mark":"41","holder":"node-\"a\"","ops":{"r2":"40","ü/3":"41"},"evicted":""#), "{text}");
+        assert!(text.starts_with(r#"{"v":4,"mark":"41","holder":"node-\"a\"","ops":[["r2","40"],["ü/3","41","9f86d081884c7d659a2feaa0c55ad015"]],"evicted":""#), "{text}");
+        assert!(text.ends_with(r#"","quarantine":null}"#), "{text}");
         assert_eq!(ResourceState::from_json(&text), Ok(s.clone()));
         let v: serde_json::Value = serde_json::from_str(&text).unwrap();
         assert_eq!(v["evicted"].as_str().unwrap().len(), 512);
@@ -344,38 +496,139 @@ mod tests {
         plain.holder = Some("h".to_owned());
         assert_eq!(
             plain.to_json(),
-            r#"{"v":2,"mark":"7","holder":"h","ops":{},"evicted":null}"#
+            r#"{"v":4,"mark":"7","holder":"h","ops":[],"evicted":null,"quarantine":null}"#
         );
         assert_eq!(ResourceState::from_json(&plain.to_json()), Ok(plain));
     }
 
+    /// Issue 13: the window order is the array's, so a host that reorders
+    /// object members (jsonb, a JS object, a document store) changes nothing.
     #[test]
-    fn v3_quarantine_round_trip_and_never_lowers() {
-        let mut s = ResourceState::at(0);
-        assert!(s.quarantine_at(9));
+    fn members_in_any_order_decode_the_same() {
+        let mut s = ResourceState::at(5);
+        s.holder = Some("node-a".to_owned());
+        for id in ["z", "1", "y"] {
+            s.ops.push(rec(id, 5), 2);
+        }
+        s.quarantine_at(3);
+        let text = s.to_json();
+        let v: serde_json::Value = serde_json::from_str(&text).unwrap();
+        // serde_json's default map sorts keys: the alphabetical order.
+        let sorted = v.to_string();
+        assert!(sorted.starts_with(r#"{"evicted":"#), "{sorted}");
+        assert_eq!(ResourceState::from_json(&sorted), Ok(s.clone()));
+        let spaced = r#"{ "quarantine" : "5", "ops": [ ["1", "5"], ["y","5"] ], "mark":"5", "v": 4, "holder":"node-a", "evicted":null }"#;
+        let d = ResourceState::from_json(spaced).unwrap();
         assert_eq!(
-            s.to_json(),
-            r#"{"v":3,"mark":"9","holder":null,"ops":{},"evicted":null,"quarantine":"9"}"#
+            d.ops.ops.iter().map(|r| r.id.as_str()).collect::<Vec<_>>(),
+            ["1", "y"]
         );
-        assert_eq!(ResourceState::from_json(&s.to_json()), Ok(s.clone()));
-        assert!(!s.quarantine_at(9));
-        assert!(!s.quarantine_at(3));
-        let mut held = ResourceState::at(50);
-        held.holder = Some("A".to_owned());
-        assert!(held.quarantine_at(40));
-        assert_eq!((held.mark, held.quarantine), (50, Some(50)));
-        assert_eq!(held.holder.as_deref(), Some("A"));
-        let mut big = ResourceState::at(u64::MAX - 1);
-        assert!(big.quarantine_at(u64::MAX));
-        assert_eq!(ResourceState::from_json(&big.to_json()), Ok(big.clone()));
-        let null = r#"{"v":3,"mark":"5","holder":null,"ops":{},"evicted":null,"quarantine":null}"#;
-        assert_eq!(ResourceState::from_json(null), Ok(ResourceState::at(5)));
+        assert_eq!((d.mark, d.quarantine), (5, Some(5)));
+        // The issue's jsonb row: a v2 state whose members jsonb reordered.
+        let jsonb = r#"{"v": 2, "ops": {}, "mark": "8", "holder": "node-a", "evicted": null}"#;
+        let mut expected = ResourceState::at(8);
+        expected.holder = Some("node-a".to_owned());
+        assert_eq!(ResourceState::from_json(jsonb), Ok(expected));
+        assert_eq!(
+            ResourceState::from_json(r#"{"mark":"41","v":1}"#),
+            Ok(ResourceState::at(41))
+        );
+    }
+
+    /// A filter read from format 2/3 keeps its hash (so its ids are still
+    /// found) and is written back tagged; a new epoch drops it.
+    #[test]
+    fn legacy_filter_survives_the_format_change() {
+        let mut old = ResourceState::at(5);
+        old.ops.legacy_hash = true;
+        for id in ["a", "b", "c", "d"] {
+            old.ops.push(rec(id, 5), 3);
+        }
+        let v4 = old.to_json();
+        assert!(v4.contains(r#""evicted":"fnv1a:"#), "{v4}");
+        assert_eq!(ResourceState::from_json(&v4), Ok(old.clone()));
+        assert_eq!(old.ops.seen("a"), crate::ops::Seen::Expired);
+        old.ops.clear();
+        assert!(!old.ops.legacy_hash);
+        for bad in [
+            r#"{"v":2,"mark":"5","holder":null,"ops":{},"evicted":"fnv1a:00"}"#,
+            r#"{"v":4,"mark":"5","holder":null,"ops":[],"evicted":"fnv1a:00","quarantine":null}"#,
+        ] {
+            assert!(ResourceState::from_json(bad).is_err(), "{bad}");
+        }
+    }
+
+    /// Every text of formats 1–3 that the build before issue 13 wrote (or
+    /// accepted) decodes as it did then (tests/fixtures/state-v1-v3.json).
+    #[test]
+    fn v1_to_v3_fixture_decodes_as_before() {
+        let text = std::fs::read_to_string(concat!(
+            env!("CARGO_MANIFEST_DIR"),
+            "/tests/fixtures/state-v1-v3.json"
+        ))
+        .unwrap();
+        let fixture: serde_json::Value = serde_json::from_str(&text).unwrap();
+        let cases = fixture["cases"].as_array().unwrap();
+        assert_eq!(cases.len(), 16);
+        for case in cases {
+            let text = case["text"].as_str().unwrap();
+            let s = ResourceState::from_json(text).unwrap_or_else(|e| panic!("{text}: {e}"));
+            let want = &case["decoded"];
+            let mark = match &want["mark"] {
+                serde_json::Value::Number(n) => n.as_u64().unwrap(),
+                m => m.as_str().unwrap().trim_end_matches('n').parse().unwrap(),
+            };
+            assert_eq!(s.mark, mark, "{text}");
+            if let Some(ids) = want.get("opIds") {
+                let ids: Vec<&str> = ids
+                    .as_array()
+                    .unwrap()
+                    .iter()
+                    .map(|x| x.as_str().unwrap())
+                    .collect();
+                assert_eq!(
+                    s.ops.ops.iter().map(|r| r.id.as_str()).collect::<Vec<_>>(),
+                    ids
+                );
+                assert_eq!(s.holder.as_deref(), want["holder"].as_str());
+            } else {
+                assert!(s.holder.is_none() && s.ops.ops.is_empty());
+            }
+            assert_eq!(
+                s.quarantine,
+                want.get("quarantine").and_then(serde_json::Value::as_u64)
+            );
+            assert_eq!(s.ops.legacy_hash, s.ops.evicted.is_some(), "{text}");
+            // Written back as v4 (or v1), it decodes to the same state.
+            assert_eq!(ResourceState::from_json(&s.to_json()), Ok(s.clone()));
+        }
     }
 
     #[test]
     fn damaged_state_is_corrupt_never_empty() {
         for bad in [
+            r#"{"v":5,"mark":"41"}"#,
+            r#"{"v":0,"mark":"41"}"#,
             r#"{"v":4,"mark":"41"}"#,
+            r#"{"v":4,"mark":"5","holder":null,"ops":[],"evicted":null}"#,
+            r#"{"v":4,"mark":"5","holder":null,"ops":{},"evicted":null,"quarantine":null}"#,
+            r#"{"v":4,"mark":"5","holder":null,"ops":[["a"]],"evicted":null,"quarantine":null}"#,
+            r#"{"v":4,"mark":"5","holder":null,"ops":[["a","5","00"]],"evicted":null,"quarantine":null}"#,
+            r#"{"v":4,"mark":"5","holder":null,"ops":[["a","5","9F86D081884C7D659A2FEAA0C55AD015"]],"evicted":null,"quarantine":null}"#,
+            r#"{"v":4,"mark":"5","holder":null,"ops":[["a","5","9f86d081884c7d659a2feaa0c55ad015","x"]],"evicted":null,"quarantine":null}"#,
+            r#"{"v":4,"mark":"5","holder":null,"ops":[["a",5]],"evicted":null,"quarantine":null}"#,
+            r#"{"v":4,"mark":"5","holder":null,"ops":[["a","5"],["a","5"]],"evicted":null,"quarantine":null}"#,
+            r#"{"v":4,"mark":"5","holder":null,"ops":[["a","4"],["b","3"]],"evicted":null,"quarantine":null}"#,
+            r#"{"v":4,"mark":"5","holder":null,"ops":[["a","6"]],"evicted":null,"quarantine":null}"#,
+            r#"{"v":4,"mark":"5","holder":null,"ops":["a"],"evicted":null,"quarantine":null}"#,
+            r#"{"v":4,"mark":"5","holder":null,"ops":[],"evicted":null,"quarantine":null,"x":1}"#,
+            r#"{"v":4,"mark":"5","holder":null,"ops":[],"evicted":null,"quarantine":null,"v":4}"#,
+            r#"{"v":4,"mark":"05","holder":null,"ops":[],"evicted":null,"quarantine":null}"#,
+            r#"{"v":04,"mark":"5","holder":null,"ops":[],"evicted":null,"quarantine":null}"#,
+            r#"{"v":4.0,"mark":"5","holder":null,"ops":[],"evicted":null,"quarantine":null}"#,
+            r#"{"v":4,"mark":"5","holder":null,"ops":[],"evicted":null,"quarantine":"6"}"#,
+            r#"{"mark":"1","v":1,"holder":null}"#,
+            r#"{"mark":"1","mark":"1","v":1}"#,
             r#"{"v":3,"mark":"41"}"#,
             r#"{"v":3,"mark":"5","holder":null,"ops":{},"evicted":null,"quarantine":"6"}"#,
             r#"{"v":3,"mark":"5","holder":null,"ops":{},"evicted":null,"quarantine":5}"#,
@@ -387,7 +640,6 @@ mod tests {
             r#"{"v":1,"mark":"18446744073709551616"}"#,
             r#"{"v":1}"#,
             r#"{"mark":"1"}"#,
-            r#"{"mark":"1","v":1}"#,
             r#"{"v":1,"mark":"1","extra":true}"#,
             r#"{"v":"1","mark":"1"}"#,
             r#"{"v":2,"mark":"1"}"#,

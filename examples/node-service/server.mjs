@@ -3,8 +3,8 @@
 // (fencegate/sqlite), and an issuer endpoint grants leases with epochs.
 //
 //   POST   /leases/<scope>          {"holder","ttlMs","requestId"?} → a lease and its epoch (409 LEASE_HELD)
-//   POST   /leases/<scope>/renew    {"leaseId","ttlMs"}             → same epoch, new expiry (409 LEASE_EXPIRED)
-//   POST   /leases/<scope>/release  {"leaseId"}                     → {"released": true|false}
+//   POST   /leases/<scope>/renew    {"leaseId","holder","ttlMs"}    → same epoch, new expiry (409 LEASE_EXPIRED / LEASE_NOT_HELD)
+//   POST   /leases/<scope>/release  {"leaseId","holder"}            → {"released": true|false} (409 LEASE_NOT_HELD)
 //   PUT    /kv/<key>                body = the value (JSON);  header Fencing-Token
 //   POST   /kv/<key>/establish      raise the mark, no data change (a new owner's barrier)
 //   DELETE /kv/<key>                fenced delete: clears the value, keeps the mark
@@ -93,10 +93,11 @@ export function createHandler(db, { gate, issuer } = {}) {
     if (b === null || typeof b !== 'object') throw new HttpError(400, 'BAD_JSON', 'the body must be a JSON object');
     let r;
     if (action === undefined) r = await issuer.acquire({ scope, holder: b.holder, ttlMs: b.ttlMs, requestId: b.requestId });
-    else if (action === 'renew') r = await issuer.renew({ scope, leaseId: b.leaseId, ttlMs: b.ttlMs });
-    else if (action === 'release') r = await issuer.release({ scope, leaseId: b.leaseId });
+    else if (action === 'renew') r = await issuer.renew({ scope, leaseId: b.leaseId, holder: b.holder, ttlMs: b.ttlMs });
+    else if (action === 'release') r = await issuer.release({ scope, leaseId: b.leaseId, holder: b.holder });
     else throw new HttpError(404, 'NOT_FOUND', 'no such route');
-    return send(res, r.ok ? 200 : 409, { ...r, epoch: String(r.epoch) });
+    // LEASE_NOT_HELD carries no epoch: it says nothing about the lease.
+    return send(res, r.ok ? 200 : 409, r.epoch === undefined ? r : { ...r, epoch: String(r.epoch) });
   }
 
   return async function handle(req, res) {

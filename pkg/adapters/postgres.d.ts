@@ -8,20 +8,44 @@
 export interface PostgresStoreOptions<V = unknown> {
   /** Table name, a plain SQL identifier; default `"fencegate"`. */
   table?: string;
+  /**
+   * Value to stored text, with `decode` as a pair (a codec, e.g. `...jsonCodec`);
+   * default fencegate's `valueCodec`. A throw refuses the write: INVALID_ARGUMENT.
+   */
   encode?(value: V): string;
+  /** Stored text to value; default `valueCodec.decode` (reads JSON text and `devalue:` text). */
   decode?(text: string): V;
 }
+
+/**
+ * SQLSTATEs read as "did not commit, run it again": 40001 serialization_failure,
+ * 40P01 deadlock_detected, 55P03 lock_not_available. From `commit` they are a
+ * lost compare-and-set (`false`: the gate reloads and retries, COMMIT_CONFLICT
+ * after `maxRetries`); `load` runs its SELECT again up to 3 more times.
+ */
+export const RETRY_SQLSTATES: readonly string[];
 
 /** Structural type of the pg `Pool` or `Client` used. */
 export interface PostgresClient {
   query(config: { text: string; values?: unknown[] } | string, values?: unknown[]): Promise<{ rows: any[]; rowCount: number | null }>;
 }
 
+/**
+ * Each statement is its own transaction and the compare-and-set is in its
+ * WHERE clause, so any isolation level is correct: READ COMMITTED (no row
+ * matched) and REPEATABLE READ / SERIALIZABLE (40001) both end as a lost
+ * compare-and-set. @throws FencegateError INVALID_ARGUMENT for `encode` without `decode`.
+ */
 export class PostgresStore<V = unknown> {
   constructor(pg: PostgresClient, options?: PostgresStoreOptions<V>);
+  /** The stored text of `value`; FencegateError INVALID_ARGUMENT (with `path`) when the codec refuses it. */
+  encodeValue(value: V): string;
   /** Creates the table if needed; run once before concurrent use. */
   init(): Promise<this>;
   load(key: string): Promise<{ state: string; version: string; value?: V } | null>;
-  /** Errors that are not a definite SQL failure carry `commitUnknown: true`. */
-  commit(key: string, expectedVersion: unknown, nextState: object, change: { kind: string; value?: V }): Promise<boolean>;
+  /**
+   * `false` when the version moved or a {@link RETRY_SQLSTATES} error came back.
+   * Errors that are not a definite SQL failure (connection classes 08/57, 40003) carry `commitUnknown: true`.
+   */
+  commit(key: string, expectedVersion: unknown, nextState: object, change: { kind: string; value?: V; encoded?: string }): Promise<boolean>;
 }

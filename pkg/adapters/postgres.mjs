@@ -8,30 +8,50 @@
 // together, or nothing. A lost compare-and-set makes the gate load, decide
 // again and retry (bounded).
 //
-// The client is passed in (a `pg.Pool` or `pg.Client`); this module imports nothing.
+// Values go through a codec (default: fencegate's `valueCodec`, docs/stores.md
+// "Values"): exact round trip, or INVALID_ARGUMENT before anything is written.
+//
+// Isolation: every statement is its own transaction (autocommit), and the
+// compare-and-set lives in the statement's WHERE clause, so its correctness
+// does not depend on the isolation level. Under READ COMMITTED a concurrent
+// winner makes the UPDATE match no row (false); under REPEATABLE READ and
+// SERIALIZABLE PostgreSQL raises a serialization failure instead: that whole
+// "retry the transaction" class is read as a lost compare-and-set (docs/stores.md).
+//
+// The client is passed in (a `pg.Pool` or `pg.Client`); this module imports only the codec.
+import { valueCodec } from '../lib/codec.mjs';
+import { codecOf, encodeWith, encodedOf } from './support.mjs';
 
 const IDENT = /^[A-Za-z_][A-Za-z0-9_]{0,62}$/;
 
-function encodeJson(value) {
-  return JSON.stringify(value);
+/**
+ * SQLSTATEs after which the statement did not commit and running it again is
+ * the documented remedy: 40001 serialization_failure (REPEATABLE READ /
+ * SERIALIZABLE, and hot-standby conflicts), 40P01 deadlock_detected, 55P03
+ * lock_not_available (a `lock_timeout` while waiting for the row lock).
+ * 40003 statement_completion_unknown is not among them: it may have committed.
+ */
+export const RETRY_SQLSTATES = Object.freeze(['40001', '40P01', '55P03']);
+
+function retryable(e) {
+  return e !== null && typeof e === 'object' && RETRY_SQLSTATES.includes(e.code);
 }
 
-function decodeJson(text) {
-  return JSON.parse(text);
-}
+// How often load() runs its SELECT again after a retry-class failure.
+const LOAD_ATTEMPTS = 4;
 
 // An error PostgreSQL answered with (a SQLSTATE), other than a connection or
 // shutdown class, means the statement did not commit. Anything else (a lost
 // connection, a client-side timeout) may have committed.
 function definitelyFailed(e) {
   const code = e && typeof e === 'object' ? e.code : undefined;
-  return typeof code === 'string' && /^[0-9A-Z]{5}$/.test(code) && !code.startsWith('08') && !code.startsWith('57');
+  return typeof code === 'string' && /^[0-9A-Z]{5}$/.test(code) && !code.startsWith('08') && !code.startsWith('57') && code !== '40003';
 }
 
 /**
  * A compare-and-set host store on a pg `Pool` or `Client`.
  * Options: `table` (default `"fencegate"`), `encode`/`decode` for values
- * (default JSON text). Call `await store.init()` once to create the table.
+ * (default `valueCodec`). Call `await store.init()` once to create the table.
  */
 export class PostgresStore {
   #pg;
@@ -45,12 +65,11 @@ export class PostgresStore {
     }
     const table = options.table ?? 'fencegate';
     if (typeof table !== 'string' || !IDENT.test(table)) {
-      throw new TypeError(`table must be a plain SQL identifier, got ${String(table)}`);
+      throw new TypeError(`table must be a plain SQL identifier, got ${typeof table === 'string' ? JSON.stringify(table) : typeof table}`);
     }
     this.#pg = pg;
     this.#table = `"${table}"`;
-    this.#encode = options.encode ?? encodeJson;
-    this.#decode = options.decode ?? decodeJson;
+    [this.#encode, this.#decode] = codecOf(options, valueCodec);
   }
 
   /** Creates the table when it does not exist. Run once, before concurrent use. */
@@ -64,10 +83,16 @@ export class PostgresStore {
 
   /** `{ state, version, value }` of `key` (version as decimal text), or null. */
   async load(key) {
-    const r = await this.#pg.query({
-      text: `SELECT state, value, version::text AS version FROM ${this.#table} WHERE key = $1`,
-      values: [key],
-    });
+    const query = { text: `SELECT state, value, version::text AS version FROM ${this.#table} WHERE key = $1`, values: [key] };
+    let r;
+    for (let attempt = 1; ; attempt++) {
+      try {
+        r = await this.#pg.query(query);
+        break;
+      } catch (e) {
+        if (!retryable(e) || attempt >= LOAD_ATTEMPTS) throw e;
+      }
+    }
     if (r.rows.length === 0) return null;
     const row = r.rows[0];
     return { state: row.state, version: row.version, value: row.value === null ? undefined : this.#decode(row.value) };
@@ -76,7 +101,7 @@ export class PostgresStore {
   /** Writes state and change when the row's version is still `expectedVersion`; true when it did. */
   async commit(key, expectedVersion, nextState, change) {
     const state = JSON.stringify(nextState);
-    const value = change.kind === 'set' ? this.#encode(change.value) : null;
+    const value = change.kind === 'set' ? encodedOf(this, change) : null;
     const t = this.#table;
     let query;
     if (expectedVersion === null || expectedVersion === undefined) {
@@ -100,8 +125,16 @@ export class PostgresStore {
       const r = await this.#pg.query(query);
       return r.rowCount === 1;
     } catch (e) {
+      // Nothing committed, and another writer got there first (or a deadlock):
+      // a lost compare-and-set. The gate loads, decides again and retries (bounded).
+      if (retryable(e)) return false;
       if (!definitelyFailed(e) && e && typeof e === 'object') e.commitUnknown = true;
       throw e;
     }
+  }
+
+  /** The stored text of `value` (the codec's `encode`); INVALID_ARGUMENT when the codec refuses it. */
+  encodeValue(value) {
+    return encodeWith(this.#encode, value);
   }
 }

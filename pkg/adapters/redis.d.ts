@@ -7,21 +7,54 @@
 export interface RedisStoreOptions<V = unknown> {
   /** Key prefix; default `"fencegate:"`. */
   prefix?: string;
+  /**
+   * Value to stored text, with `decode` as a pair (a codec, e.g. `...jsonCodec`);
+   * default fencegate's `valueCodec`. A throw refuses the write: INVALID_ARGUMENT.
+   */
   encode?(value: V): string;
+  /** Stored text to value; default `valueCodec.decode` (reads JSON text and `devalue:` text). */
   decode?(text: string): V;
+  /**
+   * Run even when Redis may evict fence records (`maxmemory-policy allkeys-*`)
+   * or the policy cannot be read (CONFIG GET not permitted). Default false:
+   * such a store refuses every operation with STORE_ERROR (`reason`
+   * `EVICTION_POLICY` / `EVICTION_POLICY_UNKNOWN`). An evicted fence record
+   * lets an old epoch's write land as the key's first write: read
+   * docs/stores.md "Records that vanish" before setting this.
+   */
+  allowEviction?: boolean;
 }
+
+/** `maxmemory-policy` values under which a key without a TTL is never evicted. */
+export const SAFE_EVICTION_POLICIES: readonly string[];
 
 /** Structural type of the ioredis client used (`Redis` or `Cluster`). */
 export interface RedisClient {
   hmget(key: string, ...fields: string[]): Promise<(string | null)[]>;
   defineCommand(name: string, definition: { numberOfKeys: number; lua: string }): void;
+  config(op: 'GET', parameter: string): Promise<unknown>;
 }
 
+/**
+ * Before its first operation the store checks `maxmemory-policy` (every master
+ * of a Cluster) and refuses to run under an evicting or unreadable policy
+ * unless `allowEviction: true`.
+ * @throws FencegateError INVALID_ARGUMENT for bad options.
+ */
 export class RedisStore<V = unknown> {
   constructor(redis: RedisClient, options?: RedisStoreOptions<V>);
+  /**
+   * Reads the policy now: `{ node, policy }` per master (`policy: null` when
+   * unreadable under `allowEviction`). Call it after changing the server's
+   * configuration; the automatic check runs once per store.
+   * @throws FencegateError STORE_ERROR with `reason` EVICTION_POLICY / EVICTION_POLICY_UNKNOWN.
+   */
+  checkEvictionPolicy(): Promise<{ node: string; policy: string | null }[]>;
+  /** The stored text of `value`; FencegateError INVALID_ARGUMENT (with `path`) when the codec refuses it. */
+  encodeValue(value: V): string;
   /** The Redis key that holds `key`. */
   redisKey(key: string): string;
   load(key: string): Promise<{ state: string | undefined; version: string; value?: V } | null>;
   /** Errors other than a Redis error reply carry `commitUnknown: true`. */
-  commit(key: string, expectedVersion: unknown, nextState: object, change: { kind: string; value?: V }): Promise<boolean>;
+  commit(key: string, expectedVersion: unknown, nextState: object, change: { kind: string; value?: V; encoded?: string }): Promise<boolean>;
 }

@@ -7,7 +7,19 @@
 // writes state, value and the next version together, or nothing. A lost
 // compare-and-set makes the gate load, decide again and retry (bounded).
 //
-// The client is passed in (an ioredis `Redis` or `Cluster`); this module imports nothing.
+// Values go through a codec (default: fencegate's `valueCodec`, docs/stores.md
+// "Values"): exact round trip, or INVALID_ARGUMENT before anything is written.
+//
+// A fence record that Redis may evict is no fence: before its first operation
+// the store reads `maxmemory-policy` (CONFIG GET, on every master of a Cluster)
+// and refuses to run (STORE_ERROR, `reason`) under a policy that may evict keys
+// without a TTL (`allkeys-*`), or when it cannot read the policy, unless the
+// caller opts in with `allowEviction: true` (docs/stores.md "Records that vanish").
+//
+// The client is passed in (an ioredis `Redis` or `Cluster`); this module imports only the codec.
+import { valueCodec } from '../lib/codec.mjs';
+import { FencegateError } from '../lib/errors.mjs';
+import { codecOf, encodeWith, encodedOf } from './support.mjs';
 
 // KEYS[1] the hash; ARGV: expected version ('' = no record), state, change kind, value.
 const COMPARE_AND_SET = `
@@ -29,18 +41,53 @@ return 1
 
 const COMMAND = 'fencegateCompareAndSet';
 
-function encodeJson(value) {
-  return JSON.stringify(value);
+/**
+ * Eviction policies under which a key without a TTL (every fence record) is
+ * never evicted. Any other policy (`allkeys-lru`, `allkeys-lfu`,
+ * `allkeys-random`, or one this version does not know) is refused.
+ */
+export const SAFE_EVICTION_POLICIES = Object.freeze(['noeviction', 'volatile-lru', 'volatile-lfu', 'volatile-random', 'volatile-ttl']);
+
+function isSafePolicy(policy) {
+  return SAFE_EVICTION_POLICIES.includes(policy) || /^volatile-[a-z]+$/.test(policy);
 }
 
-function decodeJson(text) {
-  return JSON.parse(text);
+const OPT_IN = 'pass { allowEviction: true } to RedisStore only if you accept that an evicted fence record lets an old epoch write again';
+
+function unsafe(reason, message, details) {
+  return new FencegateError('STORE_ERROR', message, { reason, ...details });
+}
+
+/** `maxmemory-policy` of one node; STORE_ERROR EVICTION_POLICY_UNKNOWN when the server does not say. */
+async function policyOf(node) {
+  let reply;
+  try {
+    reply = await node.config('GET', 'maxmemory-policy');
+  } catch (e) {
+    if (!(e && e.name === 'ReplyError')) throw e; // no answer (connection): not cached, asked again next time
+    throw unsafe(
+      'EVICTION_POLICY_UNKNOWN',
+      `RedisStore cannot read Redis's maxmemory-policy (CONFIG GET answered: ${e.message}), so it cannot tell whether ` +
+        `Redis may evict fence records; set a safe policy (noeviction, or volatile-* with no TTL on fence records) and ${OPT_IN}`,
+      { cause: e },
+    );
+  }
+  const policy = Array.isArray(reply) && reply.length >= 2 && typeof reply[1] === 'string' ? reply[1] : undefined;
+  if (policy === undefined) {
+    throw unsafe(
+      'EVICTION_POLICY_UNKNOWN',
+      `RedisStore cannot read Redis's maxmemory-policy (CONFIG GET answered ${JSON.stringify(reply)}); ${OPT_IN}`,
+      { reply },
+    );
+  }
+  return policy;
 }
 
 /**
  * A compare-and-set host store on an ioredis client.
  * Options: `prefix` (default `"fencegate:"`), `encode`/`decode` for values
- * (default JSON text).
+ * (default `valueCodec`), `allowEviction` (default false: refuse to run under
+ * an evicting `maxmemory-policy`, or one that cannot be read).
  *
  * Errors: a Redis error reply (the script did not run) is a plain failure
  * (STORE_ERROR); any other error during commit (connection lost, timeout) is
@@ -51,6 +98,10 @@ export class RedisStore {
   #prefix;
   #encode;
   #decode;
+  #allowEviction;
+  /** The policy check: null = not passed yet, else the checked policies. */
+  #checked = null;
+  #checking = null;
 
   constructor(redis, options = {}) {
     if (redis === null || typeof redis !== 'object' || typeof redis.defineCommand !== 'function') {
@@ -59,8 +110,13 @@ export class RedisStore {
     this.#redis = redis;
     this.#prefix = options.prefix ?? 'fencegate:';
     if (typeof this.#prefix !== 'string') throw new TypeError('prefix must be a string');
-    this.#encode = options.encode ?? encodeJson;
-    this.#decode = options.decode ?? decodeJson;
+    [this.#encode, this.#decode] = codecOf(options, valueCodec);
+    const allow = options.allowEviction ?? false;
+    if (typeof allow !== 'boolean') {
+      throw new FencegateError('INVALID_ARGUMENT', 'allowEviction must be true or false', { allowEviction: allow });
+    }
+    this.#allowEviction = allow;
+    if (allow) this.#checked = []; // opted in: operations never wait for the check
     if (typeof redis[COMMAND] !== 'function') {
       // EVALSHA with a fallback to EVAL, cached on the client.
       redis.defineCommand(COMMAND, { numberOfKeys: 1, lua: COMPARE_AND_SET });
@@ -72,8 +128,57 @@ export class RedisStore {
     return this.#prefix + key;
   }
 
+  /**
+   * Reads `maxmemory-policy` (every master of a Cluster) and throws STORE_ERROR
+   * with `reason: 'EVICTION_POLICY'` when one may evict fence records, or
+   * `'EVICTION_POLICY_UNKNOWN'` when CONFIG GET is refused. Resolves to the
+   * policies read (`{ node, policy }[]`). Runs by itself before the first
+   * operation; call it again after changing the server's configuration.
+   * With `allowEviction: true` it still reads and reports, and never throws for the policy.
+   */
+  async checkEvictionPolicy() {
+    const r = this.#redis;
+    const nodes = typeof r.nodes === 'function' ? r.nodes('master') : [r];
+    const out = [];
+    for (const node of nodes) {
+      const name = node.options && node.options.host !== undefined ? `${node.options.host}:${node.options.port}` : 'redis';
+      let policy;
+      try {
+        policy = await policyOf(node);
+      } catch (e) {
+        if (this.#allowEviction && e instanceof FencegateError) {
+          out.push({ node: name, policy: null });
+          continue;
+        }
+        throw e;
+      }
+      if (!isSafePolicy(policy) && !this.#allowEviction) {
+        throw unsafe(
+          'EVICTION_POLICY',
+          `Redis at ${name} runs maxmemory-policy ${policy}: it may evict fence records, and an evicted record lets a ` +
+            `paused old owner's write land as the key's first write. Use noeviction, or a volatile-* policy with no TTL ` +
+            `on fence records (docs/stores.md), or ${OPT_IN}`,
+          { policy, node: name },
+        );
+      }
+      out.push({ node: name, policy });
+    }
+    this.#checked = out;
+    return out;
+  }
+
+  /** Runs the policy check once (a failed check runs again on the next operation). */
+  #ensureChecked() {
+    if (this.#checked !== null) return undefined;
+    this.#checking ??= this.checkEvictionPolicy().finally(() => {
+      this.#checking = null;
+    });
+    return this.#checking;
+  }
+
   /** `{ state, version, value }` of `key`, or null when the hash does not exist. */
   async load(key) {
+    if (this.#checked === null) await this.#ensureChecked();
     const [state, value, version] = await this.#redis.hmget(this.#prefix + key, 'state', 'value', 'version');
     if (state === null && value === null && version === null) return null;
     return {
@@ -85,7 +190,8 @@ export class RedisStore {
 
   /** Writes state and change when the hash's version is still `expectedVersion`; true when it did. */
   async commit(key, expectedVersion, nextState, change) {
-    const value = change.kind === 'set' ? this.#encode(change.value) : '';
+    if (this.#checked === null) await this.#ensureChecked();
+    const value = change.kind === 'set' ? encodedOf(this, change) : '';
     const expected = expectedVersion === null || expectedVersion === undefined ? '' : String(expectedVersion);
     try {
       const r = await this.#redis[COMMAND](this.#prefix + key, expected, JSON.stringify(nextState), change.kind, value);
@@ -94,5 +200,10 @@ export class RedisStore {
       if (!(e && e.name === 'ReplyError') && e && typeof e === 'object') e.commitUnknown = true;
       throw e;
     }
+  }
+
+  /** The stored text of `value` (the codec's `encode`); INVALID_ARGUMENT when the codec refuses it. */
+  encodeValue(value) {
+    return encodeWith(this.#encode, value);
   }
 }

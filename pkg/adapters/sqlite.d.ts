@@ -7,9 +7,12 @@
 export interface SqliteStoreOptions<V = unknown> {
   /** Table name, a plain SQL identifier; default `"fencegate"`. */
   table?: string;
-  /** Value to stored text; default `JSON.stringify`. */
+  /**
+   * Value to stored text, with `decode` as a pair (a codec, e.g. `...jsonCodec`);
+   * default fencegate's `valueCodec`. A throw refuses the write: INVALID_ARGUMENT.
+   */
   encode?(value: V): string;
-  /** Stored text to value; default `JSON.parse`. */
+  /** Stored text to value; default `valueCodec.decode` (reads JSON text and `devalue:` text). */
   decode?(text: string): V;
   /** Create the table if it does not exist; default true. */
   createTable?: boolean;
@@ -22,8 +25,16 @@ export interface SqliteDatabase {
   exec(sql: string): unknown;
 }
 
+/**
+ * SQLITE_BUSY* and SQLITE_LOCKED* errors (after better-sqlite3's `timeout`)
+ * are thrown with `conflict: true`: the gate runs the transaction again, up to
+ * `maxRetries` times, then answers COMMIT_CONFLICT; nothing was written.
+ * @throws FencegateError INVALID_ARGUMENT for `encode` without `decode` (or the reverse).
+ */
 export class SqliteStore<V = unknown> {
   constructor(db: SqliteDatabase, options?: SqliteStoreOptions<V>);
-  transaction(key: string, fn: (state: string | null) => { nextState: object; change: { kind: string; value?: V } } | null): boolean;
+  /** The stored text of `value`; FencegateError INVALID_ARGUMENT (with `path`) when the codec refuses it. */
+  encodeValue(value: V): string;
+  transaction(key: string, fn: (state: string | null) => { nextState: object; change: { kind: string; value?: V; encoded?: string } } | null): boolean;
   load(key: string): { state: string; version: number; value?: V } | null;
 }

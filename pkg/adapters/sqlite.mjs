@@ -7,22 +7,27 @@
 // IMMEDIATE takes SQLite's write lock up front, so writers in other processes
 // wait (better-sqlite3's `timeout`, default 5 s) instead of failing at COMMIT.
 //
-// The client is passed in (an open `Database`); this module imports nothing.
+// Values go through a codec (default: fencegate's `valueCodec`, docs/stores.md
+// "Values"): exact round trip, or INVALID_ARGUMENT before anything is written.
+//
+// The client is passed in (an open `Database`); this module imports only the codec.
+import { valueCodec } from '../lib/codec.mjs';
+import { codecOf, encodeWith, encodedOf } from './support.mjs';
 
 const IDENT = /^[A-Za-z_][A-Za-z0-9_]{0,62}$/;
 
-function encodeJson(value) {
-  return JSON.stringify(value);
-}
-
-function decodeJson(text) {
-  return JSON.parse(text);
-}
+// SQLite's "try again" classes: SQLITE_BUSY (and _RECOVERY, _SNAPSHOT, _TIMEOUT)
+// and SQLITE_LOCKED (and _SHAREDCACHE, _VTAB). The transaction did not commit
+// (better-sqlite3 rolls back), so the gate may run it again.
+const RETRY = /^SQLITE_(BUSY|LOCKED)(_[A-Z]+)?$/;
 
 /**
  * A transaction-shaped host store on a better-sqlite3 `Database`.
  * Options: `table` (default `"fencegate"`), `encode`/`decode` for values
- * (default JSON text), `createTable` (default true).
+ * (default `valueCodec`), `createTable` (default true).
+ * A busy or locked database (SQLITE_BUSY*, SQLITE_LOCKED*) after better-sqlite3's
+ * `timeout` is thrown with `conflict: true`: the gate runs the transaction again
+ * (bounded by `maxRetries`), then answers COMMIT_CONFLICT.
  */
 export class SqliteStore {
   #db;
@@ -40,11 +45,10 @@ export class SqliteStore {
     }
     const table = options.table ?? 'fencegate';
     if (typeof table !== 'string' || !IDENT.test(table)) {
-      throw new TypeError(`table must be a plain SQL identifier, got ${String(table)}`);
+      throw new TypeError(`table must be a plain SQL identifier, got ${typeof table === 'string' ? JSON.stringify(table) : typeof table}`);
     }
     this.#db = db;
-    this.#encode = options.encode ?? encodeJson;
-    this.#decode = options.decode ?? decodeJson;
+    [this.#encode, this.#decode] = codecOf(options, valueCodec);
     if (options.createTable !== false) {
       db.exec(
         `CREATE TABLE IF NOT EXISTS "${table}" (` +
@@ -64,7 +68,7 @@ export class SqliteStore {
       if (out === null || out === undefined) return false; // rejected: write nothing
       const state = JSON.stringify(out.nextState);
       const { change } = out;
-      const value = change.kind === 'set' ? this.#encode(change.value) : null;
+      const value = change.kind === 'set' ? encodedOf(this, change) : null;
       if (row === undefined) {
         this.#insert.run(key, state, value);
       } else if (change.kind === 'set') {
@@ -88,9 +92,17 @@ export class SqliteStore {
     this.#busy = true;
     try {
       return this.#run.immediate(key, fn);
+    } catch (e) {
+      if (e !== null && typeof e === 'object' && typeof e.code === 'string' && RETRY.test(e.code)) e.conflict = true;
+      throw e;
     } finally {
       this.#busy = false;
     }
+  }
+
+  /** The stored text of `value` (the codec's `encode`); INVALID_ARGUMENT when the codec refuses it. */
+  encodeValue(value) {
+    return encodeWith(this.#encode, value);
   }
 
   /** `{ state, version, value }` of `key` (value `undefined` when none), or null. */

@@ -1,34 +1,145 @@
 #!/usr/bin/env node
 // fencegate command line: `fencegate reconcile …` (docs/restore.md).
 //
-//   npx fencegate reconcile --sqlite app.db --scope orders --keys orders/1,orders/2 [--dry-run]
-//   npx fencegate reconcile --redis redis://127.0.0.1:6379 --prefix app: --scope jobs --keys a,b
-//   npx fencegate reconcile --postgres postgres://… --table fencegate --scope s --keys k
+//   npx fencegate reconcile --sqlite app.db --scope orders --key orders/1 --key orders/2 [--dry-run]
+//   npx fencegate reconcile --redis redis://127.0.0.1:6379 --prefix app: --scope jobs --key a --key b
+//   npx fencegate reconcile --postgres postgres://… --table fencegate --scopes scopes.json
 //
 // The issuer's records and the resources' fence records are read from one
 // store (as in docs/issuer.md: the issuer's keys are `issuer:<scope>`), or the
 // issuer's from another one given with --issuer-sqlite / --issuer-redis /
-// --issuer-postgres. Each --scope takes the comma-separated resource keys of
-// the --keys that follows it. Prints the JSON report of `reconcile()`.
+// --issuer-postgres. Each --key names one resource key of the --scope before
+// it, exactly as given (any character, commas included); --scopes FILE reads
+// `{ "scope": ["key", …] }` (or `[{ "scope", "keys" }]`) as JSON instead. The
+// old comma-separated --keys is refused: it cannot name a key with a comma,
+// and a key it split wrongly could raise an issuer from a key nobody named.
+// Prints the JSON report of `reconcile()`.
 // Exit status: 0 done (changes or not), 3 done but some keys could not be read
 // or repaired (see `errors` in the report), 1 failed (JSON error on stderr), 2 usage.
+//
+// No password reaches stdout or stderr: every secret the store URLs (or
+// PGPASSWORD / REDISCLI_AUTH) carry is masked in everything printed, URL
+// passwords of any other form too, and the drivers' error events are listened
+// to (no "Unhandled error event" print of a connection string).
 import { parseArgs } from 'node:util';
 import { createRequire } from 'node:module';
+import { readFileSync } from 'node:fs';
 import path from 'node:path';
 import { pathToFileURL } from 'node:url';
 
 const USAGE = `usage: fencegate reconcile (--sqlite FILE | --redis URL | --postgres URL)
-         --scope SCOPE --keys KEY[,KEY…] [--scope SCOPE --keys …]
+         (--scope SCOPE --key KEY [--key KEY…] [--scope SCOPE --key …] | --scopes FILE.json)
          [--issuer-sqlite FILE | --issuer-redis URL | --issuer-postgres URL]
          [--table NAME] [--prefix PREFIX] [--issuer-table NAME] [--issuer-prefix PREFIX]
-         [--key-prefix issuer:] [--epochs number|bigint] [--now MS] [--dry-run]`;
+         [--key-prefix issuer:] [--epochs number|bigint] [--now MS] [--dry-run]
+       fencegate --help
+
+  --key KEY          one resource key of the --scope before it, exactly as written (repeat it)
+  --scopes FILE      JSON: { "scope": ["key", …] } or [{ "scope": "…", "keys": ["…"] }]
+  Exit status: 0 done, 3 done but some keys could not be read or repaired,
+  1 failed (JSON error on stderr), 2 usage. See docs/restore.md.`;
+
+// ---- secrets: collected from the command line and the environment, masked in all output
+
+const MASK = '***';
+/** Query or keyword parameters that carry a secret (libpq and redis URL forms). */
+const SECRET_PARAM = /((?:^|[?&;\s])(?:password|passwd|pwd|pass|sslpassword|auth|secret|token)\s*=\s*)('[^']*'|[^&;\s'"]*)/gi;
+/** `scheme://user:password@` and `scheme:/:password@` (any number of slashes). */
+const URL_USERINFO = /([A-Za-z][A-Za-z0-9+.-]*:\/*[^\s:/@'"]*:)([^\s@'"]+)@/g;
+
+function decoded(text) {
+  try {
+    return decodeURIComponent(text);
+  } catch {
+    return text;
+  }
+}
+
+/** Every secret in `args` (URL passwords, raw and percent-decoded; password parameters) and the environment. */
+export function secretsIn(args, env) {
+  const secrets = new Set();
+  for (let arg of args) {
+    if (typeof arg !== 'string') continue;
+    arg = arg.replace(/^--[A-Za-z-]+=/, '');
+    const at = arg.lastIndexOf('@');
+    if (at > 0) {
+      // userinfo: after `scheme:` and its slashes (however many), before the last '@'
+      const userinfo = arg.slice(0, at).replace(/^[A-Za-z][A-Za-z0-9+.-]*:\/*/, '');
+      const colon = userinfo.indexOf(':');
+      if (colon >= 0 && colon < userinfo.length - 1) {
+        const password = userinfo.slice(colon + 1);
+        secrets.add(password);
+        secrets.add(decoded(password));
+      }
+    }
+    for (const m of arg.matchAll(SECRET_PARAM)) {
+      const value = m[2].replace(/^'(.*)'$/, '$1');
+      if (value !== '') {
+        secrets.add(value);
+        secrets.add(decoded(value));
+      }
+    }
+  }
+  for (const name of ['PGPASSWORD', 'REDISCLI_AUTH']) {
+    if (typeof env[name] === 'string' && env[name] !== '') secrets.add(env[name]);
+  }
+  secrets.delete('');
+  return [...secrets].sort((a, b) => b.length - a.length); // longest first: no partial leftovers
+}
+
+/** `text` with every known secret and every URL-shaped password masked. */
+export function redact(text, secrets) {
+  let out = String(text);
+  for (const secret of secrets) out = out.split(secret).join(MASK);
+  return out.replace(URL_USERINFO, `$1${MASK}@`).replace(SECRET_PARAM, `$1${MASK}`);
+}
+
+const SECRETS = secretsIn(process.argv.slice(2), process.env);
+const rawOut = process.stdout.write.bind(process.stdout);
+const rawErr = process.stderr.write.bind(process.stderr);
+/** Anything else printed (a driver's console output, a warning) is masked too. */
+function masked(raw) {
+  return (chunk, ...rest) => raw(typeof chunk === 'string' || chunk instanceof Uint8Array ? redact(Buffer.from(chunk).toString('utf8'), SECRETS) : chunk, ...rest);
+}
+process.stdout.write = masked(rawOut);
+process.stderr.write = masked(rawErr);
 
 function usage(message) {
-  process.stderr.write(`${message ? `fencegate: ${message}\n` : ''}${USAGE}\n`);
+  rawErr(`${message ? `fencegate: ${redact(message, SECRETS)}\n` : ''}${USAGE}\n`);
   process.exit(2);
 }
 
 const json = (value) => JSON.stringify(value, (_, v) => (typeof v === 'bigint' ? v.toString() : v), 2);
+
+/** The report with secrets masked in its strings only (numbers stay numbers, the JSON stays valid). */
+function redactStrings(value) {
+  if (typeof value === 'string') return redact(value, SECRETS);
+  if (Array.isArray(value)) return value.map(redactStrings);
+  if (value !== null && typeof value === 'object') {
+    return Object.fromEntries(Object.entries(value).map(([k, v]) => [redact(k, SECRETS), redactStrings(v)]));
+  }
+  return value;
+}
+
+/** The last error event of a store driver (a connection failure behind "Connection is closed."). */
+let lastDriverError = null;
+
+/** Prints a failure as a JSON error on stderr (masked) and exits 1. */
+function fail(e) {
+  let code = null;
+  let message;
+  try {
+    code = typeof e?.code === 'string' ? e.code : null;
+    message = typeof e?.message === 'string' ? e.message : typeof e === 'string' ? e : 'an error without a message';
+  } catch {
+    message = 'an error that cannot be read';
+  }
+  const driver = typeof lastDriverError?.message === 'string' ? { driver: lastDriverError.message } : {};
+  rawErr(`${redact(json({ error: { code, message, ...driver } }), SECRETS)}\n`);
+  process.exit(1);
+}
+process.on('uncaughtException', fail);
+process.on('unhandledRejection', fail);
 
 /** Loads a peer dependency from the caller's project (where fencegate is installed) or next to the package. */
 async function peer(name) {
@@ -62,27 +173,68 @@ async function openStore(values, pfx) {
     case 'redis': {
       const Redis = await peer('ioredis');
       const { RedisStore } = await import('../adapters/redis.mjs');
-      const client = new Redis(target, { maxRetriesPerRequest: 2, lazyConnect: false });
+      // A few quick reconnects, then give up (the command fails with a masked JSON error).
+      const client = new Redis(target, { maxRetriesPerRequest: 2, lazyConnect: false, retryStrategy: (n) => (n > 2 ? null : 100) });
+      client.on('error', (e) => { lastDriverError = e; }); // reported (masked) with the failure; never ioredis's own print
       return { store: new RedisStore(client, prefix === undefined ? {} : { prefix }), close: () => client.disconnect() };
     }
     default: {
       const pg = await peer('pg');
       const { PostgresStore } = await import('../adapters/postgres.mjs');
-      const pool = new pg.Pool({ connectionString: target, max: 2 });
+      const pool = new pg.Pool({ connectionString: target, max: 2, connectionTimeoutMillis: 10000 });
+      pool.on('error', (e) => { lastDriverError = e; }); // an idle client's error: reported (masked) with the failure
       return { store: new PostgresStore(pool, table ? { table } : {}), close: () => pool.end() };
     }
   }
 }
 
+/** `[{ scope, keys }]` from --scope/--key in command-line order, or from --scopes FILE. */
+function scopesOf(values, tokens) {
+  if (values.keys !== undefined) {
+    usage('--keys (a comma-separated list) is refused: it cannot name a key that contains a comma. Name each key with --key KEY (repeat it after its --scope), or list them in --scopes FILE.json');
+  }
+  if (values.scopes !== undefined) {
+    if (values.scope !== undefined || values.key !== undefined) usage('give either --scopes FILE or --scope/--key, not both');
+    let text;
+    try {
+      text = readFileSync(values.scopes, 'utf8');
+    } catch (e) {
+      usage(`cannot read --scopes ${values.scopes}: ${e.message}`);
+    }
+    try {
+      return JSON.parse(text);
+    } catch (e) {
+      usage(`--scopes ${values.scopes} is not JSON: ${e.message}`);
+    }
+  }
+  const list = [];
+  for (const t of tokens) {
+    if (t.kind !== 'option') continue;
+    if (t.name === 'scope') list.push({ scope: t.value, keys: [] });
+    else if (t.name === 'key') {
+      if (list.length === 0) usage('each --key belongs to the --scope before it: give --scope first');
+      list.at(-1).keys.push(t.value);
+    }
+  }
+  if (list.length === 0) usage('name the scopes and keys: --scope SCOPE --key KEY …, or --scopes FILE.json');
+  for (const s of list) if (s.keys.length === 0) usage(`give --scope ${JSON.stringify(s.scope)} at least one --key`);
+  return list;
+}
+
 async function main(argv) {
   const [command, ...rest] = argv;
-  if (command === '--help' || command === '-h' || command === undefined) usage();
+  if (command === '--help' || command === '-h' || command === 'help' || (command === 'reconcile' && (rest.includes('--help') || rest.includes('-h')))) {
+    rawOut(`${USAGE}\n`);
+    return;
+  }
+  if (command === undefined) usage();
   if (command !== 'reconcile') usage(`unknown command ${JSON.stringify(command)}`);
   let parsed;
   try {
     parsed = parseArgs({
       args: rest,
       strict: true,
+      tokens: true,
       options: {
         sqlite: { type: 'string' },
         redis: { type: 'string' },
@@ -97,7 +249,9 @@ async function main(argv) {
         'key-prefix': { type: 'string' },
         epochs: { type: 'string' },
         scope: { type: 'string', multiple: true },
+        key: { type: 'string', multiple: true },
         keys: { type: 'string', multiple: true },
+        scopes: { type: 'string' },
         now: { type: 'string' },
         'dry-run': { type: 'boolean' },
       },
@@ -105,11 +259,8 @@ async function main(argv) {
   } catch (e) {
     usage(e.message);
   }
-  const { values } = parsed;
-  const scopes = values.scope ?? [];
-  const keys = values.keys ?? [];
-  if (scopes.length === 0 || scopes.length !== keys.length) usage('give each --scope its --keys');
-  const mapping = scopes.map((scope, i) => ({ scope, keys: keys[i].split(',').filter((k) => k !== '') }));
+  const { values, tokens } = parsed;
+  const mapping = scopesOf(values, tokens);
   let now;
   if (values.now !== undefined) {
     if (!/^(0|[1-9][0-9]*)$/.test(values.now) || !Number.isSafeInteger(Number(values.now))) usage('--now is host time in ms');
@@ -128,7 +279,7 @@ async function main(argv) {
     });
     const gate = new Gate(resources.store);
     const report = await reconcile({ issuer, gate, scopes: mapping, now, dryRun: values['dry-run'] === true });
-    process.stdout.write(`${json(report)}\n`);
+    rawOut(`${json(redactStrings(report))}\n`);
     if (report.errors > 0) process.exitCode = 3;
   } finally {
     await issuerStore?.close();
@@ -136,10 +287,4 @@ async function main(argv) {
   }
 }
 
-main(process.argv.slice(2)).then(
-  () => process.exit(process.exitCode ?? 0),
-  (e) => {
-    process.stderr.write(`${json({ error: { code: e?.code ?? null, message: e?.message ?? String(e) } })}\n`);
-    process.exit(1);
-  },
-);
+main(process.argv.slice(2)).then(() => process.exit(process.exitCode ?? 0), fail);

@@ -38,24 +38,124 @@ export function wellFormed(s) {
   return typeof s === 'string' && (typeof s.isWellFormed !== 'function' || s.isWellFormed());
 }
 
-/** Throws INVALID_ARGUMENT unless `key` is a well-formed string. */
-export function checkKey(key) {
-  if (!wellFormed(key)) throw invalid('a resource key must be a well-formed string (no lone surrogates)', { key });
+/**
+ * The longest resource key, in UTF-8 bytes: the longest signed-token scope
+ * (a key is its own default scope), and short enough for every shipped
+ * store's index (PostgreSQL's btree refuses rows above about 2,700 bytes).
+ */
+export const MAX_KEY_BYTES = 512;
+
+/** The UTF-8 length of a well-formed string, counted up to `limit + 1`. */
+export function utf8Length(s, limit) {
+  let n = 0;
+  for (let i = 0; i < s.length && n <= limit; i++) {
+    const c = s.charCodeAt(i);
+    if (c < 0x80) n += 1;
+    else if (c < 0x800) n += 2;
+    else if (c >= 0xd800 && c <= 0xdbff) {
+      n += 4; // a surrogate pair (well-formed: the low half follows)
+      i++;
+    } else n += 3;
+  }
+  return n;
 }
 
-/** A printable message for any thrown value (its toString may throw too). */
-export function messageOf(cause) {
-  if (cause instanceof Error) return cause.message;
-  try {
-    return String(cause);
-  } catch {
-    return 'a non-printable value';
+/** At most `max` characters of `s` for an error message (never whole long input). */
+export function cut(s, max = 40) {
+  if (s.length <= max) return s;
+  const end = s.charCodeAt(max - 1) >= 0xd800 && s.charCodeAt(max - 1) <= 0xdbff ? max - 1 : max;
+  return `${s.slice(0, end)}…`;
+}
+
+/**
+ * Throws INVALID_ARGUMENT unless `key` is a well-formed string of at most
+ * MAX_KEY_BYTES UTF-8 bytes. A long key is not quoted whole: the message and
+ * `key` carry its first 40 characters, `keyBytes` its length.
+ */
+export function checkKey(key) {
+  if (!wellFormed(key)) {
+    throw invalid('a resource key must be a well-formed string (no lone surrogates)', { key: typeof key === 'string' ? cut(key) : key });
   }
+  // ≤ 170 UTF-16 units is ≤ 510 bytes: no need to count.
+  if (key.length > MAX_KEY_BYTES / 3) {
+    const bytes = key.length > MAX_KEY_BYTES ? key.length : utf8Length(key, MAX_KEY_BYTES);
+    if (bytes > MAX_KEY_BYTES) {
+      throw invalid(
+        `a resource key is at most ${MAX_KEY_BYTES} UTF-8 bytes; ${JSON.stringify(cut(key))} is ${key.length > MAX_KEY_BYTES ? 'longer' : bytes + ' bytes'}`,
+        { key: cut(key), keyBytes: utf8Length(key, Infinity) },
+      );
+    }
+  }
+}
+
+/** The longest text a description quotes from a user value, in UTF-16 units. */
+const DESCRIBE_MAX = 80;
+
+/**
+ * A short, printable description of ANY value for error messages. It never
+ * calls the value's own conversions (`toString`, `valueOf`,
+ * `Symbol.toPrimitive`, `toJSON`), so an object without a prototype, a Proxy,
+ * a symbol or an object whose conversion throws are all described, and the
+ * library's own error is never replaced by a foreign TypeError. Only the
+ * `typeof` of objects and functions is told; strings and big numbers are cut.
+ */
+export function describe(value) {
+  switch (typeof value) {
+    case 'string': {
+      const cut = value.length > DESCRIBE_MAX;
+      return JSON.stringify(cut ? value.slice(0, DESCRIBE_MAX) : value) + (cut ? ` (cut; ${value.length} units)` : '');
+    }
+    case 'number':
+      return Object.is(value, -0) ? '-0' : `${value}`;
+    case 'bigint': {
+      const text = `${value}`; // a primitive's own ToString: no user code runs
+      return text.length > DESCRIBE_MAX ? `a bigint of ${text.length} digits` : `${text}n`;
+    }
+    case 'boolean':
+      return value ? 'true' : 'false';
+    case 'undefined':
+      return 'undefined';
+    case 'symbol':
+      return 'a symbol';
+    case 'function':
+      return 'a function';
+    default:
+      if (value === null) return 'null';
+      try {
+        if (Array.isArray(value)) return 'an array';
+      } catch {
+        // a revoked Proxy
+      }
+      return 'an object';
+  }
+}
+
+/**
+ * A printable message for any thrown value: an Error's (or error-like
+ * object's) string `message`, a thrown string as is, else `describe(cause)`.
+ * Never throws, whatever the value's getters or conversions do.
+ */
+export function messageOf(cause) {
+  if (typeof cause === 'string') return cause;
+  if (cause !== null && typeof cause === 'object') {
+    try {
+      const m = cause.message;
+      if (typeof m === 'string') return m;
+    } catch {
+      return 'an error whose message cannot be read';
+    }
+  }
+  return describe(cause);
 }
 
 /** Whether a host error says the commit may have landed (`{ commitUnknown: true }`). */
 export function marksCommitUnknown(cause) {
-  return cause !== null && typeof cause === 'object' && cause.commitUnknown === true;
+  if (cause === null || typeof cause !== 'object') return false;
+  try {
+    return cause.commitUnknown === true;
+  } catch {
+    return false; // a getter that throws says nothing: a plain STORE_ERROR
+  }
 }
 
 function isThenable(value) {
@@ -89,3 +189,122 @@ export function checkOptions(options, known, what) {
 
 /** The options both gates take (`Gate` adds `maxRetries` and `commitTimeoutMs`). */
 export const GATE_OPTIONS = ['sameEpoch', 'opWindow', 'onVerdict', 'requireSigned', 'keys', 'retired', 'scope', 'higherEpoch'];
+
+/**
+ * A validated copy of a list argument: `list` must be an array; each element
+ * is read exactly once (index by index, so holes of a sparse array are seen as
+ * `undefined`, not skipped as `forEach`/`some` would), checked with `check`,
+ * and the copy is what the caller then uses. What was validated is what is
+ * used: no hole, getter or later change of `list` can slip past the check.
+ */
+export function listOf(list, what, check) {
+  let ok = false;
+  try {
+    ok = Array.isArray(list);
+  } catch {
+    // a revoked Proxy
+  }
+  if (!ok) throw invalid(`${what} must be an array`, { [what]: list });
+  const n = list.length;
+  const copy = [];
+  for (let i = 0; i < n; i++) {
+    if (!Object.prototype.hasOwnProperty.call(list, i)) {
+      throw invalid(`${what}[${i}] is missing (a sparse array); nothing was done`, { [what]: list, index: i });
+    }
+    const item = list[i];
+    check(item, i);
+    copy.push(item);
+  }
+  return copy;
+}
+
+/** How deep an object-form state may nest (the formats need 3; the text decoder is stricter). */
+const MAX_STATE_DEPTH = 16;
+
+class NotJson {
+  constructor(path, why) {
+    this.path = path;
+    this.why = why;
+  }
+}
+
+function isPlainObject(o) {
+  const proto = Object.getPrototypeOf(o);
+  // null-prototype objects, and Object.prototype of this or another realm (IndexedDB, vm)
+  return proto === null || Object.getPrototypeOf(proto) === null;
+}
+
+function ownData(o, name, path) {
+  const d = Object.getOwnPropertyDescriptor(o, name);
+  if (d === undefined) throw new NotJson(path, 'is missing');
+  if (!('value' in d)) throw new NotJson(path, 'is an accessor (getter/setter), not a data member');
+  if (!d.enumerable) throw new NotJson(path, 'is not enumerable');
+  return d.value;
+}
+
+function jsonOf(v, path, depth) {
+  switch (typeof v) {
+    case 'string':
+      if (!wellFormed(v)) throw new NotJson(path, 'is a string with a lone surrogate');
+      return JSON.stringify(v); // a primitive string: no toJSON is looked up
+    case 'number':
+      if (!Number.isFinite(v)) throw new NotJson(path, `is ${describe(v)}, not a finite number`);
+      return Object.is(v, -0) ? '-0' : JSON.stringify(v);
+    case 'boolean':
+      return v ? 'true' : 'false';
+    case 'object':
+      if (v === null) return 'null';
+      break;
+    default:
+      throw new NotJson(path, `is ${describe(v)}, not a JSON value`);
+  }
+  if (depth >= MAX_STATE_DEPTH) throw new NotJson(path, `nests deeper than ${MAX_STATE_DEPTH} levels`);
+  if (Array.isArray(v)) {
+    const n = v.length;
+    const names = Reflect.ownKeys(v);
+    if (names.length !== n + 1) throw new NotJson(path, 'is an array with holes or extra members');
+    const parts = [];
+    for (let i = 0; i < n; i++) parts.push(jsonOf(ownData(v, String(i), `${path}[${i}]`), `${path}[${i}]`, depth + 1));
+    return `[${parts.join(',')}]`;
+  }
+  if (!isPlainObject(v)) throw new NotJson(path, 'is not a plain object or array (a class instance, Date, Map…)');
+  const parts = [];
+  for (const name of Reflect.ownKeys(v)) {
+    if (typeof name !== 'string') throw new NotJson(path, 'has a symbol-named member');
+    const p = `${path}.${name}`;
+    parts.push(`${jsonOf(name, p, depth)}:${jsonOf(ownData(v, name, p), p, depth + 1)}`);
+  }
+  return `{${parts.join(',')}}`;
+}
+
+/**
+ * The JSON text of a stored state given in object form (what a `jsonb` column,
+ * a Durable Object or IndexedDB hands back), read field by field: only plain
+ * objects, arrays, well-formed strings, finite numbers, booleans and null,
+ * own enumerable data members only. No `toJSON`, getter or conversion of the
+ * value is ever called, and nothing is dropped or replaced (where
+ * `JSON.stringify` turns NaN into null and drops undefined members). Which
+ * fields a state has is the Rust decoder's business: this only refuses what is
+ * not JSON data. Throws CORRUPT_STATE (with `state`, and `key` when given).
+ */
+export function stateTextOf(state, what, details) {
+  try {
+    return jsonOf(state, 'state', 0);
+  } catch (e) {
+    // A getter or Proxy trap of the state that throws is reported as CORRUPT_STATE too, with its error as `cause`.
+    const why = e instanceof NotJson ? `${e.path} ${e.why}` : `it could not be read (${messageOf(e)})`;
+    throw new FencegateError('CORRUPT_STATE', `${what} is not JSON data: ${why}`, {
+      ...details,
+      state,
+      ...(e instanceof NotJson ? {} : { cause: e }),
+    });
+  }
+}
+
+/** Throws CORRUPT_STATE when a stored state's text has lone surrogates (it would reach Wasm altered). */
+export function checkStateText(text, what, details) {
+  if (!wellFormed(text)) {
+    throw new FencegateError('CORRUPT_STATE', `${what} is text with a lone surrogate`, { ...details, state: text });
+  }
+  return text;
+}

@@ -5,12 +5,13 @@ import { FencegateError } from './errors.mjs';
 import { ready, initAsync, CODES, lastMarks } from './runtime.mjs';
 import { policyFromOptions, applyWithPolicy, setPolicyCeiling, addPolicyKey, retirePolicyKey } from './signed.mjs';
 import { shape, metaOf, windowOf, auditOf, Observer } from './verdict.mjs';
-import { MAX_U64, canonical, invalid, notReady, checkKey, checkOptions, GATE_OPTIONS } from './common.mjs';
+import { MAX_U64, canonical, invalid, notReady, checkKey, checkOptions, GATE_OPTIONS, describe, stateTextOf, checkStateText } from './common.mjs';
 
 export { FencegateError };
 export { Gate } from './gate.mjs';
 export { Issuer, MemoryHostStore } from './issuer.mjs';
 export { reconcile } from './reconcile.mjs';
+export { valueCodec, jsonCodec } from './codec.mjs';
 export { mintToken, verifyToken, ed25519PublicKey, features } from './signed.mjs';
 
 
@@ -46,7 +47,15 @@ export function toToken(value) {
 /** Decodes persisted state (object or JSON text) to `{ mark }`; throws CORRUPT_STATE. */
 export function decodeState(state) {
   if (!ready) notReady();
-  return wasm.decodeState(state);
+  if (typeof state === 'string') return wasm.decodeState(checkStateText(state, 'the state'));
+  if (state === null || (typeof state !== 'object' && typeof state !== 'function')) return wasm.decodeState(state);
+  // The object form is read field by field (see stateTextOf), then decoded like text.
+  try {
+    return wasm.decodeState(stateTextOf(state, 'the state'));
+  } catch (e) {
+    if (e instanceof FencegateError) e.state = state;
+    throw e;
+  }
 }
 
 /** Encodes a mark as the persisted wire object `{ v: 1, mark: "<decimal>" }`. */
@@ -68,7 +77,7 @@ function policyFlag(options) {
   const p = options.sameEpoch;
   if (p === undefined || p === 'allow') return false;
   if (p === 'strict') return true;
-  throw invalid(`sameEpoch must be 'allow' or 'strict', got ${String(p)}`, { sameEpoch: p });
+  throw invalid(`sameEpoch must be 'allow' or 'strict', got ${describe(p)}`, { sameEpoch: p });
 }
 
 function verdictOf(raw, key, status, token) {
@@ -93,6 +102,7 @@ const FREED = new Proxy({}, {
  * The embedded gate: one high-water mark and one value per resource key, in
  * memory, checked and changed in one step. Rejections return a verdict and
  * change nothing; bad arguments other than the token throw INVALID_ARGUMENT.
+ * Values are kept by reference: no codec, no copy (docs/stores.md "Values").
  * Keys are interned to integer slots here so the hot path passes no strings.
  */
 export class MemoryGate {
@@ -190,13 +200,13 @@ export class MemoryGate {
     const raw = this.#raw;
     try {
       // Policy callbacks (scope, ceiling) run first; the metadata is set right before the decision.
-      const setMeta = meta === null ? null : () => wasm.__meta(meta.opId, meta.holder, this.#window);
+      const setMeta = meta === null ? null : () => wasm.__meta(meta.opId, meta.holder, this.#window, meta.fingerprint);
       if (this.#policy !== null) return applyWithPolicy(raw, this.#policy, slot, key, token, write, setMeta);
       if (setMeta !== null) setMeta();
       const status = write ? raw.write_m(slot, token) : raw.establish_m(slot, token);
       return verdictOf(raw, key, status, token);
     } catch (e) {
-      wasm.__meta(undefined, undefined, 64); // never leave metadata for a later decision
+      wasm.__meta(undefined, undefined, 64, undefined); // never leave metadata for a later decision
       throw e;
     }
   }

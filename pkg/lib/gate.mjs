@@ -22,7 +22,7 @@ import { FencegateError } from './errors.mjs';
 import { ready, CODES } from './runtime.mjs';
 import { policyFromOptions, claimsOf, ceilingOf, addPolicyKey, retirePolicyKey, bounded } from './signed.mjs';
 import { shape, metaOf, windowOf, auditOf, Observer } from './verdict.mjs';
-import { MAX_U64, canonical, invalid, checkReady, checkKey, checkOptions, messageOf, marksCommitUnknown, TIMED_OUT, withTimeout, MAX_TIMER_MS, GATE_OPTIONS } from './common.mjs';
+import { MAX_U64, canonical, invalid, checkReady, checkKey, checkOptions, messageOf, marksCommitUnknown, TIMED_OUT, withTimeout, MAX_TIMER_MS, GATE_OPTIONS, describe, listOf, stateTextOf, checkStateText } from './common.mjs';
 
 // Code indexes (status - 2) of the two token codes, whose verdicts carry `token: null`.
 const MISSING = 0;
@@ -40,6 +40,55 @@ function storeError(key, callback, cause) {
   });
 }
 
+/**
+ * A coded error a store callback threw on purpose, passed on as it is: a value
+ * its codec refused (INVALID_ARGUMENT, nothing written) or a store that refuses
+ * to run (STORE_ERROR with a `reason`, e.g. a Redis eviction policy).
+ */
+function ownStoreError(key, callback, cause) {
+  if (!(cause instanceof FencegateError) || (cause.code !== 'INVALID_ARGUMENT' && cause.code !== 'STORE_ERROR')) return null;
+  if (cause.key === undefined) cause.key = key;
+  if (cause.code === 'STORE_ERROR' && cause.callback === undefined) cause.callback = callback;
+  return cause;
+}
+
+/**
+ * The change of a write: `{ kind: 'set', value }`, plus `encoded` (the value's
+ * stored text) when the store encodes values itself (`encodeValue`, the
+ * shipped adapters). Encoding first refuses a value the codec cannot keep
+ * exactly before the store is touched: INVALID_ARGUMENT with a path, nothing written.
+ */
+function setChange(store, key, value) {
+  if (typeof store.encodeValue !== 'function') return { kind: 'set', value };
+  let encoded;
+  try {
+    encoded = store.encodeValue(value);
+  } catch (e) {
+    if (e instanceof FencegateError) {
+      if (e.key === undefined) e.key = key;
+      throw e;
+    }
+    throw invalid(`value: the store's encode refused it: ${messageOf(e)}`, { key, cause: e });
+  }
+  if (typeof encoded !== 'string') {
+    throw invalid(`value: the store's encode must return a string, got ${typeof encoded}`, { key });
+  }
+  return { kind: 'set', value, encoded };
+}
+
+/** Whether a host error says the transaction did not commit and may simply be run again (`{ conflict: true }`). */
+function marksConflict(cause) {
+  return cause !== null && typeof cause === 'object' && cause.conflict === true;
+}
+
+function conflictError(key, attempts, cause) {
+  return new FencegateError(
+    'COMMIT_CONFLICT',
+    `the host transaction on ${JSON.stringify(key)} conflicted ${attempts} times (${messageOf(cause)}); nothing was written by this call`,
+    { key, attempts, cause },
+  );
+}
+
 function unknownError(key, callback, cause, why) {
   return new FencegateError(
     'COMMIT_UNKNOWN',
@@ -55,19 +104,34 @@ function verdictOf(key, d) {
   return v;
 }
 
-/** The next state to commit after a decision that applies: format v2 text from Wasm when the key has a holder or operation ids, else v1. */
+/** The next state to commit after a decision that applies: format v4 text from Wasm when the key has a holder, operation ids or a quarantine, else v1. */
 function nextState(status, markAfter) {
   if (status >= 2) return null;
   const text = wasm.__next_text();
   return text === undefined ? { v: 1, mark: String(markAfter) } : JSON.parse(text);
 }
 
-/** Decodes stored state in Wasm (null = no record) and remembers its mark there; throws CORRUPT_STATE. */
+/**
+ * Decodes stored state in Wasm (null = no record) and remembers its mark there;
+ * throws CORRUPT_STATE. Text goes to the decoder as is (lone surrogates
+ * refused: Wasm would see them altered); the object form is first read field by
+ * field into JSON text by `stateTextOf` (no JSON.stringify: NaN, undefined
+ * members and toJSON are refused, not silently changed), so both forms meet the
+ * same decoder.
+ */
 function loadState(key, state) {
   try {
     if (state === null) wasm.__state_none();
-    else if (typeof state === 'string') wasm.__state_text(state);
-    else wasm.__state_any(state);
+    else if (typeof state === 'string') wasm.__state_text(checkStateText(state, `the stored state of ${JSON.stringify(key)}`, { key }));
+    else if (typeof state === 'object' || typeof state === 'function') {
+      const text = stateTextOf(state, `the stored state of ${JSON.stringify(key)}`, { key });
+      try {
+        wasm.__state_text(text);
+      } catch (e) {
+        if (e instanceof FencegateError) e.state = state; // the value the store gave, not our text of it
+        throw e;
+      }
+    } else wasm.__state_any(state);
   } catch (e) {
     if (e instanceof FencegateError && e.key === undefined) e.key = key;
     throw e;
@@ -82,13 +146,13 @@ function loadState(key, state) {
 function decide(key, state, token, establish, strict, policy, meta, window) {
   loadState(key, state);
   const flags = (establish ? 1 : 0) | (strict ? 2 : 0);
-  if (meta !== null) wasm.__meta(meta.opId, meta.holder, window);
+  if (meta !== null) wasm.__meta(meta.opId, meta.holder, window, meta.fingerprint);
   let status;
   if (policy !== null) {
     try {
       return decidePolicy(token, flags, policy);
     } catch (e) {
-      wasm.__meta(undefined, undefined, 64); // never leave metadata for a later decision
+      wasm.__meta(undefined, undefined, 64, undefined); // never leave metadata for a later decision
       throw e;
     }
   }
@@ -165,7 +229,7 @@ function parseOptions(options) {
   checkOptions(options, [...GATE_OPTIONS, 'maxRetries', 'commitTimeoutMs'], 'Gate');
   const p = options.sameEpoch;
   if (p !== undefined && p !== 'allow' && p !== 'strict') {
-    throw invalid(`sameEpoch must be 'allow' or 'strict', got ${String(p)}`, { sameEpoch: p });
+    throw invalid(`sameEpoch must be 'allow' or 'strict', got ${describe(p)}`, { sameEpoch: p });
   }
   const maxRetries = options.maxRetries ?? DEFAULT_MAX_RETRIES;
   if (!Number.isSafeInteger(maxRetries) || maxRetries < 0) {
@@ -229,7 +293,8 @@ export class Gate {
   async write(key, token, value, options) {
     checkKey(key);
     if (value === undefined) throw invalid('value must not be undefined; use delete() to clear a value', { key });
-    return this.#run(key, token, false, { kind: 'set', value }, metaOf(options), 'write');
+    const meta = metaOf(options);
+    return this.#run(key, token, false, setChange(this.#store, key, value), meta, 'write');
   }
 
   /** Raises the mark to `token` with no data change (a new owner's barrier). */
@@ -249,10 +314,11 @@ export class Gate {
 
   /** Fenced delete of several keys, one after another; each key is fenced on its own. */
   async deleteMany(keys, token) {
-    if (!Array.isArray(keys)) throw invalid('keys must be an array of strings', { keys });
-    keys.forEach(checkKey);
+    // Every key is checked (holes of a sparse array included) before the first
+    // delete, and the checked copy is what is used.
+    const list = listOf(keys, 'keys', checkKey);
     const verdicts = [];
-    for (const key of keys) verdicts.push(await this.#run(key, token, false, DELETE, null, 'delete'));
+    for (const key of list) verdicts.push(await this.#run(key, token, false, DELETE, null, 'delete'));
     return verdicts;
   }
 
@@ -334,25 +400,32 @@ export class Gate {
       let out = null;
       let ownError = null;
       let answer;
-      try {
-        answer = await withTimeout(
-          this.#store.transaction(key, (state) => {
-            out = null;
-            ownError = null;
-            try {
-              out = fn(state === undefined ? null : state);
-            } catch (e) {
-              ownError = e;
-              throw e;
-            }
-            return out.next === null ? null : { nextState: out.next, change: NONE };
-          }),
-          this.#commitTimeoutMs,
-        );
-      } catch (cause) {
-        if (ownError !== null) throw ownError;
-        if (marksCommitUnknown(cause)) throw unknownError(key, 'transaction', cause, messageOf(cause));
-        throw storeError(key, 'transaction', cause);
+      for (let attempt = 0; ; attempt++) {
+        try {
+          answer = await withTimeout(
+            this.#store.transaction(key, (state) => {
+              out = null;
+              ownError = null;
+              try {
+                out = fn(state === undefined ? null : state);
+              } catch (e) {
+                ownError = e;
+                throw e;
+              }
+              return out.next === null ? null : { nextState: out.next, change: NONE };
+            }),
+            this.#commitTimeoutMs,
+          );
+          break;
+        } catch (cause) {
+          if (ownError !== null) throw ownError;
+          if (marksCommitUnknown(cause)) throw unknownError(key, 'transaction', cause, messageOf(cause));
+          if (marksConflict(cause)) {
+            if (attempt < this.#maxRetries) continue;
+            throw conflictError(key, this.#maxRetries + 1, cause);
+          }
+          throw ownStoreError(key, 'transaction', cause) ?? storeError(key, 'transaction', cause);
+        }
       }
       if (answer === TIMED_OUT) throw unknownError(key, 'transaction', undefined, `no answer within ${this.#commitTimeoutMs} ms`);
       if (ownError !== null) throw ownError;
@@ -369,11 +442,11 @@ export class Gate {
         committed = await withTimeout(this.#store.commit(key, expected, out.next, NONE), this.#commitTimeoutMs);
       } catch (cause) {
         if (marksCommitUnknown(cause)) throw unknownError(key, 'commit', cause, messageOf(cause));
-        throw storeError(key, 'commit', cause);
+        throw ownStoreError(key, 'commit', cause) ?? storeError(key, 'commit', cause);
       }
       if (committed === TIMED_OUT) throw unknownError(key, 'commit', undefined, `no answer within ${this.#commitTimeoutMs} ms`);
       if (committed === true) return out.result;
-      if (committed !== false) throw unknownError(key, 'commit', undefined, `commit returned ${String(committed)}, not true or false`);
+      if (committed !== false) throw unknownError(key, 'commit', undefined, `commit returned ${describe(committed)}, not true or false`);
     }
     throw new FencegateError(
       'COMMIT_CONFLICT',
@@ -389,7 +462,7 @@ export class Gate {
     try {
       return await this.#store.load(key);
     } catch (cause) {
-      throw storeError(key, 'load', cause);
+      throw ownStoreError(key, 'load', cause) ?? storeError(key, 'load', cause);
     }
   }
 
@@ -433,7 +506,7 @@ export class Gate {
         committed = await withTimeout(store.commit(key, expected, d.next, change), this.#commitTimeoutMs);
       } catch (cause) {
         if (marksCommitUnknown(cause)) throw unknownError(key, 'commit', cause, messageOf(cause));
-        throw storeError(key, 'commit', cause);
+        throw ownStoreError(key, 'commit', cause) ?? storeError(key, 'commit', cause);
       }
       if (committed === TIMED_OUT) {
         throw unknownError(key, 'commit', undefined, `no answer within ${this.#commitTimeoutMs} ms`);
@@ -443,7 +516,7 @@ export class Gate {
       if (committed !== false) {
         // Never treat anything but `true` as success; but a commit that answered
         // something else may have written, so it is not a plain failure either.
-        throw unknownError(key, 'commit', undefined, `commit returned ${String(committed)}, not true or false`);
+        throw unknownError(key, 'commit', undefined, `commit returned ${describe(committed)}, not true or false`);
       }
     }
     throw new FencegateError(
@@ -473,14 +546,23 @@ export class Gate {
     };
     let result;
     const t0 = timing === null ? 0 : performance.now();
-    try {
-      result = await withTimeout(this.#store.transaction(key, fn), this.#commitTimeoutMs);
-      if (timing !== null) timing.commitMs = performance.now() - t0;
-    } catch (cause) {
-      if (ownError !== null) throw ownError; // CORRUPT_STATE from inside: the host rolled back
-      if (marksCommitUnknown(cause)) throw unknownError(key, 'transaction', cause, messageOf(cause));
-      throw storeError(key, 'transaction', cause);
+    for (let attempt = 0; ; attempt++) {
+      try {
+        result = await withTimeout(this.#store.transaction(key, fn), this.#commitTimeoutMs);
+        break;
+      } catch (cause) {
+        if (ownError !== null) throw ownError; // CORRUPT_STATE from inside: the host rolled back
+        if (marksCommitUnknown(cause)) throw unknownError(key, 'transaction', cause, messageOf(cause));
+        // `conflict: true`: the host's "retry the transaction" class (SQLITE_BUSY, a
+        // serialization failure), nothing committed; retried like a lost compare-and-set.
+        if (marksConflict(cause)) {
+          if (attempt < this.#maxRetries) continue;
+          throw conflictError(key, this.#maxRetries + 1, cause);
+        }
+        throw ownStoreError(key, 'transaction', cause) ?? storeError(key, 'transaction', cause);
+      }
     }
+    if (timing !== null) timing.commitMs = performance.now() - t0;
     if (result === TIMED_OUT) {
       throw unknownError(key, 'transaction', undefined, `no answer within ${this.#commitTimeoutMs} ms`);
     }

@@ -21,8 +21,8 @@
 // (`keyPrefix`), so one store can hold gate records and issuer records.
 import * as wasm from '../dist/fencegate.js';
 import { FencegateError } from './errors.mjs';
-import { ready } from './runtime.mjs';
-import { invalid, checkReady, checkOptions, messageOf, marksCommitUnknown, TIMED_OUT, withTimeout, wellFormed, MAX_TIMER_MS } from './common.mjs';
+import { ready, randomBytes } from './runtime.mjs';
+import { invalid, checkReady, checkOptions, messageOf, marksCommitUnknown, TIMED_OUT, withTimeout, wellFormed, MAX_TIMER_MS, describe, stateTextOf, checkStateText, MAX_KEY_BYTES, utf8Length, cut } from './common.mjs';
 
 const DEFAULT_MAX_RETRIES = 8;
 const NONE = Object.freeze({ kind: 'none' });
@@ -36,6 +36,8 @@ function storeError(scope, key, callback, cause) {
     key,
     callback,
     cause,
+    // a store that refuses to run (the Redis eviction check) says why
+    ...(cause instanceof FencegateError && cause.code === 'STORE_ERROR' && cause.reason !== undefined ? { reason: cause.reason } : {}),
   });
 }
 
@@ -64,26 +66,25 @@ function stateOf(scope, key, record) {
 }
 
 const OPS = { acquire: 0, renew: 1, release: 2, raise: 3, raiseRevoking: 4 };
-const KINDS = ['granted', 'held', 'renewed', 'expired', 'released', 'raised'];
+const KINDS = ['granted', 'held', 'renewed', 'expired', 'released', 'raised', 'not-held', 'request-id-reused'];
+const NO_BYTES = new Uint8Array(0);
+/** Random bytes in a lease id (128 bits), drawn from the host's CSPRNG per acquire. */
+const LEASE_KEY_BYTES = 16;
 
-/** The stored state as the JSON text the Wasm decoder reads (undefined: no record). */
+/**
+ * The stored state as the JSON text the Wasm decoder reads (undefined: no
+ * record). The object form is read field by field (`stateTextOf`: NaN,
+ * undefined members, toJSON and accessors are CORRUPT_STATE, never silently
+ * changed by JSON.stringify); which fields it has is for the decoder to check.
+ */
 function stateText(scope, key, state) {
   if (state === null || state === undefined) return undefined;
-  if (typeof state === 'string') return state;
-  let text;
-  try {
-    text = JSON.stringify(state);
-  } catch (cause) {
-    text = undefined;
+  const what = `the stored issuer state of ${JSON.stringify(scope)}`;
+  if (typeof state === 'string') return checkStateText(state, what, { scope, key });
+  if (typeof state !== 'object') {
+    throw new FencegateError('CORRUPT_STATE', `${what} is not a JSON object or its text`, { scope, key, state });
   }
-  if (typeof text !== 'string' || typeof state !== 'object') {
-    throw new FencegateError('CORRUPT_STATE', `the stored issuer state of ${JSON.stringify(scope)} is not a JSON object or its text`, {
-      scope,
-      key,
-      state,
-    });
-  }
-  return text;
+  return stateTextOf(state, what, { scope, key });
 }
 
 /** Shapes the Wasm answer `[kind, epoch, expiresAt, holder, requestId, flag, leaseId|epochBefore, nextState]`. */
@@ -106,6 +107,13 @@ function shape(scope, a) {
     case 'released':
       result = { ok: true, code: null, scope, released: a[5], epoch: a[1] };
       break;
+    case 'not-held':
+      // Nothing about the lease: not its holder, id, epoch or expiry.
+      result = { ok: false, code: 'LEASE_NOT_HELD', scope };
+      break;
+    case 'request-id-reused':
+      result = { ok: false, code: 'REQUEST_ID_REUSED', scope };
+      break;
     default:
       result = { ok: true, code: null, scope, epochBefore: a[6], epoch: a[1], revoked: a[5] };
   }
@@ -116,7 +124,10 @@ function shape(scope, a) {
 function step(scope, key, state, op) {
   const text = stateText(scope, key, state);
   try {
-    return shape(scope, wasm.__issuerStep(text, op.code, scope, op.arg, op.ttlMs, op.now, op.requestId, op.bigint, op.atLeast));
+    return shape(
+      scope,
+      wasm.__issuerStep(text, op.code, scope, op.holder ?? '', op.leaseId ?? '', op.ttlMs, op.now, op.requestId, op.bigint, op.atLeast, op.random ?? NO_BYTES),
+    );
   } catch (e) {
     if (e instanceof FencegateError && e.key === undefined) e.key = key;
     throw e;
@@ -126,7 +137,18 @@ function step(scope, key, state, op) {
 /** The longest scope, holder, request id or lease id accepted, in UTF-16 code units. */
 const MAX_TEXT = 1024;
 
-function checkScope(scope) {
+/**
+ * Throws INVALID_ARGUMENT unless `scope` is a non-empty, well-formed string of
+ * at most MAX_KEY_BYTES (512) UTF-8 bytes: the signed-token scope limit, and
+ * the resource-key limit (the default scope of a gate is the key). @internal
+ */
+export function checkScope(scope) {
+  if (wellFormed(scope) && scope.length > MAX_KEY_BYTES / 3 && utf8Length(scope, MAX_KEY_BYTES) > MAX_KEY_BYTES) {
+    throw invalid(`a scope is at most ${MAX_KEY_BYTES} UTF-8 bytes; ${JSON.stringify(cut(scope))} is longer`, {
+      scope: cut(scope),
+      scopeBytes: utf8Length(scope, Infinity),
+    });
+  }
   checkString('scope', scope);
 }
 
@@ -154,7 +176,8 @@ function argsObject(args, method) {
  * store of `new Issuer()`, and a store a `Gate` can share with it (the
  * issuer's records are `issuer:<scope>`, the gate's are the resource keys).
  * Not durable: it lives as long as the process. Records keep the state as
- * JSON text and the value as given, like a real store would.
+ * JSON text and the value by reference (no codec, no copy: a later mutation of
+ * the written object is seen; docs/stores.md "Values").
  */
 export class MemoryHostStore {
   #records = new Map();
@@ -186,7 +209,7 @@ function parseOptions(options) {
   checkOptions(options, ['epochs', 'keyPrefix', 'maxRetries', 'commitTimeoutMs', 'loadTimeoutMs', 'clock'], 'Issuer');
   const epochs = options.epochs ?? 'number';
   if (epochs !== 'number' && epochs !== 'bigint') {
-    throw invalid(`epochs must be 'number' or 'bigint', got ${String(epochs)}`, { epochs });
+    throw invalid(`epochs must be 'number' or 'bigint', got ${describe(epochs)}`, { epochs });
   }
   const keyPrefix = options.keyPrefix ?? 'issuer:';
   if (typeof keyPrefix !== 'string') throw invalid('keyPrefix must be a string', { keyPrefix });
@@ -211,7 +234,7 @@ function parseOptions(options) {
  * host store before returning it. Every method returns a Promise.
  *
  * Results (not thrown): `{ ok: true, … }`, or `{ ok: false, code: 'LEASE_HELD'
- * | 'LEASE_EXPIRED', … }`. Thrown FencegateErrors: INVALID_ARGUMENT,
+ * | 'LEASE_EXPIRED' | 'LEASE_NOT_HELD' | 'REQUEST_ID_REUSED', … }`. Thrown FencegateErrors: INVALID_ARGUMENT,
  * CORRUPT_STATE, EPOCH_OVERFLOW, STORE_ERROR, COMMIT_UNKNOWN, COMMIT_CONFLICT;
  * nothing was handed out when one is thrown.
  */
@@ -258,40 +281,59 @@ export class Issuer {
 
   /**
    * Acquires `scope` for `holder` for `ttlMs` from `now`: a new epoch (the
-   * previous + 1) when no lease is live, committed before it is returned.
-   * Retrying with the same `requestId` (after a lost reply, STORE_ERROR or
-   * COMMIT_UNKNOWN) returns the same lease, `replayed: true`, while it is live.
+   * previous + 1) and a new lease id (`<epoch>.<128 random bits>`) when no
+   * lease is live, committed before they are returned. Retrying with the same
+   * `requestId` and the same holder and ttlMs (after a lost reply,
+   * STORE_ERROR or COMMIT_UNKNOWN) returns the same lease, `replayed: true`,
+   * while it is live; the same `requestId` with other arguments answers
+   * REQUEST_ID_REUSED and changes nothing.
    */
   async acquire(args) {
     const { scope, holder, ttlMs, now, requestId } = argsObject(args, 'acquire');
     checkScope(scope);
     return this.#apply(scope, {
       code: OPS.acquire,
-      arg: checkString('holder', holder),
+      holder: checkString('holder', holder),
       ttlMs: checkMs('ttlMs', ttlMs),
       now: checkMs('now', this.#now(now)),
       requestId: requestId === undefined || requestId === null ? undefined : checkString('requestId', requestId),
       bigint: this.#o.epochs === 'bigint',
+      random: randomBytes(LEASE_KEY_BYTES),
     });
   }
 
-  /** Extends the live lease `leaseId` to `now + ttlMs`; its epoch stays. LEASE_EXPIRED otherwise. */
+  /**
+   * Extends the live lease `leaseId` held by `holder` to `now + ttlMs`; its
+   * epoch stays. LEASE_EXPIRED when that lease is over; LEASE_NOT_HELD when
+   * the id and holder are not the scope's current lease.
+   */
   async renew(args) {
-    const { scope, leaseId, ttlMs, now } = argsObject(args, 'renew');
+    const { scope, leaseId, holder, ttlMs, now } = argsObject(args, 'renew');
     checkScope(scope);
     return this.#apply(scope, {
       code: OPS.renew,
-      arg: checkString('leaseId', leaseId),
+      leaseId: checkString('leaseId', leaseId),
+      holder: checkString('holder', holder),
       ttlMs: checkMs('ttlMs', ttlMs),
       now: checkMs('now', this.#now(now)),
     });
   }
 
-  /** Frees `scope` when `leaseId` is its current lease; otherwise changes nothing (`released: false`). */
+  /**
+   * Frees `scope` when `leaseId` held by `holder` is its current lease;
+   * `released: false` when that lease is over already; LEASE_NOT_HELD when
+   * the id and holder are not the scope's current lease (nothing changes).
+   */
   async release(args) {
-    const { scope, leaseId } = argsObject(args, 'release');
+    const { scope, leaseId, holder } = argsObject(args, 'release');
     checkScope(scope);
-    return this.#apply(scope, { code: OPS.release, arg: checkString('leaseId', leaseId), ttlMs: 0, now: 0 });
+    return this.#apply(scope, {
+      code: OPS.release,
+      leaseId: checkString('leaseId', leaseId),
+      holder: checkString('holder', holder),
+      ttlMs: 0,
+      now: 0,
+    });
   }
 
   /**
@@ -308,7 +350,7 @@ export class Issuer {
     checkScope(scope);
     if (revoke !== undefined && typeof revoke !== 'boolean') throw invalid('revoke must be a boolean', { revoke });
     const code = revoke === true ? OPS.raiseRevoking : OPS.raise;
-    return this.#apply(scope, { code, arg: '', ttlMs: 0, now: checkMs('now', this.#now(now)), atLeast });
+    return this.#apply(scope, { code, ttlMs: 0, now: checkMs('now', this.#now(now)), atLeast });
   }
 
   /** `{ scope, epoch, lease: { leaseId, holder, expiresAt, requestId } | null }` as stored (epoch 0: never acquired). */
@@ -377,7 +419,7 @@ export class Issuer {
       // Committed: only now may the result (an epoch, a lease) leave.
       if (committed === true) return result;
       if (committed !== false) {
-        throw unknownError(scope, key, 'commit', undefined, `commit returned ${String(committed)}, not true or false`);
+        throw unknownError(scope, key, 'commit', undefined, `commit returned ${describe(committed)}, not true or false`);
       }
       // Lost the compare-and-set: load and decide again.
     }

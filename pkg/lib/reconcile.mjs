@@ -23,10 +23,8 @@
 // scopes to resource keys is the caller's: fencegate cannot know which keys a
 // scope's tokens are used on.
 import { FencegateError } from './errors.mjs';
-
-function invalid(message, details) {
-  return new FencegateError('INVALID_ARGUMENT', message, details);
-}
+import { invalid, checkKey, listOf } from './common.mjs';
+import { checkScope } from './issuer.mjs';
 
 function big(epoch) {
   return typeof epoch === 'bigint' ? epoch : BigInt(epoch);
@@ -40,23 +38,34 @@ function same(a, b) {
   return big(a) === big(b);
 }
 
-/** `scopes` as `[{ scope, keys }]`: accepts `{ scope: keys }` or an array of `{ scope, keys }`. */
+/**
+ * `scopes` as `[{ scope, keys }]`: accepts `{ scope: keys }` or an array of
+ * `{ scope, keys }`. Every scope and every key is checked (holes of sparse
+ * arrays included) before anything is read or written, and each member is read
+ * once: the checked copy is what reconcile uses.
+ */
 function scopeList(scopes) {
-  const list = Array.isArray(scopes)
-    ? scopes
-    : scopes !== null && typeof scopes === 'object'
-      ? Object.entries(scopes).map(([scope, keys]) => ({ scope, keys }))
-      : null;
-  if (list === null || list.length === 0) throw invalid('scopes must map each scope to its resource keys: { scope: [key, …] }', { scopes });
-  for (const s of list) {
-    if (s === null || typeof s !== 'object' || typeof s.scope !== 'string' || s.scope === '') {
-      throw invalid('each scope needs a non-empty name', { scope: s });
-    }
-    if (!Array.isArray(s.keys) || s.keys.some((k) => typeof k !== 'string')) {
-      throw invalid(`the keys of scope ${JSON.stringify(s.scope)} must be an array of strings`, { keys: s.keys });
-    }
+  let entries;
+  if (Array.isArray(scopes)) {
+    entries = listOf(scopes, 'scopes', (s) => {
+      if (s === null || typeof s !== 'object') throw invalid('each entry of scopes is { scope, keys }', { scope: s });
+    }).map((s) => ({ scope: s.scope, keys: s.keys }));
+  } else if (scopes !== null && typeof scopes === 'object') {
+    entries = Object.entries(scopes).map(([scope, keys]) => ({ scope, keys }));
+  } else {
+    entries = [];
   }
-  return list;
+  if (entries.length === 0) throw invalid('scopes must map each scope to its resource keys: { scope: [key, …] }', { scopes });
+  return entries.map(({ scope, keys }) => {
+    if (scope === '') throw invalid('each scope needs a non-empty name', { scope });
+    checkScope(scope);
+    const what = `the keys of scope ${JSON.stringify(scope)}`;
+    const list = listOf(keys, 'keys', (k) => {
+      if (typeof k !== 'string') throw invalid(`${what} must be an array of strings`, { keys });
+      checkKey(k);
+    });
+    return { scope, keys: list };
+  });
 }
 
 /**
@@ -177,7 +186,8 @@ export async function reconcile(options) {
       scope,
       issuer: {
         epoch: cur.epoch,
-        lease: cur.lease === null ? null : { holder: cur.lease.holder, leaseId: cur.lease.leaseId, expiresAt: cur.lease.expiresAt, live: live !== null },
+        // No lease id: with the holder it renews or releases the lease (issue 20), and reports get printed and logged.
+        lease: cur.lease === null ? null : { holder: cur.lease.holder, expiresAt: cur.lease.expiresAt, live: live !== null },
       },
       keys: read,
       conflicts,

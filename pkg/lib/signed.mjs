@@ -5,7 +5,7 @@ import { shape } from './verdict.mjs';
 import * as wasm from '../dist/fencegate.js';
 import { FencegateError } from './errors.mjs';
 import { ready, CODES, lastMarks } from './runtime.mjs';
-import { invalid, notReady, wellFormed } from './common.mjs';
+import { invalid, notReady, wellFormed, describe, listOf } from './common.mjs';
 
 const MODES = { adopt: 0, 'adopt-within': 1, 'reject-future': 2 };
 const ALGS = [null, 'hmac-sha256', 'ed25519'];
@@ -47,11 +47,11 @@ function checkText(value, what) {
 function addKeys(raw, keys, retired) {
   // Retired ids first, so a key id listed in both is refused (INVALID_ARGUMENT).
   if (retired !== undefined) {
-    if (!Array.isArray(retired)) throw invalid('retired must be an array of key ids', { retired });
-    for (const kid of retired) {
+    // Every id is checked (holes of a sparse array included) before the first is retired.
+    const ids = listOf(retired, 'retired', (kid) => {
       if (typeof kid !== 'string') throw invalid('a retired key id must be a string', { kid });
-      raw.retire(kid);
-    }
+    });
+    for (const kid of ids) raw.retire(kid);
   }
   if (keys !== undefined) {
     if (keys === null || typeof keys !== 'object' || Array.isArray(keys)) {
@@ -98,8 +98,8 @@ function higherEpochOf(h) {
   if (typeof h === 'string') h = { mode: h };
   if (typeof h !== 'object') throw invalid('higherEpoch must be an object { mode, maxJump, ceiling }', { higherEpoch: h });
   const mode = h.mode === undefined ? 'adopt' : h.mode;
-  if (!Object.prototype.hasOwnProperty.call(MODES, mode)) {
-    throw invalid(`higherEpoch.mode must be 'adopt', 'adopt-within' or 'reject-future', got ${String(mode)}`, { mode });
+  if (typeof mode !== 'string' || !Object.prototype.hasOwnProperty.call(MODES, mode)) {
+    throw invalid(`higherEpoch.mode must be 'adopt', 'adopt-within' or 'reject-future', got ${describe(mode)}`, { mode });
   }
   if (mode === 'adopt-within' && h.maxJump === undefined) {
     throw invalid("higherEpoch.maxJump (epochs) is required for 'adopt-within'");

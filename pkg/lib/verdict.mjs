@@ -22,18 +22,38 @@ export function shape(key, status, token, markBefore, markAfter) {
   };
 }
 
+const utf8 = new TextEncoder();
+
 /**
- * Per-operation options `{ opId, holder }` → `{ opId, holder }` or null when
- * neither is given. Contents are checked in Wasm (`__meta`).
+ * An operation's fingerprint as bytes (hashed in Wasm): a well-formed string
+ * (its UTF-8), a Uint8Array, or an ArrayBuffer; undefined when absent.
+ */
+function fingerprintOf(fingerprint) {
+  if (fingerprint === undefined) return undefined;
+  if (typeof fingerprint === 'string') {
+    if (!wellFormed(fingerprint)) throw invalid('fingerprint must be a well-formed string (no lone surrogates)');
+    return utf8.encode(fingerprint);
+  }
+  if (fingerprint instanceof Uint8Array) return fingerprint;
+  if (fingerprint instanceof ArrayBuffer) return new Uint8Array(fingerprint);
+  throw invalid('fingerprint must be a string, a Uint8Array or an ArrayBuffer', { fingerprint });
+}
+
+/**
+ * Per-operation options `{ opId, holder, fingerprint }` → `{ opId, holder,
+ * fingerprint }` (the fingerprint as bytes) or null when none is given.
+ * Contents are checked in Wasm (`__meta`); a fingerprint needs an opId.
  */
 export function metaOf(options) {
   if (options === undefined || options === null) return null;
-  if (typeof options !== 'object') throw invalid('operation options must be an object { opId, holder }', { options });
+  if (typeof options !== 'object') throw invalid('operation options must be an object { opId, holder, fingerprint }', { options });
   const { opId, holder } = options;
   if (opId !== undefined && !wellFormed(opId)) throw invalid('opId must be a well-formed string', { opId });
   if (holder !== undefined && !wellFormed(holder)) throw invalid('holder must be a well-formed string', { holder });
+  const fingerprint = fingerprintOf(options.fingerprint);
+  if (fingerprint !== undefined && opId === undefined) throw invalid('a fingerprint belongs to an operation id: pass opId with it');
   if (opId === undefined && holder === undefined) return null;
-  return { opId, holder };
+  return { opId, holder, fingerprint };
 }
 
 /** The gate option `opWindow` (operation ids kept per key and epoch): 1..=1024, default 64. */

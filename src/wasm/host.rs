@@ -24,7 +24,9 @@ use super::{decode_state_js, error, floor_from_js, small, token_from_js};
 use crate::decision::{Operation, SameEpoch, Verdict};
 use crate::error::{Code, StateError, TokenError};
 use crate::host::{decide_state, decide_with_state, decode_canonical_text, HostDecision, OpMeta};
-use crate::ops::{valid_op_id, DEFAULT_WINDOW, MAX_HOLDER_BYTES, MAX_WINDOW};
+use crate::ops::{
+    fingerprint, valid_op_id, DEFAULT_WINDOW, FINGERPRINT_BYTES, MAX_HOLDER_BYTES, MAX_WINDOW,
+};
 use crate::state::ResourceState;
 use crate::token::{epoch_from_f64, epoch_from_u64};
 
@@ -36,8 +38,8 @@ pub(crate) const STRICT: u32 = 2;
 thread_local! {
     static STORED: Cell<Option<ResourceState>> = const { Cell::new(None) };
     static LAST: Cell<Verdict> = const { Cell::new(Verdict::invalid_token(0, &TokenError::Missing)) };
-    /// Operation id, holder and window for the next decision (set by `__meta`, cleared after it).
-    static META: Cell<(Option<String>, Option<String>, usize)> = const { Cell::new((None, None, DEFAULT_WINDOW)) };
+    /// Operation id, holder, window and fingerprint for the next decision (set by `__meta`, cleared after it).
+    static META: Cell<Meta> = const { Cell::new((None, None, DEFAULT_WINDOW, None)) };
     /// The next state of the last decision, when it is not plain format v1.
     static NEXT: Cell<Option<ResourceState>> = const { Cell::new(None) };
 }
@@ -115,24 +117,32 @@ fn decide(token: Result<u64, TokenError>, flags: u32) -> u32 {
     finish(d)
 }
 
+/// Operation id, holder, window and fingerprint, as `__meta` received them.
+type Meta = (
+    Option<String>,
+    Option<String>,
+    usize,
+    Option<[u8; FINGERPRINT_BYTES]>,
+);
+
 /// The operation metadata set by `__meta`, owned; [`TakenMeta::view`] borrows it as [`OpMeta`].
-pub(crate) struct TakenMeta(Option<String>, Option<String>, usize);
+pub(crate) struct TakenMeta(Meta);
 
 impl TakenMeta {
     /// The metadata as the core's [`OpMeta`].
     pub(crate) fn view(&self) -> OpMeta<'_> {
         OpMeta {
-            op_id: self.0.as_deref(),
-            holder: self.1.as_deref(),
-            window: self.2,
+            op_id: self.0 .0.as_deref(),
+            holder: self.0 .1.as_deref(),
+            window: self.0 .2,
+            fingerprint: self.0 .3,
         }
     }
 }
 
 /// Takes the metadata for this decision, leaving the defaults for the next one.
 pub(crate) fn take_meta() -> TakenMeta {
-    let (op_id, holder, window) = META.with(|m| m.replace((None, None, DEFAULT_WINDOW)));
-    TakenMeta(op_id, holder, window)
+    TakenMeta(META.with(|m| m.replace((None, None, DEFAULT_WINDOW, None))))
 }
 
 /// Remembers the decision's verdict (and its next state when it is not plain v1).
@@ -146,13 +156,28 @@ fn finish(d: HostDecision) -> u32 {
     d.verdict.status()
 }
 
-/// Sets the operation id, holder and window size for the next `__decide_*`
-/// call only. Throws INVALID_ARGUMENT for an id that is not 1..=128 bytes
-/// without control characters, an empty holder, or a window outside 1..=1024.
+/// Sets the operation id, holder, window size and fingerprint bytes (hashed
+/// here, [`fingerprint`]) for the next `__decide_*` call only. Throws
+/// INVALID_ARGUMENT for an id that is not 1..=128 bytes without control
+/// characters, an empty holder, a window outside 1..=1024, or a fingerprint
+/// without an operation id.
 #[wasm_bindgen(js_name = "__meta")]
-pub fn meta(op_id: Option<String>, holder: Option<String>, window: u32) -> Result<(), JsValue> {
+pub fn meta(
+    op_id: Option<String>,
+    holder: Option<String>,
+    window: u32,
+    fingerprint_bytes: Option<Vec<u8>>,
+) -> Result<(), JsValue> {
     check_meta(op_id.as_deref(), holder.as_deref(), window)?;
-    META.with(|m| m.set((op_id, holder, window as usize)));
+    if fingerprint_bytes.is_some() && op_id.is_none() {
+        return Err(error(
+            Code::InvalidArgument,
+            "a fingerprint belongs to an operation id: pass opId with it",
+            &[],
+        ));
+    }
+    let fp = fingerprint_bytes.map(|b| fingerprint(&b));
+    META.with(|m| m.set((op_id, holder, window as usize, fp)));
     Ok(())
 }
 
@@ -231,7 +256,7 @@ pub fn stored_holder() -> Option<String> {
     with_stored(|s| s.and_then(|s| s.holder.clone()))
 }
 
-/// The next state of the last decision as JSON text when it is format v2
+/// The next state of the last decision as JSON text when it is format v4
 /// (a holder or operation ids), `undefined` when it is plain v1 (the caller
 /// then writes `{v: 1, mark: markAfter}`) or when nothing applies.
 #[wasm_bindgen(js_name = "__next_text")]

@@ -137,7 +137,7 @@ pub fn parse_token_js(text: JsValue) -> Result<JsValue, JsValue> {
         .map_err(|e| token_error(&e, &text))
 }
 
-/// Decodes persisted state (the wire object, or its JSON text), format v1 or v2.
+/// Decodes persisted state (the wire object, or its JSON text), format v1 to v4.
 /// Objects are turned into JSON text first, so one decoder
 /// ([`ResourceState::from_json`]) reads every form.
 pub(crate) fn decode_state_js(value: &JsValue) -> Result<ResourceState, StateError> {

@@ -91,17 +91,25 @@ test('leases: acquire grants epoch 1, a second holder gets 409 LEASE_HELD, renew
   const post = (path, json) => request(base, 'POST', path, { headers: { 'content-type': 'application/json' }, body: JSON.stringify(json) });
   const a = await post('/leases/orders', { holder: 'A', ttlMs: 60_000, requestId: 'a-1' });
   assert.equal(a.status, 200);
-  assert.deepEqual([a.body.ok, a.body.epoch, a.body.leaseId, a.body.holder], [true, '1', 'orders#1', 'A']);
+  assert.deepEqual([a.body.ok, a.body.epoch, a.body.holder], [true, '1', 'A']);
+  assert.match(a.body.leaseId, /^1\.[A-Za-z0-9_-]{30}$/);
   const again = await post('/leases/orders', { holder: 'A', ttlMs: 60_000, requestId: 'a-1' }); // a retried request
   assert.deepEqual([again.status, again.body.epoch, again.body.replayed], [200, '1', true]);
   const b = await post('/leases/orders', { holder: 'B', ttlMs: 60_000 });
   assert.deepEqual([b.status, b.body.code, b.body.holder, b.body.epoch], [409, 'LEASE_HELD', 'A', '1']);
-  const r = await post('/leases/orders/renew', { leaseId: 'orders#1', ttlMs: 60_000 });
+  // Only A, with its lease id, renews or releases (issue 20): a guessed id or B's name is 409 LEASE_NOT_HELD.
+  for (const body of [{ leaseId: 'orders#1', holder: 'A' }, { leaseId: a.body.leaseId, holder: 'B' }]) {
+    const refused = await post('/leases/orders/renew', { ...body, ttlMs: 60_000 });
+    assert.deepEqual([refused.status, refused.body], [409, { ok: false, code: 'LEASE_NOT_HELD', scope: 'orders' }]);
+    assert.deepEqual((await post('/leases/orders/release', body)).status, 409);
+  }
+  const r = await post('/leases/orders/renew', { leaseId: a.body.leaseId, holder: 'A', ttlMs: 60_000 });
   assert.deepEqual([r.status, r.body.epoch], [200, '1']);
-  assert.deepEqual((await post('/leases/orders/release', { leaseId: 'orders#1' })).body.released, true);
+  assert.deepEqual((await post('/leases/orders/release', { leaseId: a.body.leaseId, holder: 'A' })).body.released, true);
   const b2 = await post('/leases/orders', { holder: 'B', ttlMs: 60_000 });
-  assert.deepEqual([b2.status, b2.body.epoch, b2.body.leaseId], [200, '2', 'orders#2']);
-  const late = await post('/leases/orders/renew', { leaseId: 'orders#1', ttlMs: 60_000 });
+  assert.deepEqual([b2.status, b2.body.epoch], [200, '2']);
+  assert.notEqual(b2.body.leaseId, a.body.leaseId);
+  const late = await post('/leases/orders/renew', { leaseId: a.body.leaseId, holder: 'A', ttlMs: 60_000 });
   assert.deepEqual([late.status, late.body.code], [409, 'LEASE_EXPIRED']);
   assert.deepEqual((await post('/leases/orders', { holder: 'B', ttlMs: 0 })).body.code, 'INVALID_ARGUMENT');
   assert.deepEqual((await post('/leases/orders', null)).body.code, 'BAD_JSON');

@@ -44,7 +44,7 @@ test('README "Same-epoch semantics" examples run and log what their comments say
     writeFileSync(file, block.replace("from 'fencegate'", `from '${pkg}'`));
     return execFileSync('node', [file], { encoding: 'utf8' });
   });
-  assert.deepEqual(outs, ['advance\nduplicate advance 5\n1\n', 'advance\nSAME_EPOCH_REJECTED\nadvance\n']);
+  assert.deepEqual(outs, ['advance\nduplicate advance 5\n1\nOP_ID_REUSED\n10\n', 'advance\nSAME_EPOCH_REJECTED\nadvance\n']);
 });
 
 test('README "Host stores" SQLite example runs against a real SQLite file', () => {

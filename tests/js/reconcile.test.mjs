@@ -15,9 +15,9 @@ const require = createRequire(import.meta.url);
 const CLI = new URL('../../pkg/bin/fencegate.mjs', import.meta.url).pathname;
 const T = 1_700_000_000_000;
 
-test('QUARANTINED is the last code', () => {
-  assert.equal(errorCodes().at(-1), 'QUARANTINED');
-  assert.equal(errorCodes().length, 23);
+test('QUARANTINED and OP_ID_REUSED (issue 13), then the issuer codes of issues 20 and 13 are the last codes', () => {
+  assert.deepEqual(errorCodes().slice(22), ['QUARANTINED', 'OP_ID_REUSED', 'LEASE_NOT_HELD', 'REQUEST_ID_REUSED']);
+  assert.equal(errorCodes().length, 26);
 });
 
 test('MemoryGate.quarantine: never lowers, refuses up to the floor, lifted by a larger epoch; bigint floors', () => {
@@ -25,7 +25,7 @@ test('MemoryGate.quarantine: never lowers, refuses up to the floor, lifted by a 
   g.write('k', 50, 'v50', { holder: 'A' });
   assert.deepEqual(g.quarantine('k', 40), { key: 'k', ok: true, changed: true, floor: 50, markBefore: 50, markAfter: 50 });
   assert.deepEqual(g.quarantine('k', 50), { key: 'k', ok: true, changed: false, floor: 50, markBefore: 50, markAfter: 50 });
-  assert.deepEqual(g.state('k'), { v: 3, mark: '50', holder: 'A', ops: {}, evicted: null, quarantine: '50' });
+  assert.deepEqual(g.state('k'), { v: 4, mark: '50', holder: 'A', ops: [], evicted: null, quarantine: '50' });
   assert.deepEqual(g.write('k', 50, 'x', { holder: 'A' }), { key: 'k', ok: false, outcome: 'reject', code: 'QUARANTINED', token: 50, markBefore: 50, markAfter: 50 });
   assert.equal(g.write('k', 49, 'x').code, 'QUARANTINED');
   assert.equal(g.write('k', undefined, 'x').code, 'MISSING_TOKEN');
@@ -54,7 +54,7 @@ test('Gate.quarantine commits only the fence state, keeps the value; inspect sho
   assert.equal((await gate.quarantine('k', 8)).changed, false);
   assert.equal(store.load('k').version, version); // nothing written
   assert.deepEqual(await gate.read('k'), { mark: 9, value: 'seven', hasValue: true });
-  assert.deepEqual(JSON.parse(store.load('k').state), { v: 3, mark: '9', holder: null, ops: {}, evicted: null, quarantine: '9' });
+  assert.deepEqual(JSON.parse(store.load('k').state), { v: 4, mark: '9', holder: null, ops: [], evicted: null, quarantine: '9' });
   assert.equal((await gate.delete('k', 9)).code, 'QUARANTINED');
   assert.equal((await gate.write('k', 10, 'ten', { holder: 'B' })).outcome, 'advance');
   assert.deepEqual(await gate.inspect('k'), { key: 'k', exists: true, mark: 10, holder: 'B', quarantine: null });
@@ -79,7 +79,9 @@ test('reconcile: a healthy scope changes nothing; a corrupt record is reported a
   const r = await reconcile({ issuer, gate, scopes: [{ scope: 's', keys: ['k1', 'bad'] }], now: T + 1 });
   assert.deepEqual(r.changes, []);
   assert.equal(r.changed, false);
-  assert.deepEqual(r.scopes[0].issuer, { epoch: 1, lease: { holder: 'A', leaseId: 's#1', expiresAt: T + 1000, live: true } });
+  // The report names the lease's holder, never its lease id (issue 20: that id renews and releases it).
+  assert.deepEqual(r.scopes[0].issuer, { epoch: 1, lease: { holder: 'A', expiresAt: T + 1000, live: true } });
+  assert.ok(!JSON.stringify(r).includes(a.leaseId));
   assert.deepEqual(r.scopes[0].errors.map((e) => [e.key, e.code]), [['bad', 'CORRUPT_STATE']]);
   assert.equal(r.errors, 1);
   assert.deepEqual(JSON.parse(store.load('bad').state), { v: 9 });
@@ -129,7 +131,7 @@ test('fencegate reconcile (CLI) on a SQLite file: dry run, run, run again', { sk
     await gate.write('orders/2', 2, 'two');
     db.close();
     const cli = (...args) =>
-      JSON.parse(execFileSync(process.execPath, [CLI, 'reconcile', '--sqlite', file, '--scope', 'orders', '--keys', 'orders/1,orders/2', '--now', String(T), ...args], { encoding: 'utf8' }));
+      JSON.parse(execFileSync(process.execPath, [CLI, 'reconcile', '--sqlite', file, '--scope', 'orders', '--key', 'orders/1', '--key', 'orders/2', '--now', String(T), ...args], { encoding: 'utf8' }));
     const dry = cli('--dry-run');
     assert.equal(dry.dryRun, true);
     const expected = [
@@ -147,14 +149,14 @@ test('fencegate reconcile (CLI) on a SQLite file: dry run, run, run again', { sk
     // Usage errors exit 2; a missing file exits 1 with a JSON error.
     assert.equal(spawnSync(process.execPath, [CLI, 'reconcile', '--sqlite', file, '--scope', 'orders']).status, 2);
     assert.equal(spawnSync(process.execPath, [CLI, 'frobnicate']).status, 2);
-    const missing = spawnSync(process.execPath, [CLI, 'reconcile', '--sqlite', path.join(dir, 'nope.db'), '--scope', 's', '--keys', 'k'], { encoding: 'utf8' });
+    const missing = spawnSync(process.execPath, [CLI, 'reconcile', '--sqlite', path.join(dir, 'nope.db'), '--scope', 's', '--key', 'k'], { encoding: 'utf8' });
     assert.equal(missing.status, 1);
     assert.match(JSON.parse(missing.stderr).error.message, /nope\.db|unable to open/i);
     // A corrupt record: the report lists it and the exit status is 3.
     const db2 = new Database(file);
     db2.prepare("INSERT INTO fencegate (key, state, value, version) VALUES ('orders/3', '{\"v\":7}', NULL, 1)").run();
     db2.close();
-    const corrupt = spawnSync(process.execPath, [CLI, 'reconcile', '--sqlite', file, '--scope', 'orders', '--keys', 'orders/3', '--now', String(T)], { encoding: 'utf8' });
+    const corrupt = spawnSync(process.execPath, [CLI, 'reconcile', '--sqlite', file, '--scope', 'orders', '--key', 'orders/3', '--now', String(T)], { encoding: 'utf8' });
     assert.equal(corrupt.status, 3);
     assert.deepEqual(JSON.parse(corrupt.stdout).scopes[0].errors.map((e) => [e.key, e.code]), [['orders/3', 'CORRUPT_STATE']]);
   } finally {
@@ -209,7 +211,7 @@ for (const service of services) {
       await gate.establish('a', 7n, { holder: 'A' });
       await gate.establish('b', 2n);
       const cli = () => {
-        const r = spawnSync(process.execPath, [CLI, 'reconcile', ...s.args, '--scope', 'jobs', '--keys', 'a,b', '--now', String(T)], { encoding: 'utf8' });
+        const r = spawnSync(process.execPath, [CLI, 'reconcile', ...s.args, '--scope', 'jobs', '--key', 'a', '--key', 'b', '--now', String(T)], { encoding: 'utf8' });
         assert.equal(r.status, 0, r.stderr);
         return JSON.parse(r.stdout);
       };

@@ -56,19 +56,35 @@ test('SqliteStore: a fenced write from inside its own transaction is refused, so
   const db = new Database(join(mkdtempSync(join(tmpdir(), 'fg-reentry-')), 'r.db'));
   let gate;
   let nested;
-  const store = new SqliteStore(db, {
-    encode: (value) => {
-      if (value === 'outer') nested = gate.write('k', 9, 'nested');
-      return JSON.stringify(value);
-    },
-  });
+  const store = new SqliteStore(db);
   gate = new Gate(store);
-  const outer = await gate.write('k', 5, 'outer');
+  // The gate encodes values before the transaction (issue 21), so a callback
+  // that re-enters from inside one is the transaction's own fn.
+  const outer = store.transaction('k', () => {
+    nested = gate.write('k', 9, 'nested');
+    return { nextState: { v: 1, mark: '5' }, change: { kind: 'set', value: 'outer' } };
+  });
   const inner = await nested.then((v) => v, (e) => e);
   assert.ok(isCode('STORE_ERROR')(inner), String(inner));
-  assert.equal(outer.outcome, 'advance');
+  assert.equal(outer, true);
   assert.deepEqual(await gate.read('k'), { mark: 5, value: 'outer', hasValue: true });
   assert.equal((await gate.write('k', 9, 'later')).outcome, 'advance');
+  // An encode that writes through the gate now runs before the transaction: an ordinary earlier write.
+  let gate2;
+  let nested2;
+  const store2 = new SqliteStore(db, {
+    table: 'other',
+    encode: (value) => {
+      if (value === 'outer') nested2 = gate2.write('k', 9, 'nested');
+      return JSON.stringify(value);
+    },
+    decode: JSON.parse,
+  });
+  gate2 = new Gate(store2);
+  const outer2 = await gate2.write('k', 5, 'outer');
+  assert.deepEqual(await nested2, { key: 'k', ok: true, outcome: 'advance', code: null, token: 9, markBefore: 0, markAfter: 9 });
+  assert.deepEqual(outer2, { key: 'k', ok: false, outcome: 'reject', code: 'STALE_TOKEN', token: 5, markBefore: 9, markAfter: 9 });
+  assert.deepEqual(await gate2.read('k'), { mark: 9, value: 'nested', hasValue: true });
   db.close();
 });
 

@@ -13,7 +13,7 @@ test('mark 4; write(5, op r1) advances; the retry with r1 is a duplicate; value 
   assert.deepEqual(g.write('k', 5, { n: 2 }, { opId: 'r1' }), { key: 'k', ok: true, outcome: 'duplicate', code: null, original: 'advance', token: 5, markBefore: 5, markAfter: 5 });
   assert.equal(g.value('k'), first);
   assert.deepEqual(g.read('k'), { mark: 5, value: { n: 1 }, hasValue: true });
-  assert.deepEqual(g.state('k'), { v: 2, mark: '5', holder: null, ops: { r1: '4' }, evicted: null });
+  assert.deepEqual(g.state('k'), { v: 4, mark: '5', holder: null, ops: [['r1', '4']], evicted: null, quarantine: null });
 });
 
 test('mark 5, window 3: a, b, c, d applied; a again is OP_ID_EXPIRED, not applied as new', () => {
@@ -22,12 +22,12 @@ test('mark 5, window 3: a, b, c, d applied; a again is OP_ID_EXPIRED, not applie
   for (const id of ['a', 'b', 'c', 'd']) assert.equal(g.write('k', 5, id, { opId: id }).outcome, 'accept');
   assert.deepEqual(g.write('k', 5, 'a-again', { opId: 'a' }), { key: 'k', ok: false, outcome: 'reject', code: 'OP_ID_EXPIRED', token: 5, markBefore: 5, markAfter: 5 });
   assert.equal(g.value('k'), 'd');
-  assert.deepEqual(Object.keys(g.state('k').ops), ['b', 'c', 'd']);
+  assert.deepEqual(g.state('k').ops, [['b', '5'], ['c', '5'], ['d', '5']]);
   assert.equal(g.state('k').evicted.length, 512);
   assert.equal(g.write('k', 5, 'c-again', { opId: 'c' }).outcome, 'duplicate');
   // A new epoch clears the window and the filter.
   assert.equal(g.write('k', 6, 'a-new-epoch', { opId: 'a' }).outcome, 'advance');
-  assert.deepEqual(g.state('k'), { v: 2, mark: '6', holder: null, ops: { a: '5' }, evicted: null });
+  assert.deepEqual(g.state('k'), { v: 4, mark: '6', holder: null, ops: [['a', '5']], evicted: null, quarantine: null });
 });
 
 test('holder binding: same epoch from another holder is EPOCH_CONFLICT; nothing changes', () => {
@@ -40,7 +40,7 @@ test('holder binding: same epoch from another holder is EPOCH_CONFLICT; nothing 
   // Unsigned numbers name no holder: they cannot be told apart and are accepted.
   assert.equal(g.write('k', 41, 'anon').outcome, 'accept');
   assert.equal(g.write('k', 42, 'b2', { holder: 'B' }).outcome, 'advance');
-  assert.deepEqual(g.state('k'), { v: 2, mark: '42', holder: 'B', ops: {}, evicted: null });
+  assert.deepEqual(g.state('k'), { v: 4, mark: '42', holder: 'B', ops: [], evicted: null, quarantine: null });
 });
 
 test('strict mode is per-operation sequence numbers: each operation needs a larger token; retries are duplicates', () => {

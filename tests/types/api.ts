@@ -85,6 +85,10 @@ import {
   type IssuerOptions,
   type IssuerCasStore,
   type PersistedIssuerState,
+  type PersistedIssuerStateV1,
+  type PersistedIssuerStateV2,
+  type LeaseNotHeld,
+  type RequestIdReused,
 } from 'fencegate';
 
 import { SqliteStore, type SqliteDatabase } from 'fencegate/sqlite';
@@ -114,27 +118,39 @@ export async function useIssuer(): Promise<void> {
     const gate = new MemoryGate();
     gate.establish('jobs', a.epoch);
     await shared.establish('jobs', a.epoch);
-    const r = await issuer.renew({ scope: 'jobs', leaseId: a.leaseId, ttlMs: 10_000, now: 2 });
+    const r = await issuer.renew({ scope: 'jobs', leaseId: a.leaseId, holder: a.holder, ttlMs: 10_000, now: 2 });
     if (!r.ok) {
-      const c: 'LEASE_EXPIRED' = r.code;
-      void c;
+      const c: 'LEASE_EXPIRED' | 'LEASE_NOT_HELD' = r.code;
+      const notHeld: LeaseNotHeld | null = r.code === 'LEASE_NOT_HELD' ? r : null;
+      void [c, notHeld];
     }
-    const rel: boolean = (await issuer.release({ scope: 'jobs', leaseId: id })).released;
-    void [epoch, expires, replayed, rel];
+    const rel = await issuer.release({ scope: 'jobs', leaseId: id, holder: 'node-a' });
+    const released: boolean = rel.ok ? rel.released : false;
+    // @ts-expect-error renew and release take the holder (issue 20)
+    await issuer.release({ scope: 'jobs', leaseId: id });
+    void [epoch, expires, replayed, released];
   } else if (a.code === 'LEASE_HELD') {
     const until: number = a.expiresAt;
     const by: string = a.holder;
     void [until, by];
+  } else if (a.code === 'REQUEST_ID_REUSED') {
+    const reused: RequestIdReused = a;
+    void reused;
   }
   const cur = await plain.current('jobs');
   const holder: string | undefined = cur.lease?.holder;
   const raised = await issuer.raise({ scope: 'jobs', atLeast: 10n, now: 3 });
   const s: PersistedIssuerState = { v: 1, epoch: '3', lease: null };
+  const s2: PersistedIssuerStateV2 = {
+    v: 2, epoch: '3', lease: { id: '3.AAAAAAAAAAAAAAAAAAAAAA', holder: 'a', expiresAt: '9', ttlMs: '5', requestId: null },
+  };
+  const s1: PersistedIssuerStateV1 = { v: 1, epoch: '3', lease: { holder: 'a', expiresAt: '9', requestId: null } };
+  const codes: ErrorCode[] = ['LEASE_NOT_HELD', 'REQUEST_ID_REUSED'];
   // @ts-expect-error ttlMs is a number of ms
   await issuer.acquire({ scope: 'jobs', holder: 'a', ttlMs: '10s' });
   // @ts-expect-error unknown epoch range
   new Issuer(null, { epochs: 'u64' });
-  void [holder, raised, s];
+  void [holder, raised, s, s2, s1, codes];
 }
 
 /** Signed tokens and gate policies (issue 5, docs/signed-tokens.md). */
@@ -224,6 +240,64 @@ export async function useRestore(): Promise<void> {
   await reconcile({ issuer, gate, scopes: { s: 'k' } });
   void [q, m, floor, v3, code];
 }
+
+import { type PersistedStateV4, type PersistedOp } from 'fencegate';
+
+/** Issue 13: state format 4 (ops as an array) and operation fingerprints (OP_ID_REUSED). */
+export async function useFingerprints(): Promise<void> {
+  const gate = new MemoryGate<{ pay: number }>();
+  const body = JSON.stringify({ pay: 10 });
+  gate.write('acct', 5, { pay: 10 }, { opId: 'pay-1', fingerprint: body });
+  gate.write('acct', 5, { pay: 10 }, { opId: 'pay-1', fingerprint: new TextEncoder().encode(body) });
+  const host = new Gate<{ pay: number }>(new MemoryHostStore<{ pay: number }>());
+  const v = await host.write('acct', 5, { pay: 99 }, { opId: 'pay-1', fingerprint: new ArrayBuffer(4) });
+  const reused: boolean = v.code === 'OP_ID_REUSED';
+  const code: ErrorCode = 'OP_ID_REUSED';
+  const s = gate.state('acct');
+  if (s !== undefined && s.v === 4) {
+    const v4: PersistedStateV4 = s;
+    const first: PersistedOp | undefined = v4.ops[0];
+    const fp: string | undefined = first?.[2];
+    void fp;
+  }
+  const literal: PersistedStateV4 = { v: 4, mark: '5', holder: null, ops: [['pay-1', '0', '0'.repeat(32)], ['r2', '5']], evicted: null, quarantine: null };
+  // @ts-expect-error a fingerprint is text or bytes
+  gate.write('acct', 5, { pay: 1 }, { opId: 'x', fingerprint: 5 });
+  void [reused, code, literal];
+}
+
+// Value codecs, retry classes and the Redis eviction check (issues 21 and 13).
+import { valueCodec, jsonCodec, type ValueCodec, type Change, type CasStore, type StoreErrorReason } from 'fencegate';
+import { RETRY_SQLSTATES, PostgresStore as PgStore, type PostgresClient } from 'fencegate/postgres';
+import { SAFE_EVICTION_POLICIES, RedisStore as RStore, type RedisClient } from 'fencegate/redis';
+
+export async function useCodecs(db: SqliteDatabase, pg: PostgresClient, redis: RedisClient): Promise<void> {
+  const codec: ValueCodec = valueCodec;
+  const text: string = codec.encode(new Map([['a', 1]]));
+  const back: unknown = jsonCodec.decode(text);
+  const strict = new SqliteStore<{ n: number }>(db, { ...jsonCodec, table: 'strict' });
+  const encoded: string = strict.encodeValue({ n: 1 });
+  const change: Change<{ n: number }> = { kind: 'set', value: { n: 1 }, encoded };
+  const own: CasStore<string> = {
+    load: () => null,
+    commit: () => true,
+    encodeValue: (v) => jsonCodec.encode(v),
+  };
+  const pgStore = new PgStore(pg, { encode: valueCodec.encode, decode: valueCodec.decode });
+  const retry: readonly string[] = RETRY_SQLSTATES;
+  const rs = new RStore(redis, { allowEviction: false });
+  const policies: { node: string; policy: string | null }[] = await rs.checkEvictionPolicy();
+  const safe: readonly string[] = SAFE_EVICTION_POLICIES;
+  const reason: StoreErrorReason = 'EVICTION_POLICY';
+  try {
+    await new Gate(rs).write('k', 1, 'v');
+  } catch (e) {
+    if (e instanceof FencegateError && e.code === 'STORE_ERROR' && e.reason === reason) void e.policy;
+    if (e instanceof FencegateError && e.code === 'INVALID_ARGUMENT') void e.path;
+  }
+  // @ts-expect-error allowEviction is a boolean
+  new RStore(redis, { allowEviction: 'yes' });
+  void [back, change, own, pgStore.encodeValue(1), retry, policies, safe];
 
 // ───────────── fencegate/http, /hono, /express (issue 18, docs/http.md) ─────────────
 import {

@@ -41,7 +41,7 @@ for (const [shape, Store] of [['compare-and-set', MemoryCasStore], ['transaction
       ['advance', null, 10, 0, 10, 'L', 1],
     );
     // The signed token's lease id binds the epoch to its holder (issue 6).
-    assert.equal(store.entries.get('orders').state, '{"v":2,"mark":"10","holder":"L","ops":{},"evicted":null}');
+    assert.equal(store.entries.get('orders').state, '{"v":4,"mark":"10","holder":"L","ops":[],"evicted":null,"quarantine":null}');
     for (const [token, code] of [
       [2n ** 63n, 'UNSIGNED_TOKEN'],
       [11, 'UNSIGNED_TOKEN'],

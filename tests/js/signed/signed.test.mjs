@@ -138,7 +138,7 @@ test('forged huge number under requireSigned is refused, mark unchanged', () => 
   assert.equal(g.write('orders', mint('orders', 10), 'v10b').outcome, 'accept');
   assert.equal(g.write('orders', mint('orders', 11), 'v11').outcome, 'advance');
   refused(g, g.write('orders', mint('orders', 10), 'late'), 'orders', 'STALE_TOKEN', 11, 'v11');
-  assert.deepEqual(g.state('orders'), { v: 2, mark: '11', holder: 'lease-1', ops: {}, evicted: null });
+  assert.deepEqual(g.state('orders'), { v: 4, mark: '11', holder: 'lease-1', ops: [], evicted: null, quarantine: null });
 });
 
 test('a token for scope A at a gate for scope B is WRONG_SCOPE (fixed scope and per-key scope)', () => {

@@ -3,6 +3,7 @@
 // the contract; conformance.test.mjs runs them against every target, and the
 // lying host's test shows that they catch a store that ignores the version.
 import assert from 'node:assert/strict';
+import { readFileSync } from 'node:fs';
 import { Gate, FencegateError } from '../../../pkg/node.mjs';
 import { uniqueKey } from './targets.mjs';
 
@@ -42,6 +43,67 @@ export function wrap(store, overrides) {
 }
 
 const sleep = (ms) => new Promise((r) => setTimeout(r, ms));
+
+/**
+ * JSON text of `value` with object members in another order: `'alphabetical'`
+ * (PostgreSQL jsonb sorts shorter names first, then bytewise; serde_json and
+ * many document stores sort), or `'integer-like first'` (a JS object: integer-
+ * like names ascending, then the others; here reversed so that the order
+ * differs from the writer's even where it has no integer-like names).
+ */
+function reserialise(value, order) {
+  if (Array.isArray(value)) return `[${value.map((x) => reserialise(x, order)).join(',')}]`;
+  if (value === null || typeof value !== 'object') return JSON.stringify(value);
+  let names = Object.keys(value);
+  if (order === 'alphabetical') names.sort((a, b) => a.length - b.length || (a < b ? -1 : a > b ? 1 : 0));
+  else {
+    const o = {};
+    for (const n of names.reverse()) o[n] = value[n];
+    names = Object.keys(o);
+  }
+  return `{${names.map((n) => `${JSON.stringify(n)}:${reserialise(value[n], order)}`).join(',')}}`;
+}
+
+/** The stored state as the host hands it back: reordered, in the form (text or object) it was stored in. */
+function reordered(state, order) {
+  if (state === null || state === undefined) return state;
+  const text = reserialise(typeof state === 'string' ? JSON.parse(state) : state, order);
+  return typeof state === 'string' ? text : JSON.parse(text);
+}
+
+/** A store whose state comes back with its members reordered (issue 13). */
+function reordering(t, order) {
+  if (t.shape === 'cas') {
+    return wrap(t.store, {
+      load: async (key) => {
+        const r = await t.store.load(key);
+        return r === null || r === undefined ? r : { ...r, state: reordered(r.state, order) };
+      },
+    });
+  }
+  return wrap(t.store, {
+    transaction: (key, fn) => t.store.transaction(key, (state) => fn(reordered(state, order))),
+    load: async (key) => {
+      const r = await t.store.load(key);
+      return r === null || r === undefined ? r : { ...r, state: reordered(r.state, order) };
+    },
+  });
+}
+
+/** A string of exactly `bytes` UTF-8 bytes that starts with `prefix` (ASCII) and mixes 1- to 4-byte characters. */
+export function keyOfBytes(prefix, bytes) {
+  let k = prefix;
+  const len = () => Buffer.byteLength(k, 'utf8');
+  for (const ch of ['𝄞', '€', 'é']) while (len() + Buffer.byteLength(ch) <= bytes - 8) k += ch;
+  while (len() < bytes) k += 'x';
+  assert.equal(len(), bytes);
+  return k;
+}
+
+/** A format-2 text with an evicted-id filter, as written before format 4 (tests/fixtures/state-v1-v3.json). */
+const V2_WINDOW_3 = JSON.parse(readFileSync(new URL('../../fixtures/state-v1-v3.json', import.meta.url), 'utf8')).cases.find(
+  (c) => c.name === 'v2 window 3 with a filter',
+).text;
 
 export const CASES = {
   /** advance / accept / stale / missing / malformed, exact mark and value after every step. */
@@ -233,7 +295,7 @@ export const CASES = {
     const landed = new Gate(wrap(t.store, { [name]: async (...a) => { commits++; await real(...a); throw lost; } }));
     await expectError(landed.write(k, 5, 'v5', { opId: 'r1' }), 'COMMIT_UNKNOWN');
     const after = await t.raw(k);
-    assert.deepEqual(after, { state: '{"v":2,"mark":"5","holder":null,"ops":{"r1":"4"},"evicted":null}', value: '"v5"' });
+    assert.deepEqual(after, { state: '{"v":4,"mark":"5","holder":null,"ops":[["r1","4"]],"evicted":null,"quarantine":null}', value: '"v5"' });
     const retry = await gate.write(k, 5, 'v5', { opId: 'r1' });
     assert.deepEqual(retry, { key: k, ok: true, outcome: 'duplicate', code: null, original: 'advance', token: 5, markBefore: 5, markAfter: 5 });
     assert.deepEqual(await t.raw(k), after); // the duplicate wrote nothing
@@ -263,6 +325,91 @@ export const CASES = {
     assert.equal((await gate.write(k, 5, 'again', { opId: 'b' })).outcome, 'duplicate');
     assert.equal((await gate.write(k, 5, 'e', { opId: 'e' })).outcome, 'accept');
     await expectRead(gate, k, 5, 'e');
+  },
+
+  /**
+   * Issue 13: a host that hands the state back with its members reordered and
+   * re-serialised (jsonb, a document store, a JS object) decides the same:
+   * window order, holder binding, quarantine, and states of formats 2 and 3.
+   */
+  async 'a host that reorders the stored members decides the same (alphabetical, integer-like first)'(t) {
+    for (const order of ['alphabetical', 'integer-like first']) {
+      const store = reordering(t, order);
+      const gate = new Gate(store, { opWindow: 2 });
+      const k = uniqueKey('order');
+      for (const [id, outcome] of [['z', 'advance'], ['1', 'accept'], ['y', 'accept']]) {
+        assert.equal((await gate.write(k, 5, id, { opId: id })).outcome, outcome, `${order} ${id}`);
+      }
+      const before = await t.raw(k);
+      assert.deepEqual(await gate.write(k, 5, 'again', { opId: '1' }), { ...verdict(k, 'duplicate', null, 5, 5, 5), original: 'accept' }, order);
+      assert.deepEqual(await gate.write(k, 5, 'again', { opId: 'z' }), verdict(k, 'reject', 'OP_ID_EXPIRED', 5, 5, 5), order);
+      assert.deepEqual(await t.raw(k), before);
+      await expectRead(gate, k, 5, 'y');
+      // The compare-and-set recipe's sequence with a holder (issue 13, jsonb).
+      const h = uniqueKey('order-holder');
+      const outcomes = [];
+      for (const [token, opts] of [[7], [7], [8, { holder: 'node-a' }], [8, { holder: 'node-a' }], [7]]) {
+        const v = await gate.write(h, token, `v${token}`, opts);
+        outcomes.push(v.code ?? v.outcome);
+      }
+      assert.deepEqual(outcomes, ['advance', 'accept', 'advance', 'accept', 'STALE_TOKEN'], order);
+      assert.deepEqual(await gate.write(h, 8, 'b', { holder: 'node-b' }), verdict(h, 'reject', 'EPOCH_CONFLICT', 8, 8, 8));
+      assert.deepEqual(await gate.inspect(h), { key: h, exists: true, mark: 8, holder: 'node-a', quarantine: null });
+      // Quarantine.
+      const q = uniqueKey('order-quarantine');
+      await gate.write(q, 3, 'v3', { opId: 'r1' });
+      assert.equal((await gate.quarantine(q, 9)).changed, true);
+      assert.deepEqual(await gate.write(q, 9, 'x'), verdict(q, 'reject', 'QUARANTINED', 9, 9, 9));
+      assert.deepEqual(await gate.inspect(q), { key: q, exists: true, mark: 9, holder: null, quarantine: 9 });
+      assert.deepEqual(await gate.write(q, 10, 'v10', { opId: 'r1' }), verdict(q, 'advance', null, 10, 9, 10));
+      // A format-2 state with an evicted-id filter, written before format 4.
+      const old = uniqueKey('order-v2');
+      await t.putRaw(old, V2_WINDOW_3, '"d"');
+      const legacy = new Gate(store, { opWindow: 3 });
+      assert.deepEqual(await legacy.write(old, 5, 'x', { opId: 'a' }), verdict(old, 'reject', 'OP_ID_EXPIRED', 5, 5, 5));
+      assert.equal((await legacy.write(old, 5, 'x', { opId: 'c' })).outcome, 'duplicate');
+      assert.deepEqual(await legacy.write(old, 5, 'e', { opId: 'e' }), verdict(old, 'accept', null, 5, 5, 5));
+      // A format-2 window is an object: a host that reordered it changed which
+      // id is evicted next (here d instead of b when reversed), never whether
+      // one is refused. From now on the window is an array.
+      const [evicted, kept] = order === 'alphabetical' ? ['b', 'd'] : ['d', 'b'];
+      const now = JSON.parse((await t.raw(old)).state);
+      assert.deepEqual({ ...now, evicted: now.evicted.slice(0, 6) }, { v: 4, mark: '5', holder: null, ops: [['c', '5'], [kept, '5'], ['e', '5']], evicted: 'fnv1a:', quarantine: null });
+      for (const id of ['a', evicted]) assert.deepEqual(await legacy.write(old, 5, 'x', { opId: id }), verdict(old, 'reject', 'OP_ID_EXPIRED', 5, 5, 5), id);
+      for (const id of ['c', kept, 'e']) assert.equal((await legacy.write(old, 5, 'x', { opId: id })).outcome, 'duplicate', id);
+      await expectRead(legacy, old, 5, 'e');
+    }
+  },
+
+  /** Issue 13: one key limit, 512 UTF-8 bytes, for every store; a longer key is INVALID_ARGUMENT and never quoted whole. */
+  async 'keys: 512 UTF-8 bytes are accepted, 513 are INVALID_ARGUMENT and nothing is written'(t) {
+    const gate = new Gate(t.store);
+    const prefix = uniqueKey('limit');
+    const atLimit = keyOfBytes(prefix, 512);
+    assert.deepEqual(await gate.write(atLimit, 5, 'v5', { opId: 'r1' }), verdict(atLimit, 'advance', null, 5, 0, 5));
+    assert.deepEqual(await gate.write(atLimit, 5, 'v5', { opId: 'r1' }), { ...verdict(atLimit, 'duplicate', null, 5, 5, 5), original: 'advance' });
+    await expectRead(gate, atLimit, 5, 'v5');
+    assert.equal((await t.raw(atLimit)).value, '"v5"');
+    for (const over of [keyOfBytes(prefix, 513), keyOfBytes(prefix, 8000), prefix + 'x'.repeat(8000)]) {
+      const bytes = Buffer.byteLength(over, 'utf8');
+      for (const call of [
+        () => gate.write(over, 5, 'x'),
+        () => gate.establish(over, 5),
+        () => gate.delete(over, 5),
+        () => gate.deleteMany([atLimit, over], 9),
+        () => gate.read(over),
+        () => gate.inspect(over),
+        () => gate.quarantine(over, 5),
+      ]) {
+        const e = await expectError(call(), 'INVALID_ARGUMENT');
+        assert.equal(e.keyBytes, bytes);
+        assert.ok(e.message.length < 200, e.message);
+        assert.ok(!e.message.includes(over.slice(0, 60)), 'the message cuts the key');
+        assert.ok(over.startsWith(e.key.slice(0, -1)) && e.key.length <= 41, e.key);
+      }
+      assert.equal(await t.raw(over), null);
+    }
+    await expectRead(gate, atLimit, 5, 'v5'); // deleteMany checked every key before touching any
   },
 
   /** Issue 6: the same epoch from a different holder is EPOCH_CONFLICT and changes nothing. */

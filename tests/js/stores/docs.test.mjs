@@ -15,8 +15,8 @@ const doc = readFileSync(join(root, 'docs/stores.md'), 'utf8');
 const examples = [...doc.matchAll(/```js\n\/\/ example: (\w+)\n([\s\S]*?)```/g)].map((m) => ({ name: m[1], code: m[2] }));
 const needs = { redis: REDIS_URL ? false : 'FENCEGATE_REDIS_URL is not set', postgres: PG_URL ? false : 'FENCEGATE_PG_URL is not set' };
 
-test('docs/stores.md has the three adapter examples', () => {
-  assert.deepEqual(examples.map((e) => e.name), ['sqlite', 'redis', 'postgres']);
+test('docs/stores.md has the three adapter examples and the values one', () => {
+  assert.deepEqual(examples.map((e) => e.name), ['sqlite', 'redis', 'postgres', 'values']);
 });
 
 for (const { name, code } of examples) {

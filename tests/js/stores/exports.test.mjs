@@ -57,6 +57,25 @@ test('CommonJS: require("fencegate/sqlite") and friends', () => {
   assert.equal(out, JSON.stringify(['advance', 7, 'function', 'function']));
 });
 
+test('CommonJS: the adapters refuse with the same FencegateError class and keep a Map (one codec, one error class)', () => {
+  const out = run(
+    'cjs-codec.cjs',
+    `const { Gate, FencegateError, valueCodec } = require('fencegate');
+     const { SqliteStore } = require('fencegate/sqlite');
+     const Database = require('better-sqlite3');
+     const store = new SqliteStore(new Database(':memory:'));
+     const gate = new Gate(store);
+     (async () => {
+       const e = await gate.write('k', 1, { items: [0, 1, 2, () => 1] }).catch((x) => x);
+       const v = await gate.write('k', 2, new Map([['a', 1]]));
+       const r = await gate.read('k');
+       console.log(JSON.stringify([e instanceof FencegateError, e.code, e.message, v.outcome, r.value instanceof Map, [...r.value],
+         store.encodeValue(new Set([1])) === valueCodec.encode(new Set([1]))]));
+     })();`,
+  );
+  assert.equal(out, JSON.stringify([true, 'INVALID_ARGUMENT', 'value.items[3]: a function is not encodable by the default codec', 'advance', true, [['a', 1]], true]));
+});
+
 test('TypeScript (node16) sees the Gate and adapter types', () => {
   // (lib esnext: index.d.ts uses Symbol.dispose)
   writeFileSync(

@@ -1,34 +1,46 @@
 // Reference host stores in plain JS, used by the conformance suite: one of each
 // callback shape, and a "lying" compare-and-set host the suite must catch.
+// Values go through a codec like the shipped adapters (default `valueCodec`).
+import { valueCodec } from '../../../pkg/node.mjs';
 
-function applyChange(entry, nextState, change) {
-  entry.state = JSON.stringify(nextState);
-  if (change.kind === 'set') entry.value = JSON.stringify(change.value);
-  else if (change.kind === 'delete') entry.value = undefined;
-}
+class Coded {
+  constructor(options = {}) {
+    this.codec = options.encode ? { encode: options.encode, decode: options.decode } : valueCodec;
+  }
 
-function loadEntry(entry) {
-  if (entry === undefined) return null;
-  return {
-    state: entry.state,
-    version: entry.version,
-    value: entry.value === undefined ? undefined : JSON.parse(entry.value),
-  };
+  encodeValue(value) {
+    return this.codec.encode(value);
+  }
+
+  applyChange(entry, nextState, change) {
+    entry.state = JSON.stringify(nextState);
+    if (change.kind === 'set') entry.value = change.encoded ?? this.encodeValue(change.value);
+    else if (change.kind === 'delete') entry.value = undefined;
+  }
+
+  loadEntry(entry) {
+    if (entry === undefined) return null;
+    return {
+      state: entry.state,
+      version: entry.version,
+      value: entry.value === undefined ? undefined : this.codec.decode(entry.value),
+    };
+  }
 }
 
 /** Compare-and-set over a Map; stored state and value are JSON text, version an integer. */
-export class MemoryCasStore {
+export class MemoryCasStore extends Coded {
   entries = new Map();
 
   load(key) {
-    return loadEntry(this.entries.get(key));
+    return this.loadEntry(this.entries.get(key));
   }
 
   commit(key, expectedVersion, nextState, change) {
     const entry = this.entries.get(key);
     if ((entry === undefined ? null : entry.version) !== expectedVersion) return false;
     const next = entry ?? { state: undefined, value: undefined, version: 0 };
-    applyChange(next, nextState, change);
+    this.applyChange(next, nextState, change);
     next.version += 1;
     this.entries.set(key, next);
     return true;
@@ -36,11 +48,11 @@ export class MemoryCasStore {
 }
 
 /** Transaction shape over a Map, Promise-returning (like an async host). */
-export class MemoryTxStore {
+export class MemoryTxStore extends Coded {
   entries = new Map();
 
   async load(key) {
-    return loadEntry(this.entries.get(key));
+    return this.loadEntry(this.entries.get(key));
   }
 
   async transaction(key, fn) {
@@ -48,7 +60,7 @@ export class MemoryTxStore {
     const out = fn(entry === undefined ? null : entry.state);
     if (out === null || out === undefined) return;
     const next = entry ?? { state: undefined, value: undefined, version: 0 };
-    applyChange(next, out.nextState, out.change);
+    this.applyChange(next, out.nextState, out.change);
     next.version += 1;
     this.entries.set(key, next);
   }

@@ -33,8 +33,8 @@ function memoryTarget(name, shape, Store) {
   return {
     name,
     shape,
-    async open() {
-      const store = new Store();
+    async open(options) {
+      const store = new Store(options);
       return {
         store,
         reopen: async () => store, // the same memory is the "file"
@@ -66,11 +66,11 @@ export function openSqlite(file) {
 export const sqlite = {
   name: 'sqlite (better-sqlite3)',
   shape: 'transaction',
-  async open() {
+  async open(options) {
     const dir = mkdtempSync(join(tmpdir(), 'fencegate-sqlite-'));
     const file = join(dir, 'store.db');
     const dbs = [openSqlite(file)];
-    const store = new SqliteStore(dbs[0]);
+    const store = new SqliteStore(dbs[0], options);
     const raw = (key) => {
       const row = dbs[dbs.length - 1].prepare('SELECT state, value FROM fencegate WHERE key = ?').get(key);
       return row === undefined ? null : { state: row.state, value: row.value };
@@ -82,7 +82,7 @@ export const sqlite = {
       reopen: async () => {
         dbs[dbs.length - 1].close();
         dbs.push(openSqlite(file));
-        return new SqliteStore(dbs[dbs.length - 1]);
+        return new SqliteStore(dbs[dbs.length - 1], options);
       },
       raw: async (key) => raw(key),
       putRaw: async (key, state, value) => {
@@ -107,16 +107,16 @@ export const redis = {
   name: 'redis (ioredis)',
   shape: 'cas',
   skip: !REDIS_URL && 'FENCEGATE_REDIS_URL is not set (scripts/services.sh start)',
-  async open() {
+  async open(options) {
     const clients = [await redisClient()];
-    const store = new RedisStore(clients[0]);
+    const store = new RedisStore(clients[0], options);
     const c = () => clients[clients.length - 1];
     return {
       store,
       reopen: async () => {
         c().disconnect();
         clients.push(await redisClient());
-        return new RedisStore(c());
+        return new RedisStore(c(), options);
       },
       raw: async (key) => {
         const [state, value, version] = await c().hmget(store.redisKey(key), 'state', 'value', 'version');
@@ -143,16 +143,16 @@ export const postgres = {
   name: 'postgresql (pg)',
   shape: 'cas',
   skip: !PG_URL && 'FENCEGATE_PG_URL is not set (scripts/services.sh start)',
-  async open() {
+  async open(options) {
     const pools = [await pgPool()];
-    const store = await new PostgresStore(pools[0]).init();
+    const store = await new PostgresStore(pools[0], options).init();
     const p = () => pools[pools.length - 1];
     return {
       store,
       reopen: async () => {
         await p().end();
         pools.push(await pgPool());
-        return new PostgresStore(p());
+        return new PostgresStore(p(), options);
       },
       raw: async (key) => {
         const r = await p().query('SELECT state, value FROM fencegate WHERE key = $1', [key]);

@@ -1,0 +1,37 @@
+// Shared by the shipped store adapters (sqlite, redis, postgres): the value
+// codec options and the refusal of a value the codec cannot keep (issue 21).
+import { FencegateError } from '../lib/errors.mjs';
+
+function invalid(message, details) {
+  return new FencegateError('INVALID_ARGUMENT', message, details);
+}
+
+/** `[encode, decode]` from a store's options: both given, or neither (then `fallback`'s). */
+export function codecOf(options, fallback) {
+  const { encode, decode } = options;
+  if (encode === undefined && decode === undefined) return [fallback.encode, fallback.decode];
+  if (typeof encode !== 'function' || typeof decode !== 'function') {
+    throw invalid('encode and decode come as a pair of functions (a codec): pass both, or neither for the default codec', {
+      option: typeof encode !== 'function' ? 'encode' : 'decode',
+    });
+  }
+  return [encode, decode];
+}
+
+/** `encode(value)` checked: a string, or INVALID_ARGUMENT (the value is refused; nothing is written). */
+export function encodeWith(encode, value) {
+  let text;
+  try {
+    text = encode(value);
+  } catch (e) {
+    if (e instanceof FencegateError) throw e;
+    throw invalid(`value: the store's encode refused it: ${e instanceof Error ? e.message : String(e)}`, { cause: e });
+  }
+  if (typeof text !== 'string') throw invalid(`value: the store's encode must return a string, got ${typeof text}`);
+  return text;
+}
+
+/** The stored text of a `set` change: the text the gate already encoded (`encodeValue`), else encoded now. */
+export function encodedOf(store, change) {
+  return typeof change.encoded === 'string' ? change.encoded : store.encodeValue(change.value);
+}
