@@ -67,8 +67,8 @@ export interface FencingInput {
 export function readFencing(source: HeaderSource, names?: HeaderNames): FencingInput;
 
 /** HTTP status for a code: 200 for `null`; 428 MISSING_TOKEN; 400 MALFORMED_TOKEN, INVALID_ARGUMENT;
- * 403 signed-token refusals; 409 STALE_TOKEN and the other state conflicts; 503 STORE_ERROR,
- * COMMIT_CONFLICT, COMMIT_UNKNOWN; 500 CORRUPT_STATE and anything else. */
+ * 403 signed-token refusals; 409 STALE_TOKEN and the other state conflicts; 422 OP_ID_REUSED,
+ * REQUEST_ID_REUSED; 503 STORE_ERROR, COMMIT_CONFLICT, COMMIT_UNKNOWN; 500 CORRUPT_STATE and anything else. */
 export function statusFor(code: ErrorCode | null | undefined): number;
 
 /** 200 body of an applied (advance/accept) or duplicate operation. Epochs are decimal text. */

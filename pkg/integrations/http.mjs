@@ -36,6 +36,9 @@ const STATUS = {
   FUTURE_EPOCH: 409,
   LEASE_HELD: 409,
   LEASE_EXPIRED: 409,
+  LEASE_NOT_HELD: 409,
+  OP_ID_REUSED: 422,
+  REQUEST_ID_REUSED: 422,
   STORE_ERROR: 503,
   COMMIT_CONFLICT: 503,
   COMMIT_UNKNOWN: 503,
@@ -62,6 +65,9 @@ const TITLE = {
   FUTURE_EPOCH: 'Fencing token from the future',
   LEASE_HELD: 'Lease held',
   LEASE_EXPIRED: 'Lease expired',
+  LEASE_NOT_HELD: 'Lease not held by this holder',
+  OP_ID_REUSED: 'Operation id reused for a different operation',
+  REQUEST_ID_REUSED: 'Request id reused for a different request',
   STORE_ERROR: 'Storage unavailable',
   COMMIT_CONFLICT: 'Too much contention on this resource',
   COMMIT_UNKNOWN: 'Commit outcome unknown',
@@ -165,6 +171,8 @@ function detailOf(v, header) {
       return `the resource is quarantined at ${mark}: establish a fresh epoch above it first`;
     case 'OP_ID_EXPIRED':
       return 'the operation id fell out of the de-duplication window and may already be applied: read the resource, then retry under a new id if needed';
+    case 'OP_ID_REUSED':
+      return 'this operation id was already used in this epoch for a different operation; nothing changed: send a new id for a new operation';
     case 'EPOCH_JUMP_TOO_LARGE':
       return `epoch ${text(v.token)} is further above the mark ${mark} than this resource allows`;
     case 'FUTURE_EPOCH':

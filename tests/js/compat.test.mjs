@@ -10,7 +10,7 @@ const doc = readFileSync(new URL('../../docs/compatibility.md', import.meta.url)
 const fixtures = doc.slice(doc.indexOf('\n## Fixtures\n'));
 const [resource, issuer, token] = [...fixtures.matchAll(/```text\n([\s\S]*?)```/g)].map((m) => m[1].trim().split('\n'));
 
-test('resource state fixtures v1, v2, v3 decode exactly', () => {
+test('resource state fixtures v1, v2, v3, v4 decode exactly', () => {
   assert.deepEqual(resource.map((s) => decodeState(s)), [
     { mark: 0 },
     { mark: 41 },
@@ -18,6 +18,8 @@ test('resource state fixtures v1, v2, v3 decode exactly', () => {
     { mark: 41, holder: 'node-a', opIds: ['r1'] },
     { mark: 7 },
     { mark: 41, quarantine: 41 },
+    { mark: 41, holder: 'node-a', opIds: ['r1'] },
+    { mark: 41, holder: 'node-a', opIds: ['r1'], quarantine: 41 },
   ]);
 });
 

@@ -41,6 +41,8 @@ async function script(onVerdict) {
   tap('write')(await gate.write(k, 4, 'd', { opId: 'op-1' }));              // duplicate (no commit)
   tap('write')(await gate.write(k, 4, 'e', { opId: 'op-2' }));              // accept (commit), evicts op-1
   tap('write')(await gate.write(k, 4, 'd', { opId: 'op-1' }));              // OP_ID_EXPIRED
+  tap('write')(await gate.write(k, 4, 'g', { opId: 'op-3', fingerprint: 'g' })); // accept (commit)
+  tap('write')(await gate.write(k, 4, 'h', { opId: 'op-3', fingerprint: 'h' })); // OP_ID_REUSED
   tap('delete')(await gate.delete(k, 4));                                   // accept (commit)
   await gate.quarantine(k, 9);
   tap('write')(await gate.write(k, 9, 'f'));                                // QUARANTINED
@@ -65,17 +67,17 @@ async function script(onVerdict) {
 }
 
 const VERDICTS = {
-  'write/advance/none': 3, 'write/accept/none': 3, 'establish/advance/none': 1, 'delete/accept/none': 1, 'write/duplicate/none': 1,
+  'write/advance/none': 3, 'write/accept/none': 4, 'establish/advance/none': 1, 'delete/accept/none': 1, 'write/duplicate/none': 1,
   'write/reject/MISSING_TOKEN': 1, 'write/reject/MALFORMED_TOKEN': 1, 'write/reject/STALE_TOKEN': 1, 'write/reject/EPOCH_CONFLICT': 1,
-  'write/reject/OP_ID_EXPIRED': 1, 'write/reject/QUARANTINED': 1, 'write/reject/SAME_EPOCH_REJECTED': 1, 'write/reject/UNSIGNED_TOKEN': 1,
+  'write/reject/OP_ID_EXPIRED': 1, 'write/reject/OP_ID_REUSED': 1, 'write/reject/QUARANTINED': 1, 'write/reject/SAME_EPOCH_REJECTED': 1, 'write/reject/UNSIGNED_TOKEN': 1,
   'write/reject/UNKNOWN_KEY': 1, 'write/reject/KEY_RETIRED': 1, 'write/reject/BAD_SIGNATURE': 1, 'write/reject/WRONG_SCOPE': 1,
   'establish/reject/EPOCH_JUMP_TOO_LARGE': 1, 'write/reject/FUTURE_EPOCH': 1,
 };
 // histogram counts per operation/outcome: every verdict is timed; commits only on the Gate's applied operations
 const DECISIONS = {
-  'write/advance': 3, 'write/accept': 3, 'establish/advance': 1, 'delete/accept': 1, 'write/duplicate': 1, 'write/reject': 13, 'establish/reject': 1,
+  'write/advance': 3, 'write/accept': 4, 'establish/advance': 1, 'delete/accept': 1, 'write/duplicate': 1, 'write/reject': 14, 'establish/reject': 1,
 };
-const COMMITS = { 'write/advance': 1, 'write/accept': 3, 'establish/advance': 1, 'delete/accept': 1 };
+const COMMITS = { 'write/advance': 1, 'write/accept': 4, 'establish/advance': 1, 'delete/accept': 1 };
 
 const tally = (list) => list.reduce((m, s) => ({ ...m, [s]: (m[s] ?? 0) + 1 }), {});
 
@@ -134,7 +136,7 @@ test('OpenTelemetry: exact counter series, histogram counts, units, and a span e
     });
     // bounded: no key, token or holder anywhere in the metrics or the events
     const all = JSON.stringify([metrics.map((m) => m.dataPoints.map((p) => p.attributes)), span.events]);
-    for (const secret of [SECRET_KEY, HOLDER, 'holder-node-b', 'fg1.', 'op-1']) assert.ok(!all.includes(secret), secret);
+    for (const secret of [SECRET_KEY, HOLDER, 'holder-node-b', 'fg1.', 'op-1', 'op-3']) assert.ok(!all.includes(secret), secret);
     // outside any span nothing breaks and no event is recorded
     const g = new MemoryGate({ onVerdict });
     assert.equal(g.write('k', 1, 'x').outcome, 'advance');
@@ -152,7 +154,7 @@ test('Prometheus (prom-client): exact series in a registry, histogram counts, no
   const seen = [];
   const onVerdict = prometheusAudit({ registry, next: (r) => { seen.push(r.operation); } });
   await script(onVerdict);
-  assert.equal(seen.length, 23);
+  assert.equal(seen.length, 25);
   const json = await registry.getMetricsAsJSON();
   assert.deepEqual(json.map((m) => [m.name, m.type]).sort(), [
     ['fencegate_commit_duration_seconds', 'histogram'],
@@ -176,7 +178,7 @@ test('Prometheus (prom-client): exact series in a registry, histogram counts, no
   const text = await registry.metrics();
   assert.match(text, /^fencegate_verdicts_total\{operation="write",outcome="reject",code="STALE_TOKEN"\} 1$/m);
   assert.match(text, /^fencegate_verdicts_total\{operation="write",outcome="advance",code="none"\} 3$/m);
-  for (const secret of [SECRET_KEY, HOLDER, 'holder-node-b', 'fg1.', 'op-1']) assert.ok(!text.includes(secret), secret);
+  for (const secret of [SECRET_KEY, HOLDER, 'holder-node-b', 'fg1.', 'op-1', 'op-3']) assert.ok(!text.includes(secret), secret);
   const labelNames = new Set(json.flatMap((m) => m.values.flatMap((v) => Object.keys(v.labels))));
   assert.deepEqual([...labelNames].sort(), ['code', 'le', 'operation', 'outcome']);
 
