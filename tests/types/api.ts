@@ -298,6 +298,7 @@ export async function useCodecs(db: SqliteDatabase, pg: PostgresClient, redis: R
   // @ts-expect-error allowEviction is a boolean
   new RStore(redis, { allowEviction: 'yes' });
   void [back, change, own, pgStore.encodeValue(1), retry, policies, safe];
+}
 
 // ───────────── fencegate/http, /hono, /express (issue 18, docs/http.md) ─────────────
 import {
