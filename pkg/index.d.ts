@@ -235,6 +235,17 @@ export interface AuditRecord {
   markAfter: Epoch;
   holder: string | null;
   opId: string | null;
+  /**
+   * Milliseconds (fractional, `performance.now()`) from the call to the verdict:
+   * loading, deciding and committing.
+   */
+  durationMs: number;
+  /**
+   * Milliseconds of `durationMs` spent in the host store's `commit` (all
+   * compare-and-set attempts) or `transaction` callback; `null` when no host
+   * was asked to commit (a MemoryGate; a compare-and-set rejection decided on load).
+   */
+  commitMs: number | null;
 }
 
 /** Counts since the gate was made. */

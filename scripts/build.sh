@@ -47,6 +47,10 @@ for a in sqlite redis postgres mysql; do
   fi
   cp "$OUT/adapters/$a.d.ts" "$OUT/dist/adapters/$a.d.cts"
 done
+# The license texts and the changelog ship in the tarball; their one copy lives at the root.
+cp LICENSE-MIT LICENSE-APACHE CHANGELOG.md "$OUT"/
+# CommonJS copies of the integrations (fencegate/http, /hono, /express, /otel, /prometheus).
+node scripts/build-integrations.mjs "$OUT"
 raw=$(wc -c < "$OUT/dist/fencegate_bg.wasm")
 gz=$(gzip -9 -c "$OUT/dist/fencegate_bg.wasm" | wc -c)
 echo "build: $OUT/dist/fencegate_bg.wasm ${raw} bytes raw, ${gz} bytes gzip -9${FEATURES:+ (features: $FEATURES)}"

@@ -323,3 +323,77 @@ export async function useOtherClients(my: MysqlClient, sql: PostgresJsSql, nodeR
   void [ok, retry, policies, issuer];
   return [new Gate(mysqlStore), new Gate(pgJs), new Gate(nr)];
 }
+
+// ───────────── fencegate/http, /hono, /express (issue 18, docs/http.md) ─────────────
+import {
+  fence, fenceReply, readFencing, statusFor, verdictReply, errorReply, tokenProblemReply, toResponse,
+  TOKEN_HEADER, OP_ID_HEADER, HOLDER_HEADER, PROBLEM_JSON, PROBLEM_TYPE_BASE,
+  type FencingInput, type Reply, type RefusalProblem, type ErrorProblem, type FencedBody, type FenceOptions, type FencedRun, type HeaderNames,
+} from 'fencegate/http';
+import { fencing as honoFencing, fenced as honoFenced, type FencingEnv } from 'fencegate/hono';
+import { fencing as expressFencing, fenced as expressFenced, type ResponseLike } from 'fencegate/express';
+import { Hono } from 'hono';
+
+export async function useHttp(request: Request): Promise<Response> {
+  const gate = new MemoryGate<string>();
+  const names: HeaderNames = { token: TOKEN_HEADER, opId: OP_ID_HEADER, holder: HOLDER_HEADER };
+  const options: FenceOptions = { headers: names, typeBase: PROBLEM_TYPE_BASE, retryAfter: 2 };
+  const input: FencingInput = readFencing(request, names);
+  const t: Epoch | string | undefined = input.token;
+  const problem: 'MISSING_TOKEN' | 'MALFORMED_TOKEN' | null = input.problem;
+  const status: number = statusFor('STALE_TOKEN');
+  const run: FencedRun = (token, o) => gate.write('k', token, 'v', o);
+  const reply: Reply = await fenceReply({ 'fencing-token': '3' }, 'k', run, options);
+  const ok = verdictReply(gate.write('k', 4, 'v'), input);
+  if (ok.status !== 200) {
+    const body = ok.body as RefusalProblem;
+    const mark: string = body.mark;
+    void mark;
+  } else {
+    const body = ok.body as FencedBody;
+    const outcome: 'advance' | 'accept' | 'duplicate' = body.outcome;
+    void outcome;
+  }
+  const err: Reply<ErrorProblem> | null = errorReply(new Error('x'), 'k');
+  const tp: Reply<RefusalProblem> = tokenProblemReply('k', input, 0);
+  const contentType: string = PROBLEM_JSON;
+  // @ts-expect-error statusFor takes a code
+  statusFor(404);
+  void [t, problem, status, reply, err, tp, contentType, toResponse(tp)];
+  return fence(request, 'k', (token, o) => gate.write('k', token, 'v', o));
+}
+
+export function useHono(): Hono<FencingEnv> {
+  const gate = new MemoryGate<string>();
+  const app = new Hono<FencingEnv>();
+  app.put('/r/:key', honoFencing({ gate, key: (c) => c.req.param('key') ?? '' }), async (c) => {
+    const value = await c.req.text();
+    const key: string = c.var.fencing.key;
+    return honoFenced(c, (token, options) => gate.write(key, token, value, options));
+  });
+  return app;
+}
+
+export function useExpress(): void {
+  const gate = new Gate<string>(new MemoryHostStore());
+  const mw = expressFencing<{ headers: Record<string, string | string[] | undefined>; params: { key: string } }>({ gate, key: (req) => req.params.key });
+  const handler = (req: { params: { key: string }; body: string }, res: ResponseLike) =>
+    expressFenced(res, (token, options) => gate.write(req.params.key, token, req.body, options));
+  void [mw, handler];
+}
+
+// ───────────── fencegate/otel, fencegate/prometheus (issue 18) ─────────────
+import { otelAudit, type OtelAuditOptions } from 'fencegate/otel';
+import { prometheusAudit, DURATION_BUCKETS, type PrometheusAuditOptions } from 'fencegate/prometheus';
+import { metrics } from '@opentelemetry/api';
+import { Registry } from 'prom-client';
+
+export function useObservability(): void {
+  const o: OtelAuditOptions = { meter: metrics.getMeter('fencegate'), spanEvents: false };
+  const p: PrometheusAuditOptions = { registry: new Registry(), prefix: 'app_fencegate_', buckets: DURATION_BUCKETS };
+  const gate = new MemoryGate({ onVerdict: otelAudit({ ...o, next: prometheusAudit(p) }) });
+  const timed = (r: AuditRecord): number => r.durationMs - (r.commitMs ?? 0);
+  // @ts-expect-error buckets are numbers
+  prometheusAudit({ buckets: ['1'] });
+  void [gate, timed];
+}
