@@ -65,6 +65,7 @@ test('wrong clients and options are INVALID_ARGUMENT (the FencegateError class o
        () => new MysqlStore(mysql.createPool({ uri: 'mysql://u@127.0.0.1:1/d' }), { encode: String }),
        () => new PostgresStore(() => 1), () => new PostgresStore('postgres://x'), () => new PostgresStore(postgres('postgres://u@127.0.0.1:1/d'), { table: '1x' }),
        () => new RedisStore({ get() {} }), () => new RedisStore(createClient(), { prefix: 1 }), () => new RedisStore(createCluster({ rootNodes: [] })),
+       () => new SqliteStore({}), () => new SqliteStore(new Database(':memory:'), { table: 'a-b' }),
      ].map((f) => { try { f(); return 'no error'; } catch (e) { return e instanceof FencegateError ? e.code : String(e); } })`;
   const esm = run(
     'invalid.mjs',
@@ -72,6 +73,8 @@ test('wrong clients and options are INVALID_ARGUMENT (the FencegateError class o
      import { MysqlStore } from 'fencegate/mysql';
      import { PostgresStore } from 'fencegate/postgres';
      import { RedisStore } from 'fencegate/redis';
+     import { SqliteStore } from 'fencegate/sqlite';
+     import Database from 'better-sqlite3';
      import mysql from 'mysql2';
      import postgres from 'postgres';
      import { createClient, createCluster } from 'redis';
@@ -84,13 +87,15 @@ test('wrong clients and options are INVALID_ARGUMENT (the FencegateError class o
      const { MysqlStore } = require('fencegate/mysql');
      const { PostgresStore } = require('fencegate/postgres');
      const { RedisStore } = require('fencegate/redis');
+     const { SqliteStore } = require('fencegate/sqlite');
+     const Database = require('better-sqlite3');
      const mysql = require('mysql2');
      const postgres = require('postgres');
      const { createClient, createCluster } = require('redis');
      console.log(JSON.stringify(${cases}));
      process.exit(0);`,
   );
-  assert.equal(esm, JSON.stringify(Array(10).fill('INVALID_ARGUMENT')));
+  assert.equal(esm, JSON.stringify(Array(12).fill('INVALID_ARGUMENT')));
   assert.equal(cjs, esm);
 });
 
