@@ -661,6 +661,13 @@ export class Gate<V = unknown> {
   addKey(kid: string, key: VerifyKey): void;
   /** Key rotation: retires `kid`; tokens naming it get KEY_RETIRED. */
   retireKey(kid: string): void;
+  /**
+   * Releases the gate's WebAssembly memory now (its verification keys); every
+   * later call throws INVALID_ARGUMENT. A second call does nothing.
+   */
+  free(): void;
+  /** `free()`, for `using gate = new Gate(store, options)`. */
+  [Symbol.dispose](): void;
 }
 
 // ───────────────────────────── Issuer ─────────────────────────────

@@ -34,14 +34,15 @@ cp node_modules/devalue/LICENSE "$OUT/dist/devalue.LICENSE"
 npx --no-install esbuild "$OUT/lib/cjs-entry.mjs" --bundle --format=cjs --platform=node \
   --log-override:empty-import-meta=silent --outfile="$OUT/dist/fencegate.cjs" --log-level=warning
 cp "$OUT/index.d.ts" "$OUT/dist/index.d.cts"
-# CommonJS copies of the store adapters (fencegate/sqlite, /redis, /postgres, /mysql), with
-# adapters/support.mjs inlined. From lib/ they import only the codec and the error class,
-# which the CommonJS bundle exports: one FencegateError class for require() users.
-for a in sqlite redis postgres mysql; do
+# CommonJS copies of the store adapters (fencegate/memory, /sqlite, /redis, /postgres, /mysql), with
+# adapters/support.mjs inlined. From lib/ they import only the codec, the error class and the memory store,
+# which the CommonJS bundle exports: one FencegateError (and MemoryHostStore) class for require() users.
+for a in memory sqlite redis postgres mysql; do
   npx --no-install esbuild "$OUT/adapters/$a.mjs" --bundle '--external:../lib/*' --format=cjs --platform=node \
     --outfile="$OUT/dist/adapters/$a.cjs" --log-level=warning
   sed -i -e 's#require("\.\./lib/codec\.mjs")#require("../fencegate.cjs")#' \
-    -e 's#require("\.\./lib/errors\.mjs")#require("../fencegate.cjs")#' "$OUT/dist/adapters/$a.cjs"
+    -e 's#require("\.\./lib/errors\.mjs")#require("../fencegate.cjs")#' \
+    -e 's#require("\.\./lib/memory\.mjs")#require("../fencegate.cjs")#' "$OUT/dist/adapters/$a.cjs"
   if grep -q 'require("\.\./lib/' "$OUT/dist/adapters/$a.cjs"; then
     echo "build: $OUT/dist/adapters/$a.cjs requires a module the CommonJS bundle does not provide" >&2; exit 1
   fi

@@ -3,13 +3,14 @@
 import * as wasm from '../dist/fencegate.js';
 import { FencegateError } from './errors.mjs';
 import { ready, initAsync, CODES, lastMarks } from './runtime.mjs';
-import { policyFromOptions, applyWithPolicy, setPolicyCeiling, addPolicyKey, retirePolicyKey } from './signed.mjs';
+import { policyFromOptions, applyWithPolicy, setPolicyCeiling, addPolicyKey, retirePolicyKey, freePolicy } from './signed.mjs';
 import { shape, metaOf, windowOf, auditOf, Observer } from './verdict.mjs';
 import { MAX_U64, canonical, invalid, notReady, checkKey, checkOptions, GATE_OPTIONS, describe, stateTextOf, checkStateText } from './common.mjs';
 
 export { FencegateError };
 export { Gate } from './gate.mjs';
-export { Issuer, MemoryHostStore } from './issuer.mjs';
+export { Issuer } from './issuer.mjs';
+export { MemoryHostStore } from './memory.mjs';
 export { reconcile } from './reconcile.mjs';
 export { valueCodec, jsonCodec } from './codec.mjs';
 export { mintToken, verifyToken, ed25519PublicKey, features } from './signed.mjs';
@@ -290,7 +291,7 @@ export class MemoryGate {
     if (this.#raw === FREED) return; // a second free (or `using` after free) is a no-op
     this.#values = [];
     this.#raw.free();
-    if (this.#policy !== null) this.#policy.raw.free();
+    freePolicy(this.#policy);
     this.#raw = FREED;
   }
 }

@@ -1,10 +1,11 @@
-// The host-store protocol: fencegate decides, the host's storage commits.
+// The gate over a host store: fencegate decides, the host's storage commits.
 //
-// A `Gate` runs one fenced operation as: load the key's stored state → decide
-// in Wasm (decode, compare, next state) → on reject return at
-// once, writing nothing → have the host commit the next state together with
-// the data change in one atomic step → on a compare-and-set conflict load and
-// decide again (bounded) → a verdict shaped like MemoryGate's.
+// A `Gate` runs one fenced operation through the store driver (driver.mjs):
+// load the key's stored state → decide in Wasm (decode, compare, next state) →
+// on reject return at once, writing nothing → have the host commit the next
+// state together with the data change in one atomic step → on a lost
+// compare-and-set load and decide again (bounded) → a verdict shaped like
+// MemoryGate's.
 //
 // Host callbacks may be synchronous or return Promises. Two shapes:
 //
@@ -19,16 +20,15 @@
 // keep the fence record) or `{ kind: 'none' }` (establish: only the state).
 import * as wasm from '../dist/fencegate.js';
 import { FencegateError } from './errors.mjs';
-import { ready, CODES } from './runtime.mjs';
-import { policyFromOptions, claimsOf, ceilingOf, addPolicyKey, retirePolicyKey, bounded } from './signed.mjs';
+import { policyFromOptions, claimsOf, ceilingOf, addPolicyKey, retirePolicyKey, bounded, freePolicy } from './signed.mjs';
 import { shape, metaOf, windowOf, auditOf, Observer } from './verdict.mjs';
-import { MAX_U64, canonical, invalid, checkReady, checkKey, checkOptions, messageOf, marksCommitUnknown, TIMED_OUT, withTimeout, MAX_TIMER_MS, GATE_OPTIONS, describe, listOf, stateTextOf, checkStateText } from './common.mjs';
+import { MAX_U64, canonical, invalid, checkReady, checkKey, checkOptions, messageOf, GATE_OPTIONS, describe, listOf, stateTextOf, checkStateText } from './common.mjs';
+import { StoreDriver, driverOptions } from './driver.mjs';
 
 // Code indexes (status - 2) of the two token codes, whose verdicts carry `token: null`.
 const MISSING = 0;
 const MALFORMED = 1;
 
-const DEFAULT_MAX_RETRIES = 8;
 const NONE = Object.freeze({ kind: 'none' });
 const DELETE = Object.freeze({ kind: 'delete' });
 
@@ -76,12 +76,14 @@ function setChange(store, key, value) {
   return { kind: 'set', value, encoded };
 }
 
-/** Whether a host error says the transaction did not commit and may simply be run again (`{ conflict: true }`). */
-function marksConflict(cause) {
-  return cause !== null && typeof cause === 'object' && cause.conflict === true;
-}
-
-function conflictError(key, attempts, cause) {
+function conflictError(key, callback, attempts, cause) {
+  if (callback === 'commit') {
+    return new FencegateError(
+      'COMMIT_CONFLICT',
+      `compare-and-set on ${JSON.stringify(key)} conflicted ${attempts} times; nothing was written by this call`,
+      { key, attempts },
+    );
+  }
   return new FencegateError(
     'COMMIT_CONFLICT',
     `the host transaction on ${JSON.stringify(key)} conflicted ${attempts} times (${messageOf(cause)}); nothing was written by this call`,
@@ -223,6 +225,14 @@ function stateOf(key, record) {
   return record.state;
 }
 
+/** How the store driver reports a gate's failures (see driver.mjs); the context is the key. */
+const FAULTS = {
+  store: (key, callback, cause) => ownStoreError(key, callback, cause) ?? storeError(key, callback, cause),
+  unknown: unknownError,
+  conflict: conflictError,
+  record: stateOf,
+};
+
 function parseOptions(options) {
   if (options === undefined || options === null) options = {};
   if (typeof options !== 'object') throw invalid('options must be an object', { options });
@@ -231,15 +241,12 @@ function parseOptions(options) {
   if (p !== undefined && p !== 'allow' && p !== 'strict') {
     throw invalid(`sameEpoch must be 'allow' or 'strict', got ${describe(p)}`, { sameEpoch: p });
   }
-  const maxRetries = options.maxRetries ?? DEFAULT_MAX_RETRIES;
-  if (!Number.isSafeInteger(maxRetries) || maxRetries < 0) {
-    throw invalid('maxRetries must be a safe integer ≥ 0', { maxRetries });
-  }
-  const t = options.commitTimeoutMs;
-  if (t !== undefined && !(typeof t === 'number' && t > 0 && t <= MAX_TIMER_MS)) {
-    throw invalid(`commitTimeoutMs must be a positive number of milliseconds, at most ${MAX_TIMER_MS}`, { commitTimeoutMs: t });
-  }
-  return { strict: p === 'strict', maxRetries, commitTimeoutMs: t };
+  return { strict: p === 'strict', driver: driverOptions(options, ['commitTimeoutMs']) };
+}
+
+/** What every call on a freed gate throws. */
+function freed() {
+  throw invalid('this gate was freed (free() or the end of its `using` block)');
 }
 
 /**
@@ -252,13 +259,12 @@ function parseOptions(options) {
  */
 export class Gate {
   #store;
+  #driver;
   #strict;
-  #maxRetries;
-  #commitTimeoutMs;
-  #transactional;
   #policy;
   #window;
   #observer;
+  #freed = false;
 
   constructor(store, options) {
     checkReady();
@@ -267,16 +273,14 @@ export class Gate {
     this.#policy = policyFromOptions(options);
     this.#window = windowOf(options);
     this.#observer = new Observer(auditOf(options));
-    this.#transactional = typeof store.transaction === 'function';
-    if (!this.#transactional && (typeof store.load !== 'function' || typeof store.commit !== 'function')) {
-      throw invalid('a host store has transaction(key, fn), or load(key) and commit(key, expectedVersion, nextState, change)', {
-        store,
-      });
+    try {
+      this.#driver = new StoreDriver(store, o.driver, FAULTS);
+    } catch (e) {
+      freePolicy(this.#policy);
+      throw e;
     }
     this.#store = store;
     this.#strict = o.strict;
-    this.#maxRetries = o.maxRetries;
-    this.#commitTimeoutMs = o.commitTimeoutMs;
   }
 
   /** The same-epoch policy: `'allow'` or `'strict'`. */
@@ -286,11 +290,12 @@ export class Gate {
 
   /** `'transaction'` or `'compare-and-set'`: the callback shape this gate drives. */
   get shape() {
-    return this.#transactional ? 'transaction' : 'compare-and-set';
+    return this.#driver.shape;
   }
 
   /** Fenced write: the host stores `value` with the next state on advance/accept. */
   async write(key, token, value, options) {
+    this.#live();
     checkKey(key);
     if (value === undefined) throw invalid('value must not be undefined; use delete() to clear a value', { key });
     const meta = metaOf(options);
@@ -299,6 +304,7 @@ export class Gate {
 
   /** Raises the mark to `token` with no data change (a new owner's barrier). */
   async establish(key, token, options) {
+    this.#live();
     checkKey(key);
     return this.#run(key, token, true, NONE, metaOf(options), 'establish');
   }
@@ -308,12 +314,14 @@ export class Gate {
    * fence record stays, so an older epoch cannot write afterwards.
    */
   async delete(key, token, options) {
+    this.#live();
     checkKey(key);
     return this.#run(key, token, false, DELETE, metaOf(options), 'delete');
   }
 
   /** Fenced delete of several keys, one after another; each key is fenced on its own. */
   async deleteMany(keys, token) {
+    this.#live();
     // Every key is checked (holes of a sparse array included) before the first
     // delete, and the checked copy is what is used.
     const list = listOf(keys, 'keys', checkKey);
@@ -328,16 +336,19 @@ export class Gate {
    * duplicate or retired id, or on a gate created without policy options.
    */
   addKey(kid, key) {
+    this.#live();
     addPolicyKey(this.#policy, kid, key);
   }
 
   /** Key rotation on a live gate: retires `kid` (its key is dropped; tokens naming it get KEY_RETIRED). */
   retireKey(kid) {
+    this.#live();
     retirePolicyKey(this.#policy, kid);
   }
 
   /** `{ mark, value, hasValue }` of `key` through the host's `load`. Throws CORRUPT_STATE, STORE_ERROR. */
   async read(key) {
+    this.#live();
     checkKey(key);
     const record = await this.#load(key);
     const state = stateOf(key, record);
@@ -360,6 +371,7 @@ export class Gate {
    * `quarantine` the floor or null). Throws CORRUPT_STATE, STORE_ERROR.
    */
   async inspect(key) {
+    this.#live();
     checkKey(key);
     const record = await this.#load(key);
     const state = stateOf(key, record);
@@ -379,8 +391,9 @@ export class Gate {
    * COMMIT_CONFLICT, INVALID_ARGUMENT.
    */
   async quarantine(key, floor) {
+    this.#live();
     checkKey(key);
-    return this.#maintain(key, (state) => {
+    return this.#driver.run(key, key, (state) => {
       loadState(key, state);
       const text = wasm.__quarantine(floor);
       const before = wasm.__last_before_n();
@@ -390,85 +403,34 @@ export class Gate {
       return {
         result: { key, ok: true, changed: text !== undefined, floor: markAfter, markBefore, markAfter },
         next: text === undefined ? null : JSON.parse(text),
+        change: NONE,
       };
     });
   }
 
-  /** Runs a maintenance step `fn(state) → { result, next }` under the store's atomicity (no data change). */
-  async #maintain(key, fn) {
-    if (this.#transactional) {
-      let out = null;
-      let ownError = null;
-      let answer;
-      for (let attempt = 0; ; attempt++) {
-        try {
-          answer = await withTimeout(
-            this.#store.transaction(key, (state) => {
-              out = null;
-              ownError = null;
-              try {
-                out = fn(state === undefined ? null : state);
-              } catch (e) {
-                ownError = e;
-                throw e;
-              }
-              return out.next === null ? null : { nextState: out.next, change: NONE };
-            }),
-            this.#commitTimeoutMs,
-          );
-          break;
-        } catch (cause) {
-          if (ownError !== null) throw ownError;
-          if (marksCommitUnknown(cause)) throw unknownError(key, 'transaction', cause, messageOf(cause));
-          if (marksConflict(cause)) {
-            if (attempt < this.#maxRetries) continue;
-            throw conflictError(key, this.#maxRetries + 1, cause);
-          }
-          throw ownStoreError(key, 'transaction', cause) ?? storeError(key, 'transaction', cause);
-        }
-      }
-      if (answer === TIMED_OUT) throw unknownError(key, 'transaction', undefined, `no answer within ${this.#commitTimeoutMs} ms`);
-      if (ownError !== null) throw ownError;
-      if (out === null) throw storeError(key, 'transaction', new Error('the host transaction returned without calling fn'));
-      return out.result;
-    }
-    for (let attempt = 0; attempt <= this.#maxRetries; attempt++) {
-      const record = await this.#load(key);
-      const out = fn(stateOf(key, record));
-      if (out.next === null) return out.result;
-      const expected = record === null || record === undefined ? null : record.version ?? null;
-      let committed;
-      try {
-        committed = await withTimeout(this.#store.commit(key, expected, out.next, NONE), this.#commitTimeoutMs);
-      } catch (cause) {
-        if (marksCommitUnknown(cause)) throw unknownError(key, 'commit', cause, messageOf(cause));
-        throw ownStoreError(key, 'commit', cause) ?? storeError(key, 'commit', cause);
-      }
-      if (committed === TIMED_OUT) throw unknownError(key, 'commit', undefined, `no answer within ${this.#commitTimeoutMs} ms`);
-      if (committed === true) return out.result;
-      if (committed !== false) throw unknownError(key, 'commit', undefined, `commit returned ${describe(committed)}, not true or false`);
-    }
-    throw new FencegateError(
-      'COMMIT_CONFLICT',
-      `compare-and-set on ${JSON.stringify(key)} conflicted ${this.#maxRetries + 1} times; nothing was written by this call`,
-      { key, attempts: this.#maxRetries + 1 },
-    );
-  }
-
-  async #load(key) {
-    if (typeof this.#store.load !== 'function') {
-      throw invalid('this host store has no load(key); reads need one', { key });
-    }
-    try {
-      return await this.#store.load(key);
-    } catch (cause) {
-      throw ownStoreError(key, 'load', cause) ?? storeError(key, 'load', cause);
-    }
+  #load(key) {
+    if (!this.#driver.canLoad) throw invalid('this host store has no load(key); reads need one', { key });
+    return this.#driver.load(key, key);
   }
 
   /** Counters per outcome and code since the gate was made: `{ total, advance, accept, reject, duplicate, auditErrors, codes }`. */
   counters() {
     return this.#observer.counters();
+  }
+
+  /**
+   * Releases the gate's WebAssembly memory now (its verification keys; also
+   * done by `using`). Every later call throws INVALID_ARGUMENT; a second
+   * `free()` does nothing.
+   */
+  free() {
+    if (this.#freed) return;
+    this.#freed = true;
+    freePolicy(this.#policy);
+  }
+
+  #live() {
+    if (this.#freed) freed();
   }
 
   async #run(key, token, establish, change, meta, operation) {
@@ -488,88 +450,21 @@ export class Gate {
       const ceiling = await ceilingOf(p);
       policy = { p, scope: typeof token === 'number' ? '' : p.scopeOf(key), ceiling };
     }
-    return this.#transactional
-      ? this.#viaTransaction(key, token, establish, change, policy, meta, timing)
-      : this.#viaCas(key, token, establish, change, policy, meta, timing);
-  }
-
-  async #viaCas(key, token, establish, change, policy, meta, timing) {
-    const store = this.#store;
-    for (let attempt = 0; attempt <= this.#maxRetries; attempt++) {
-      const record = await this.#load(key);
-      const d = decide(key, stateOf(key, record), token, establish, this.#strict, policy, meta, this.#window);
-      if (d.next === null) return verdictOf(key, d);
-      const expected = record === null || record === undefined ? null : record.version ?? null;
-      let committed;
-      const t0 = timing === null ? 0 : performance.now();
-      try {
-        committed = await withTimeout(store.commit(key, expected, d.next, change), this.#commitTimeoutMs);
-      } catch (cause) {
-        if (marksCommitUnknown(cause)) throw unknownError(key, 'commit', cause, messageOf(cause));
-        throw ownStoreError(key, 'commit', cause) ?? storeError(key, 'commit', cause);
-      }
-      if (committed === TIMED_OUT) {
-        throw unknownError(key, 'commit', undefined, `no answer within ${this.#commitTimeoutMs} ms`);
-      }
-      if (timing !== null) timing.commitMs = (timing.commitMs ?? 0) + (performance.now() - t0);
-      if (committed === true) return verdictOf(key, d);
-      if (committed !== false) {
-        // Never treat anything but `true` as success; but a commit that answered
-        // something else may have written, so it is not a plain failure either.
-        throw unknownError(key, 'commit', undefined, `commit returned ${describe(committed)}, not true or false`);
-      }
-    }
-    throw new FencegateError(
-      'COMMIT_CONFLICT',
-      `compare-and-set on ${JSON.stringify(key)} conflicted ${this.#maxRetries + 1} times; nothing was written by this call`,
-      { key, attempts: this.#maxRetries + 1 },
-    );
-  }
-
-  async #viaTransaction(key, token, establish, change, policy, meta, timing) {
     const strict = this.#strict;
     const window = this.#window;
-    let decision = null;
-    let ownError = null;
-    const fn = (state) => {
-      decision = null;
-      ownError = null;
-      try {
-        // Inside a transaction the host passes only the state: null/undefined = no record.
-        const d = decide(key, state === undefined ? null : state, token, establish, strict, policy, meta, window);
-        decision = d;
-        return d.next === null ? null : { nextState: d.next, change };
-      } catch (e) {
-        ownError = e;
-        throw e;
-      }
-    };
-    let result;
-    const t0 = timing === null ? 0 : performance.now();
-    for (let attempt = 0; ; attempt++) {
-      try {
-        result = await withTimeout(this.#store.transaction(key, fn), this.#commitTimeoutMs);
-        break;
-      } catch (cause) {
-        if (ownError !== null) throw ownError; // CORRUPT_STATE from inside: the host rolled back
-        if (marksCommitUnknown(cause)) throw unknownError(key, 'transaction', cause, messageOf(cause));
-        // `conflict: true`: the host's "retry the transaction" class (SQLITE_BUSY, a
-        // serialization failure), nothing committed; retried like a lost compare-and-set.
-        if (marksConflict(cause)) {
-          if (attempt < this.#maxRetries) continue;
-          throw conflictError(key, this.#maxRetries + 1, cause);
-        }
-        throw ownStoreError(key, 'transaction', cause) ?? storeError(key, 'transaction', cause);
-      }
-    }
-    if (timing !== null) timing.commitMs = performance.now() - t0;
-    if (result === TIMED_OUT) {
-      throw unknownError(key, 'transaction', undefined, `no answer within ${this.#commitTimeoutMs} ms`);
-    }
-    if (ownError !== null) throw ownError;
-    if (decision === null) {
-      throw storeError(key, 'transaction', new Error('the host transaction returned without calling fn'));
-    }
-    return verdictOf(key, decision);
+    const d = await this.#driver.run(
+      key,
+      key,
+      (state) => {
+        const d = decide(key, state, token, establish, strict, policy, meta, window);
+        return { result: d, next: d.next, change };
+      },
+      timing,
+    );
+    return verdictOf(key, d);
   }
+}
+
+if (typeof Symbol.dispose === 'symbol') {
+  Gate.prototype[Symbol.dispose] = Gate.prototype.free;
 }

@@ -1,15 +1,16 @@
 // The lease-bound epoch issuer over a host store.
 //
-// One issuer operation is: load the scope's issuer record → compute the
-// transition in Wasm (`__issuerStep`: decode strictly, decide, next state) →
-// when the state changes, have the host commit it (compare-and-set or inside
-// its transaction) → only then return the result. THE RULE: no epoch, lease or
+// One issuer operation runs through the store driver (driver.mjs): load the
+// scope's issuer record → compute the transition in Wasm (`__issuerStep`:
+// decode strictly, decide, next state) → when the state changes, have the host
+// commit it (compare-and-set or inside its transaction) → only then return the
+// result. THE RULE: no epoch, lease or
 // renewal leaves this module before the state that records it is committed
 // (DESIGN R8). A failed or unknown commit throws; the caller never sees an
 // epoch that is not durable, and the next acquisition after a failed commit
 // computes the same next number from the unchanged stored state.
 //
-// Host store shapes (the same as the gate's, see gate.mjs on the `stores` branch):
+// Host store shapes (the same as the gate's, see driver.mjs):
 //
 //   compare-and-set   load(key) → { state, version } | null
 //                     commit(key, expectedVersion, nextState, change) → true | false
@@ -21,10 +22,11 @@
 // (`keyPrefix`), so one store can hold gate records and issuer records.
 import * as wasm from '../dist/fencegate.js';
 import { FencegateError } from './errors.mjs';
-import { ready, randomBytes } from './runtime.mjs';
-import { invalid, checkReady, checkOptions, messageOf, marksCommitUnknown, TIMED_OUT, withTimeout, wellFormed, MAX_TIMER_MS, describe, stateTextOf, checkStateText, MAX_KEY_BYTES, utf8Length, cut } from './common.mjs';
+import { randomBytes } from './runtime.mjs';
+import { invalid, checkReady, checkOptions, messageOf, wellFormed, describe, stateTextOf, checkStateText, MAX_KEY_BYTES, utf8Length, cut } from './common.mjs';
+import { StoreDriver, driverOptions, checkStore } from './driver.mjs';
+import { MemoryHostStore } from './memory.mjs';
 
-const DEFAULT_MAX_RETRIES = 8;
 const NONE = Object.freeze({ kind: 'none' });
 
 const RETRY_HINT = 'retry acquire with the same requestId: it returns the lease if it was committed, or grants the same next epoch if not';
@@ -50,7 +52,7 @@ function unknownError(scope, key, callback, cause, why) {
 }
 
 /** The stored issuer state of a loaded record: null = no record. */
-function stateOf(scope, key, record) {
+function stateOf({ scope, key }, record) {
   if (record === null || record === undefined) return null;
   if (typeof record !== 'object') {
     throw storeError(scope, key, 'load', new TypeError('load must return null or an object { state, version }'));
@@ -64,6 +66,21 @@ function stateOf(scope, key, record) {
   }
   return record.state;
 }
+
+/** How the store driver reports an issuer's failures (see driver.mjs); the context is `{ scope, key }`. */
+const FAULTS = {
+  store: ({ scope, key }, callback, cause) => storeError(scope, key, callback, cause),
+  unknown: ({ scope, key }, callback, cause, why) => unknownError(scope, key, callback, cause, why),
+  conflict({ scope, key }, callback, attempts, cause) {
+    const how = callback === 'commit' ? 'compare-and-set' : 'the host transaction';
+    return new FencegateError(
+      'COMMIT_CONFLICT',
+      `${how} on ${JSON.stringify(key)} conflicted ${attempts} times${cause === undefined ? '' : ` (${messageOf(cause)})`}; nothing was issued by this call`,
+      { scope, key, attempts, ...(cause === undefined ? {} : { cause }) },
+    );
+  },
+  record: stateOf,
+};
 
 const OPS = { acquire: 0, renew: 1, release: 2, raise: 3, raiseRevoking: 4 };
 const KINDS = ['granted', 'held', 'renewed', 'expired', 'released', 'raised', 'not-held', 'request-id-reused'];
@@ -171,38 +188,6 @@ function argsObject(args, method) {
   return args;
 }
 
-/**
- * An in-memory host store (compare-and-set shape) for one process: the default
- * store of `new Issuer()`, and a store a `Gate` can share with it (the
- * issuer's records are `issuer:<scope>`, the gate's are the resource keys).
- * Not durable: it lives as long as the process. Records keep the state as
- * JSON text and the value by reference (no codec, no copy: a later mutation of
- * the written object is seen; docs/stores.md "Values").
- */
-export class MemoryHostStore {
-  #records = new Map();
-
-  load(key) {
-    const r = this.#records.get(key);
-    return r === undefined ? null : { state: r.state, version: r.version, value: r.value };
-  }
-
-  commit(key, expectedVersion, nextState, change) {
-    const r = this.#records.get(key);
-    if ((r === undefined ? null : r.version) !== expectedVersion) return false;
-    const next = { state: JSON.stringify(nextState), version: (r === undefined ? 0 : r.version) + 1, value: r?.value };
-    if (change?.kind === 'set') next.value = change.value;
-    else if (change?.kind === 'delete') next.value = undefined;
-    this.#records.set(key, next);
-    return true;
-  }
-
-  /** Keys that have a record, sorted. */
-  keys() {
-    return [...this.#records.keys()].sort();
-  }
-}
-
 function parseOptions(options) {
   if (options === undefined || options === null) options = {};
   if (typeof options !== 'object') throw invalid('options must be an object', { options });
@@ -213,19 +198,10 @@ function parseOptions(options) {
   }
   const keyPrefix = options.keyPrefix ?? 'issuer:';
   if (typeof keyPrefix !== 'string') throw invalid('keyPrefix must be a string', { keyPrefix });
-  const maxRetries = options.maxRetries ?? DEFAULT_MAX_RETRIES;
-  if (!Number.isSafeInteger(maxRetries) || maxRetries < 0) {
-    throw invalid('maxRetries must be a safe integer ≥ 0', { maxRetries });
-  }
-  for (const name of ['commitTimeoutMs', 'loadTimeoutMs']) {
-    const t = options[name];
-    if (t !== undefined && !(typeof t === 'number' && t > 0 && t <= MAX_TIMER_MS)) {
-      throw invalid(`${name} must be a positive number of milliseconds, at most ${MAX_TIMER_MS}`, { [name]: t });
-    }
-  }
+  const driver = driverOptions(options, ['commitTimeoutMs', 'loadTimeoutMs']);
   const clock = options.clock;
   if (clock !== undefined && typeof clock !== 'function') throw invalid('clock must be a function returning ms', { clock });
-  return { epochs, keyPrefix, maxRetries, commitTimeoutMs: options.commitTimeoutMs, loadTimeoutMs: options.loadTimeoutMs, clock };
+  return { epochs, keyPrefix, driver, clock };
 }
 
 /**
@@ -239,27 +215,21 @@ function parseOptions(options) {
  * nothing was handed out when one is thrown.
  */
 export class Issuer {
-  #store;
-  #transactional;
+  #driver;
   #o;
 
   constructor(store, options) {
     checkReady();
     if (store === undefined || store === null) store = new MemoryHostStore();
     if (typeof store !== 'object' && typeof store !== 'function') throw invalid('an Issuer needs a host store object', { store });
-    this.#transactional = typeof store.transaction === 'function';
-    if (!this.#transactional && (typeof store.load !== 'function' || typeof store.commit !== 'function')) {
-      throw invalid('a host store has transaction(key, fn), or load(key) and commit(key, expectedVersion, nextState, change)', {
-        store,
-      });
-    }
-    this.#store = store;
+    checkStore(store);
     this.#o = parseOptions(options);
+    this.#driver = new StoreDriver(store, this.#o.driver, FAULTS);
   }
 
   /** `'transaction'` or `'compare-and-set'`: the callback shape this issuer drives. */
   get shape() {
-    return this.#transactional ? 'transaction' : 'compare-and-set';
+    return this.#driver.shape;
   }
 
   /** `'number'` (epochs up to 2^53−1) or `'bigint'` (up to 2^64−1). */
@@ -356,7 +326,7 @@ export class Issuer {
   /** `{ scope, epoch, lease: { leaseId, holder, expiresAt, requestId } | null }` as stored (epoch 0: never acquired). */
   async current(scope) {
     const key = this.keyOf(scope);
-    const state = this.#transactional && typeof this.#store.load !== 'function' ? await this.#readViaTransaction(scope, key) : stateOf(scope, key, await this.#load(scope, key));
+    const state = await this.#driver.state({ scope, key }, key);
     let a;
     try {
       a = wasm.__issuerDecode(stateText(scope, key, state), scope);
@@ -368,96 +338,11 @@ export class Issuer {
     return { scope, epoch: a[0], lease };
   }
 
-  async #readViaTransaction(scope, key) {
-    let seen = null;
-    try {
-      await withTimeout(
-        this.#store.transaction(key, (state) => {
-          seen = state === undefined ? null : state;
-          return null;
-        }),
-        this.#o.loadTimeoutMs,
-      );
-    } catch (cause) {
-      throw storeError(scope, key, 'transaction', cause);
-    }
-    return seen;
-  }
-
-  async #load(scope, key) {
-    let record;
-    try {
-      record = await withTimeout(this.#store.load(key), this.#o.loadTimeoutMs);
-    } catch (cause) {
-      throw storeError(scope, key, 'load', cause);
-    }
-    if (record === TIMED_OUT) throw storeError(scope, key, 'load', new Error(`no answer within ${this.#o.loadTimeoutMs} ms`));
-    return record;
-  }
-
   #apply(scope, op) {
     const key = this.#o.keyPrefix + scope;
-    return this.#transactional ? this.#viaTransaction(scope, key, op) : this.#viaCas(scope, key, op);
-  }
-
-  async #viaCas(scope, key, op) {
-    const store = this.#store;
-    const timeout = this.#o.commitTimeoutMs;
-    for (let attempt = 0; attempt <= this.#o.maxRetries; attempt++) {
-      const record = await this.#load(scope, key);
-      const { result, nextState } = step(scope, key, stateOf(scope, key, record), op);
-      if (nextState === null) return result; // nothing changes: nothing to persist
-      const expected = record === null || record === undefined ? null : record.version ?? null;
-      let committed;
-      try {
-        committed = await withTimeout(store.commit(key, expected, nextState, NONE), timeout);
-      } catch (cause) {
-        if (marksCommitUnknown(cause)) throw unknownError(scope, key, 'commit', cause, messageOf(cause));
-        throw storeError(scope, key, 'commit', cause);
-      }
-      if (committed === TIMED_OUT) throw unknownError(scope, key, 'commit', undefined, `no answer within ${timeout} ms`);
-      // Committed: only now may the result (an epoch, a lease) leave.
-      if (committed === true) return result;
-      if (committed !== false) {
-        throw unknownError(scope, key, 'commit', undefined, `commit returned ${describe(committed)}, not true or false`);
-      }
-      // Lost the compare-and-set: load and decide again.
-    }
-    throw new FencegateError(
-      'COMMIT_CONFLICT',
-      `compare-and-set on ${JSON.stringify(key)} conflicted ${this.#o.maxRetries + 1} times; nothing was issued by this call`,
-      { scope, key, attempts: this.#o.maxRetries + 1 },
-    );
-  }
-
-  async #viaTransaction(scope, key, op) {
-    let outcome = null;
-    let ownError = null;
-    const fn = (state) => {
-      outcome = null;
-      ownError = null;
-      try {
-        const s = step(scope, key, state, op);
-        outcome = s;
-        return s.nextState === null ? null : { nextState: s.nextState, change: NONE };
-      } catch (e) {
-        ownError = e;
-        throw e;
-      }
-    };
-    const timeout = this.#o.commitTimeoutMs;
-    let answer;
-    try {
-      answer = await withTimeout(this.#store.transaction(key, fn), timeout);
-    } catch (cause) {
-      if (ownError !== null) throw ownError; // our own error inside: the host rolled back
-      if (marksCommitUnknown(cause)) throw unknownError(scope, key, 'transaction', cause, messageOf(cause));
-      throw storeError(scope, key, 'transaction', cause);
-    }
-    if (answer === TIMED_OUT) throw unknownError(scope, key, 'transaction', undefined, `no answer within ${timeout} ms`);
-    if (ownError !== null) throw ownError;
-    if (outcome === null) throw storeError(scope, key, 'transaction', new Error('the host transaction returned without calling fn'));
-    // The transaction has returned, so its write (if any) is committed: only now may the result leave.
-    return outcome.result;
+    return this.#driver.run({ scope, key }, key, (state) => {
+      const { result, nextState } = step(scope, key, state, op);
+      return { result, next: nextState, change: NONE };
+    });
   }
 }

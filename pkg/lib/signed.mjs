@@ -207,6 +207,25 @@ export async function ceilingOf(p) {
   return c;
 }
 
+/** Stands in for a freed policy's Wasm object: every use throws INVALID_ARGUMENT. */
+const FREED = new Proxy({}, {
+  get() {
+    return () => {
+      throw invalid('this gate was freed (free() or the end of its `using` block)');
+    };
+  },
+});
+
+/**
+ * Frees a policy's Wasm object (its keys); a decision still under way (one
+ * awaiting the ceiling) then throws INVALID_ARGUMENT. @internal
+ */
+export function freePolicy(p) {
+  if (p === null || p.raw === FREED) return;
+  p.raw.free();
+  p.raw = FREED;
+}
+
 /** Sets (or clears with `null`) the ceiling of a reject-future policy. @internal */
 export function setPolicyCeiling(p, ceiling) {
   if (p === null || p.mode !== 'reject-future') {

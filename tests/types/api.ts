@@ -397,3 +397,14 @@ export function useObservability(): void {
   prometheusAudit({ buckets: ['1'] });
   void [gate, timed];
 }
+
+// ───────────── fencegate/memory, Gate.free (issue 12) ─────────────
+import { MemoryHostStore as MemoryStore } from 'fencegate/memory';
+
+export function useMemoryEntry(): void {
+  const store: MemoryHostStore<string> = new MemoryStore<string>();
+  const gate = new Gate<string>(store, { keys: { k1: new Uint8Array(32) } });
+  const dispose: () => void = gate[Symbol.dispose];
+  gate.free();
+  void [dispose];
+}

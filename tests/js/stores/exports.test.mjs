@@ -1,5 +1,5 @@
-// The adapters as a user reaches them: `fencegate/sqlite`, `/redis`,
-// `/postgres` through the package's exports map, from ESM, CommonJS and
+// The adapters as a user reaches them: `fencegate/memory`, `/sqlite`, `/redis`,
+// `/postgres`, `/mysql` through the package's exports map, from ESM, CommonJS and
 // TypeScript (node16 resolution), in a scratch project that links pkg/ as
 // node_modules/fencegate.
 import { test, before, after } from 'node:test';
@@ -42,6 +42,28 @@ test('ESM: fencegate/sqlite works with Gate from fencegate', () => {
        typeof RedisStore, typeof PostgresStore, typeof MysqlStore, RETRY_ERRNOS]));`,
   );
   assert.equal(out, JSON.stringify(['advance', String(2n ** 60n), 'STALE_TOKEN', 'x', 'function', 'function', 'function', [1213, 1205, 1020]]));
+});
+
+test('fencegate/memory is the main entry\'s MemoryHostStore, from ESM and from CommonJS', () => {
+  const esm = run(
+    'memory.mjs',
+    `import { Gate, Issuer, MemoryHostStore as Main } from 'fencegate';
+     import { MemoryHostStore } from 'fencegate/memory';
+     const store = new MemoryHostStore();
+     const gate = new Gate(store);
+     const v = await gate.write('k', 3, 'x');
+     const lease = await new Issuer(store).acquire({ scope: 's', holder: 'h', ttlMs: 10, now: 0 });
+     console.log(JSON.stringify([MemoryHostStore === Main, v.outcome, (await gate.read('k')).value, lease.epoch, store.keys()]));`,
+  );
+  assert.equal(esm, JSON.stringify([true, 'advance', 'x', 1, ['issuer:s', 'k']]));
+  const cjs = run(
+    'memory.cjs',
+    `const { Gate, MemoryHostStore: Main } = require('fencegate');
+     const { MemoryHostStore } = require('fencegate/memory');
+     const gate = new Gate(new MemoryHostStore());
+     gate.write('k', 4, 'y').then((v) => console.log(JSON.stringify([MemoryHostStore === Main, v.outcome, v.markAfter])));`,
+  );
+  assert.equal(cjs, JSON.stringify([true, 'advance', 4]));
 });
 
 test('CommonJS: require("fencegate/sqlite") and friends', () => {

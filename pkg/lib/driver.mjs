@@ -1,0 +1,211 @@
+// The host-store protocol, written once: fencegate decides, the host's storage
+// commits. `Gate` (write, establish, delete, quarantine), `Issuer` and, through
+// them, `reconcile` run every step through a `StoreDriver`:
+//
+//   compare-and-set   load(key) → record → decide(state) → nothing to write:
+//                     done; else commit(key, record.version, nextState, change)
+//                     → true: done · false: load and decide again (bounded)
+//   transaction       transaction(key, fn): the host runs `fn(state)` inside its
+//                     own atomic boundary and applies what it returns
+//                     (`{ nextState, change }`, or null: write nothing);
+//                     a host error marked `conflict: true` runs it again (bounded)
+//
+// Failures: a callback that throws is STORE_ERROR; one that may have committed
+// (`commitUnknown: true`, a timeout, a commit answering neither true nor false)
+// is COMMIT_UNKNOWN; `maxRetries + 1` lost rounds are COMMIT_CONFLICT; an error
+// of the decision itself (CORRUPT_STATE, …) is thrown as it is, nothing written.
+// What each failure says (message, details) is the caller's (`faults`): a gate
+// and an issuer describe the same failure to different readers.
+import { invalid, marksCommitUnknown, TIMED_OUT, withTimeout, describe, messageOf, MAX_TIMER_MS } from './common.mjs';
+
+const DEFAULT_MAX_RETRIES = 8;
+
+/** The driver options of `options` (already an object): `{ maxRetries, commitTimeoutMs, loadTimeoutMs }`; throws INVALID_ARGUMENT. */
+export function driverOptions(options, timeouts) {
+  const maxRetries = options.maxRetries ?? DEFAULT_MAX_RETRIES;
+  if (!Number.isSafeInteger(maxRetries) || maxRetries < 0) {
+    throw invalid('maxRetries must be a safe integer ≥ 0', { maxRetries });
+  }
+  for (const name of timeouts) {
+    const t = options[name];
+    if (t !== undefined && !(typeof t === 'number' && t > 0 && t <= MAX_TIMER_MS)) {
+      throw invalid(`${name} must be a positive number of milliseconds, at most ${MAX_TIMER_MS}`, { [name]: t });
+    }
+  }
+  return { maxRetries, commitTimeoutMs: options.commitTimeoutMs, loadTimeoutMs: options.loadTimeoutMs };
+}
+
+/** Whether a host error says the transaction did not commit and may simply be run again (`{ conflict: true }`). */
+function marksConflict(cause) {
+  if (cause === null || typeof cause !== 'object') return false;
+  try {
+    return cause.conflict === true;
+  } catch {
+    return false; // a getter that throws says nothing: a plain STORE_ERROR
+  }
+}
+
+const noAnswer = (ms) => `no answer within ${ms} ms`;
+
+/** Throws INVALID_ARGUMENT unless `store` has one of the two callback shapes. */
+export function checkStore(store) {
+  if (typeof store.transaction !== 'function' && (typeof store.load !== 'function' || typeof store.commit !== 'function')) {
+    throw invalid('a host store has transaction(key, fn), or load(key) and commit(key, expectedVersion, nextState, change)', {
+      store,
+    });
+  }
+}
+
+/**
+ * Runs decisions against one host store. `faults` builds the errors, each
+ * given the caller's context `ctx` (whatever the caller passed to `run`):
+ *
+ *   store(ctx, callback, cause)            STORE_ERROR (or a coded error the store threw on purpose)
+ *   unknown(ctx, callback, cause, why)     COMMIT_UNKNOWN
+ *   conflict(ctx, callback, attempts, cause)  COMMIT_CONFLICT
+ *   record(ctx, record)                    the stored state of a loaded record (null: none), or throws
+ */
+export class StoreDriver {
+  #store;
+  #transactional;
+  #faults;
+  #maxRetries;
+  #commitTimeoutMs;
+  #loadTimeoutMs;
+
+  constructor(store, { maxRetries, commitTimeoutMs, loadTimeoutMs }, faults) {
+    checkStore(store);
+    this.#transactional = typeof store.transaction === 'function';
+    this.#store = store;
+    this.#faults = faults;
+    this.#maxRetries = maxRetries;
+    this.#commitTimeoutMs = commitTimeoutMs;
+    this.#loadTimeoutMs = loadTimeoutMs;
+  }
+
+  /** `'transaction'` or `'compare-and-set'`: the callback shape this driver runs. */
+  get shape() {
+    return this.#transactional ? 'transaction' : 'compare-and-set';
+  }
+
+  /** Whether the store has `load(key)` (a transaction store may not). */
+  get canLoad() {
+    return typeof this.#store.load === 'function';
+  }
+
+  /** The host's `load(key)` under the load timeout; STORE_ERROR when it throws or does not answer. */
+  async load(ctx, key) {
+    let record;
+    try {
+      record = await withTimeout(this.#store.load(key), this.#loadTimeoutMs);
+    } catch (cause) {
+      throw this.#faults.store(ctx, 'load', cause);
+    }
+    if (record === TIMED_OUT) throw this.#faults.store(ctx, 'load', new Error(noAnswer(this.#loadTimeoutMs)));
+    return record;
+  }
+
+  /** The stored state of `key` (null: no record): through `load`, or, without one, a transaction that writes nothing. */
+  async state(ctx, key) {
+    if (this.canLoad) return this.#faults.record(ctx, await this.load(ctx, key));
+    let seen = null;
+    let answer;
+    try {
+      answer = await withTimeout(
+        this.#store.transaction(key, (state) => {
+          seen = state === undefined ? null : state;
+          return null;
+        }),
+        this.#loadTimeoutMs,
+      );
+    } catch (cause) {
+      throw this.#faults.store(ctx, 'transaction', cause);
+    }
+    if (answer === TIMED_OUT) throw this.#faults.store(ctx, 'transaction', new Error(noAnswer(this.#loadTimeoutMs)));
+    return seen;
+  }
+
+  /**
+   * One fenced step on `key`: `decide(state)` returns `{ result, next, change }`
+   * (`next` null: write nothing); resolves to the `result` of the decision whose
+   * next state was committed (or that needed no write). `timing`, when given,
+   * gets `commitMs`: the time spent in the host's commit or transaction.
+   */
+  run(ctx, key, decide, timing = null) {
+    return this.#transactional ? this.#viaTransaction(ctx, key, decide, timing) : this.#viaCas(ctx, key, decide, timing);
+  }
+
+  async #viaCas(ctx, key, decide, timing) {
+    const faults = this.#faults;
+    const ms = this.#commitTimeoutMs;
+    for (let attempt = 0; attempt <= this.#maxRetries; attempt++) {
+      const record = await this.load(ctx, key);
+      const d = decide(faults.record(ctx, record));
+      if (d.next === null) return d.result; // nothing changes: nothing to persist
+      const expected = record === null || record === undefined ? null : record.version ?? null;
+      let committed;
+      const t0 = timing === null ? 0 : performance.now();
+      try {
+        committed = await withTimeout(this.#store.commit(key, expected, d.next, d.change), ms);
+      } catch (cause) {
+        if (marksCommitUnknown(cause)) throw faults.unknown(ctx, 'commit', cause, messageOf(cause));
+        throw faults.store(ctx, 'commit', cause);
+      }
+      if (committed === TIMED_OUT) throw faults.unknown(ctx, 'commit', undefined, noAnswer(ms));
+      if (timing !== null) timing.commitMs = (timing.commitMs ?? 0) + (performance.now() - t0);
+      // Committed: only now may the result (a verdict, an epoch, a lease) leave.
+      if (committed === true) return d.result;
+      if (committed !== false) {
+        // Never treat anything but `true` as success; but a commit that answered
+        // something else may have written, so it is not a plain failure either.
+        throw faults.unknown(ctx, 'commit', undefined, `commit returned ${describe(committed)}, not true or false`);
+      }
+      // Lost the compare-and-set: load and decide again.
+    }
+    throw faults.conflict(ctx, 'commit', this.#maxRetries + 1, undefined);
+  }
+
+  async #viaTransaction(ctx, key, decide, timing) {
+    const faults = this.#faults;
+    const ms = this.#commitTimeoutMs;
+    let decision = null;
+    let ownError = null;
+    const fn = (state) => {
+      decision = null;
+      ownError = null;
+      try {
+        // Inside a transaction the host passes only the state: null/undefined = no record.
+        const d = decide(state === undefined ? null : state);
+        decision = d;
+        return d.next === null ? null : { nextState: d.next, change: d.change };
+      } catch (e) {
+        ownError = e;
+        throw e;
+      }
+    };
+    let answer;
+    const t0 = timing === null ? 0 : performance.now();
+    for (let attempt = 0; ; attempt++) {
+      try {
+        answer = await withTimeout(this.#store.transaction(key, fn), ms);
+        break;
+      } catch (cause) {
+        if (ownError !== null) throw ownError; // our own error inside: the host rolled back
+        if (marksCommitUnknown(cause)) throw faults.unknown(ctx, 'transaction', cause, messageOf(cause));
+        // `conflict: true`: the host's "retry the transaction" class (SQLITE_BUSY, a
+        // serialization failure), nothing committed; retried like a lost compare-and-set.
+        if (marksConflict(cause)) {
+          if (attempt < this.#maxRetries) continue;
+          throw faults.conflict(ctx, 'transaction', this.#maxRetries + 1, cause);
+        }
+        throw faults.store(ctx, 'transaction', cause);
+      }
+    }
+    if (timing !== null) timing.commitMs = performance.now() - t0;
+    if (answer === TIMED_OUT) throw faults.unknown(ctx, 'transaction', undefined, noAnswer(ms));
+    if (ownError !== null) throw ownError;
+    if (decision === null) throw faults.store(ctx, 'transaction', new Error('the host transaction returned without calling fn'));
+    // The transaction has returned, so its write (if any) is committed: only now may the result leave.
+    return decision.result;
+  }
+}
