@@ -156,43 +156,33 @@ export class MemoryGate {
    * `options.holder` binds the epoch to its holder (EPOCH_CONFLICT otherwise).
    */
   write(key, token, value, options) {
-    const slot = this.#slot(key);
-    const raw = this.#raw;
-    const meta = options === undefined ? null : metaOf(options);
-    const started = this.#observer.timed ? performance.now() : null;
-    let v;
-    if (this.#policy !== null || meta !== null) {
-      v = this.#slow(slot, key, token, meta, true);
-    } else {
-      let status;
-      if (typeof token === 'number') status = raw.write_n(slot, token);
-      else if (typeof token === 'bigint' && token >= 0n && token <= MAX_U64) status = raw.write_b(slot, token);
-      else status = raw.write_any(slot, token);
-      v = verdictOf(raw, key, status, token);
-    }
-    // Same synchronous step as the decision: nothing can run or throw in between.
-    if (v.outcome === 'advance' || v.outcome === 'accept') this.#values[slot] = value;
-    this.#observer.record(v, 'write', meta, started);
-    return v;
+    return this.#fenced(key, token, options, true, value);
   }
 
   /** Raises the mark of `key` to `token` with no data change (the new owner's barrier); `options.holder` as for write. */
   establish(key, token, options) {
+    return this.#fenced(key, token, options, false, undefined);
+  }
+
+  /** One write (`write`: true) or establish: the decision, then the value on advance/accept, then the audit record. */
+  #fenced(key, token, options, write, value) {
     const slot = this.#slot(key);
     const raw = this.#raw;
     const meta = options === undefined ? null : metaOf(options);
     const started = this.#observer.timed ? performance.now() : null;
     let v;
     if (this.#policy !== null || meta !== null) {
-      v = this.#slow(slot, key, token, meta, false);
+      v = this.#slow(slot, key, token, meta, write);
     } else {
       let status;
-      if (typeof token === 'number') status = raw.establish_n(slot, token);
-      else if (typeof token === 'bigint' && token >= 0n && token <= MAX_U64) status = raw.establish_b(slot, token);
-      else status = raw.establish_any(slot, token);
+      if (typeof token === 'number') status = write ? raw.write_n(slot, token) : raw.establish_n(slot, token);
+      else if (typeof token === 'bigint' && token >= 0n && token <= MAX_U64) status = write ? raw.write_b(slot, token) : raw.establish_b(slot, token);
+      else status = write ? raw.write_any(slot, token) : raw.establish_any(slot, token);
       v = verdictOf(raw, key, status, token);
     }
-    this.#observer.record(v, 'establish', meta, started);
+    // Same synchronous step as the decision: nothing can run or throw in between.
+    if (write && (v.outcome === 'advance' || v.outcome === 'accept')) this.#values[slot] = value;
+    this.#observer.record(v, write ? 'write' : 'establish', meta, started);
     return v;
   }
 

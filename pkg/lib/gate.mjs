@@ -348,11 +348,7 @@ export class Gate {
 
   /** `{ mark, value, hasValue }` of `key` through the host's `load`. Throws CORRUPT_STATE, STORE_ERROR. */
   async read(key) {
-    this.#live();
-    checkKey(key);
-    const record = await this.#load(key);
-    const state = stateOf(key, record);
-    loadState(key, state);
+    const { record } = await this.#loaded(key);
     const m = wasm.__stored_mark_n();
     const mark = m >= 0 ? m : wasm.__stored_mark_b();
     const hasValue = record !== null && record !== undefined && record.value !== undefined;
@@ -371,11 +367,7 @@ export class Gate {
    * `quarantine` the floor or null). Throws CORRUPT_STATE, STORE_ERROR.
    */
   async inspect(key) {
-    this.#live();
-    checkKey(key);
-    const record = await this.#load(key);
-    const state = stateOf(key, record);
-    loadState(key, state);
+    const { state } = await this.#loaded(key);
     return { key, exists: state !== null, ...storedFields() };
   }
 
@@ -408,9 +400,15 @@ export class Gate {
     });
   }
 
-  #load(key) {
+  /** The loaded record of `key` and its state, decoded in Wasm (for `read` and `inspect`). */
+  async #loaded(key) {
+    this.#live();
+    checkKey(key);
     if (!this.#driver.canLoad) throw invalid('this host store has no load(key); reads need one', { key });
-    return this.#driver.load(key, key);
+    const record = await this.#driver.load(key, key);
+    const state = stateOf(key, record);
+    loadState(key, state);
+    return { record, state };
   }
 
   /** Counters per outcome and code since the gate was made: `{ total, advance, accept, reject, duplicate, auditErrors, codes }`. */

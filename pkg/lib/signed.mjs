@@ -3,8 +3,7 @@
 // shapes results.
 import { shape } from './verdict.mjs';
 import * as wasm from '../dist/fencegate.js';
-import { FencegateError } from './errors.mjs';
-import { ready, CODES, lastMarks } from './runtime.mjs';
+import { ready, lastMarks } from './runtime.mjs';
 import { invalid, notReady, wellFormed, describe, listOf } from './common.mjs';
 
 const MODES = { adopt: 0, 'adopt-within': 1, 'reject-future': 2 };

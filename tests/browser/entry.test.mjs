@@ -7,7 +7,7 @@ import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { serve } from './serve.mjs';
 import { launch } from './chromium.mjs';
-import { readmeBlocks } from '../readme-blocks.mjs';
+import { readmeBlocks } from '../doc-blocks.mjs';
 
 const root = join(fileURLToPath(new URL('.', import.meta.url)), '..', '..');
 let server;

@@ -110,7 +110,7 @@ test('first load: navigation → first verdict, bytes transferred (HTML + JS + C
   console.log(`www-metrics: total ${bodies.length} files, ${total} bytes transferred uncompressed (${totalGz} if served gzip -9)`);
 });
 
-test('load times over 5 more fresh loads (new browser context each: empty cache, empty IndexedDB)', async () => {
+test('load times over 5 more fresh loads (new browser context each: empty cache, empty IndexedDB): medians under 5 s to ready, 1 s per decision', async () => {
   const ready = [];
   const verdict = [];
   const decide = [];
@@ -141,6 +141,12 @@ test('load times over 5 more fresh loads (new browser context each: empty cache,
   console.log(`www-metrics: 5 fresh loads, navigation→ready ${stats(ready)}`);
   console.log(`www-metrics: 5 fresh loads, navigation→first verdict ${stats(verdict)} (two scripted clicks included)`);
   console.log(`www-metrics: 5 fresh loads, Write click→verdict (IndexedDB transaction + Wasm decision) ${stats(decide)}`);
+  // Bounds far above what a loaded 2-core CI machine measures (hundreds of ms
+  // to ready, tens of ms per click), so only a real regression fails them: a
+  // page that needs seconds to become usable, or a decision that blocks.
+  const median = (xs) => [...xs].sort((a, b) => a - b)[2];
+  assert.ok(median(ready) < 5000, `navigation→ready median ${median(ready).toFixed(0)} ms ≥ 5000 ms`);
+  assert.ok(median(decide) < 1000, `Write click→verdict median ${median(decide).toFixed(0)} ms ≥ 1000 ms`);
 });
 
 const PLAY = {

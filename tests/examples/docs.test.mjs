@@ -5,9 +5,9 @@ import assert from 'node:assert/strict';
 import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { root } from './helpers.mjs';
+import { docBlocks } from '../doc-blocks.mjs';
 
-const doc = readFileSync(join(root, 'docs/hosts.md'), 'utf8');
-const blocks = [...doc.matchAll(/<!-- file: (\S+) -->\n```\w*\n([\s\S]*?)```/g)].map((m) => ({ path: m[1], code: m[2] }));
+const blocks = docBlocks('docs/hosts.md').filter((b) => b.file !== null).map((b) => ({ path: b.file, code: b.code }));
 
 test('docs/hosts.md shows every example file', () => {
   assert.deepEqual(blocks.map((b) => b.path).sort(), [

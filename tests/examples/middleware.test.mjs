@@ -8,7 +8,7 @@ import { mkdirSync, readFileSync, rmSync, writeFileSync, copyFileSync } from 'no
 import { join } from 'node:path';
 import { pathToFileURL } from 'node:url';
 import { root, scratchProject, request } from './helpers.mjs';
-import { readmeBlocks } from '../readme-blocks.mjs';
+import { readmeBlocks } from '../doc-blocks.mjs';
 
 const HEADING = 'HTTP: status codes, problem details, Hono and Express';
 let project;

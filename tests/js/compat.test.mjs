@@ -3,12 +3,10 @@
 // to; a version that fails here breaks the compatibility policy.
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
-import { readFileSync } from 'node:fs';
+import { docBlocks } from '../doc-blocks.mjs';
 import { decodeState, verifyToken, Issuer } from '../../pkg/node.mjs';
 
-const doc = readFileSync(new URL('../../docs/compatibility.md', import.meta.url), 'utf8');
-const fixtures = doc.slice(doc.indexOf('\n## Fixtures\n'));
-const [resource, issuer, token] = [...fixtures.matchAll(/```text\n([\s\S]*?)```/g)].map((m) => m[1].trim().split('\n'));
+const [resource, issuer, token] = docBlocks('docs/compatibility.md', { lang: 'text', section: 'Fixtures' }).map((b) => b.code.trim().split('\n'));
 
 test('resource state fixtures v1, v2, v3, v4 decode exactly', () => {
   assert.deepEqual(resource.map((s) => decodeState(s)), [

@@ -9,15 +9,13 @@ import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
+import { docBlock } from '../doc-blocks.mjs';
 
 const root = path.join(path.dirname(fileURLToPath(import.meta.url)), '..', '..');
 
 // The Durable Object of docs/issuer.md, as printed, plus a Worker that routes to it.
-const doc = fs.readFileSync(path.join(root, 'docs/issuer.md'), 'utf8');
-const block = doc.match(/```js\n\/\/ example: durable-object\n([\s\S]*?)```/);
-assert.ok(block, 'docs/issuer.md has no durable-object example');
 const WORKER =
-  block[1].replace("from 'fencegate'", `from ${JSON.stringify(path.join(root, 'pkg/workerd.mjs'))}`) +
+  docBlock('docs/issuer.md', 'example: durable-object').replace("from 'fencegate'", `from ${JSON.stringify(path.join(root, 'pkg/workerd.mjs'))}`) +
   `
 export default {
   fetch(request, env) {

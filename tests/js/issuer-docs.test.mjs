@@ -7,15 +7,10 @@ import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
+import { docBlock } from '../doc-blocks.mjs';
 
 const root = path.join(path.dirname(fileURLToPath(import.meta.url)), '..', '..');
-const doc = fs.readFileSync(path.join(root, 'docs/issuer.md'), 'utf8');
-
-function example(name) {
-  const m = doc.match(new RegExp('```js\\n// example: ' + name + '\\n([\\s\\S]*?)```'));
-  assert.ok(m, `docs/issuer.md has no "example: ${name}" block`);
-  return m[1];
-}
+const example = (name) => docBlock('docs/issuer.md', `example: ${name}`);
 
 function run(name) {
   const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'fencegate-issuer-doc-'));

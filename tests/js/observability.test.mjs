@@ -203,7 +203,7 @@ test('CommonJS copies: require("fencegate/otel") and require("fencegate/promethe
 });
 
 test('README "Observability" snippet runs as printed and counts a verdict in the global registry', async () => {
-  const { readmeBlocks } = await import('../readme-blocks.mjs');
+  const { readmeBlocks } = await import('../doc-blocks.mjs');
   const { mkdirSync, mkdtempSync, writeFileSync } = await import('node:fs');
   const { execFileSync } = await import('node:child_process');
   const { join } = await import('node:path');

@@ -6,7 +6,7 @@ import { execFileSync } from 'node:child_process';
 import { writeFileSync, mkdtempSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { readmeBlocks } from '../readme-blocks.mjs';
+import { readmeBlocks } from '../doc-blocks.mjs';
 
 const pkg = new URL('../../pkg/node.mjs', import.meta.url).href;
 

@@ -6,16 +6,14 @@ import { execFileSync } from 'node:child_process';
 import fs from 'node:fs';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
+import { docBlock } from '../doc-blocks.mjs';
 
 const root = path.join(path.dirname(fileURLToPath(import.meta.url)), '..', '..');
 
 test('docs/restore.md example prints what it says', () => {
-  const doc = fs.readFileSync(path.join(root, 'docs/restore.md'), 'utf8');
-  const m = doc.match(/```js\n\/\/ example: restore\n([\s\S]*?)```/);
-  assert.ok(m, 'docs/restore.md has no "example: restore" block');
   const file = path.join(root, 'build', `restore-doc-${process.pid}.mjs`);
   fs.mkdirSync(path.dirname(file), { recursive: true });
-  fs.writeFileSync(file, m[1].replace(/from 'fencegate'/g, `from '${path.join(root, 'pkg/node.mjs')}'`));
+  fs.writeFileSync(file, docBlock('docs/restore.md', 'example: restore').replace(/from 'fencegate'/g, `from '${path.join(root, 'pkg/node.mjs')}'`));
   try {
     const out = execFileSync(process.execPath, [file], { encoding: 'utf8' });
     assert.equal(out, "41 EPOCH_CONFLICT\naccept\n[ 'issuer raise+revoke 41→41' ]\nfalse\n42\n");

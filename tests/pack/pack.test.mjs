@@ -8,7 +8,7 @@ import { mkdtempSync, writeFileSync, readFileSync, mkdirSync, copyFileSync, exis
 import { tmpdir } from 'node:os';
 import { join, dirname } from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { readmeBlocks } from '../readme-blocks.mjs';
+import { readmeBlocks } from '../doc-blocks.mjs';
 
 const root = join(dirname(fileURLToPath(import.meta.url)), '..', '..');
 let project;

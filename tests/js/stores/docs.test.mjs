@@ -9,10 +9,11 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { REDIS_URL, PG_URL, MYSQL_URL } from './targets.mjs';
+import { docBlocks } from '../../doc-blocks.mjs';
 
 const root = fileURLToPath(new URL('../../../', import.meta.url));
 const doc = readFileSync(join(root, 'docs/stores.md'), 'utf8');
-const examples = [...doc.matchAll(/```js\n\/\/ example: (\w+)\n([\s\S]*?)```/g)].map((m) => ({ name: m[1], code: m[2] }));
+const examples = docBlocks('docs/stores.md', { lang: 'js' }).filter((b) => b.label?.startsWith('example: ')).map((b) => ({ name: b.label.slice(9), code: b.code }));
 const noRedis = REDIS_URL ? false : 'FENCEGATE_REDIS_URL is not set';
 const noPg = PG_URL ? false : 'FENCEGATE_PG_URL is not set';
 const needs = { redis: noRedis, node_redis: noRedis, postgres: noPg, postgres_js: noPg, mysql: MYSQL_URL ? false : 'FENCEGATE_MYSQL_URL is not set' };
@@ -50,7 +51,7 @@ for (const { name, code } of examples) {
 
 test('the Durable Object store in docs/stores.md is the one durable-object.test.mjs runs in workerd', () => {
   const squash = (t) => t.replace(/\/\/[^\n]*\n/g, '\n').replace(/\s+/g, ' ').trim();
-  const block = doc.slice(doc.indexOf('**Durable Objects**')).match(/```js\n([\s\S]*?)```/)[1];
+  const block = docBlocks('docs/stores.md', { lang: 'js' }).find((b) => b.offset > doc.indexOf('**Durable Objects**')).code;
   const body = squash(block).replace(/^const gate = new Gate\(/, '').replace(/\);$/, '');
   const tested = squash(readFileSync(join(root, 'tests/js/stores/durable-object.test.mjs'), 'utf8'));
   assert.ok(tested.includes(`this.gate = new Gate(${body});`), body);

@@ -3,11 +3,12 @@
 // recipe is taken from docs/stores.md (`// recipe: postgres-jsonb`) and run.
 import { test, before, after } from 'node:test';
 import assert from 'node:assert/strict';
-import { mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { fileURLToPath, pathToFileURL } from 'node:url';
 import { Gate } from '../../../pkg/node.mjs';
 import { PG_URL, pgPool, uniqueKey } from './targets.mjs';
+import { docBlock } from '../../doc-blocks.mjs';
 
 const root = fileURLToPath(new URL('../../../', import.meta.url));
 const skip = PG_URL ? false : 'FENCEGATE_PG_URL is not set (scripts/services.sh start)';
@@ -18,12 +19,9 @@ let dir;
 
 before(async () => {
   if (skip) return;
-  const doc = readFileSync(join(root, 'docs/stores.md'), 'utf8');
-  const m = doc.match(/```js\n\/\/ recipe: postgres-jsonb\n([\s\S]*?)```/);
-  assert.ok(m, 'docs/stores.md has the postgres-jsonb recipe');
   mkdirSync(join(root, 'build'), { recursive: true });
   dir = mkdtempSync(join(root, 'build', 'jsonb-recipe-'));
-  writeFileSync(join(dir, 'recipe.mjs'), m[1]);
+  writeFileSync(join(dir, 'recipe.mjs'), docBlock('docs/stores.md', 'recipe: postgres-jsonb'));
   ({ jsonbStore } = await import(pathToFileURL(join(dir, 'recipe.mjs'))));
   pool = await pgPool();
   await pool.query(`CREATE TABLE ${table} (key text PRIMARY KEY, state jsonb NOT NULL, value jsonb, version bigint NOT NULL)`);
