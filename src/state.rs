@@ -126,8 +126,13 @@ impl ResourceState {
 
     /// The JSON text of this state: format v1 when it has no holder, no
     /// operation ids and no quarantine, v4 otherwise.
+    /// Whether this state is written as format v1 (no holder, operation ids or quarantine).
+    pub fn is_plain(&self) -> bool {
+        self.holder.is_none() && self.ops.is_empty() && self.quarantine.is_none()
+    }
+
     pub fn to_json(&self) -> String {
-        if self.holder.is_none() && self.ops.is_empty() && self.quarantine.is_none() {
+        if self.is_plain() {
             return format!("{{\"v\":1,\"mark\":\"{}\"}}", self.mark);
         }
         let mut out = String::with_capacity(96);

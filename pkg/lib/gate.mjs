@@ -20,6 +20,7 @@
 // keep the fence record) or `{ kind: 'none' }` (establish: only the state).
 import * as wasm from '../dist/fencegate.js';
 import { FencegateError } from './errors.mjs';
+import { lastMarks, exactMarks } from './runtime.mjs';
 import { policyFromOptions, claimsOf, ceilingOf, addPolicyKey, retirePolicyKey, bounded, freePolicy } from './signed.mjs';
 import { shape, metaOf, windowOf, auditOf, Observer } from './verdict.mjs';
 import { MAX_U64, canonical, invalid, checkReady, checkKey, checkOptions, messageOf, GATE_OPTIONS, describe, listOf, stateTextOf, checkStateText } from './common.mjs';
@@ -106,7 +107,7 @@ function verdictOf(key, d) {
   return v;
 }
 
-/** The next state to commit after a decision that applies: format v4 text from Wasm when the key has a holder, operation ids or a quarantine, else v1. */
+/** The next state to commit after a policy decision that applies: format v4 text from Wasm when the key has a holder, operation ids or a quarantine, else v1. */
 function nextState(status, markAfter) {
   if (status >= 2) return null;
   const text = wasm.__next_text();
@@ -114,43 +115,56 @@ function nextState(status, markAfter) {
 }
 
 /**
- * Decodes stored state in Wasm (null = no record) and remembers its mark there;
- * throws CORRUPT_STATE. Text goes to the decoder as is (lone surrogates
- * refused: Wasm would see them altered); the object form is first read field by
- * field into JSON text by `stateTextOf` (no JSON.stringify: NaN, undefined
- * members and toJSON are refused, not silently changed), so both forms meet the
- * same decoder.
+ * The stored state as the binding reads it: null (no record) or text. Text goes to the decoder as is (lone surrogates
+ * refused: Wasm would see them altered); the object form is first read field
+ * by field into JSON text by `stateTextOf` (no JSON.stringify: NaN, undefined
+ * members and toJSON are refused, not silently changed), so both forms meet
+ * the same decoder. Throws CORRUPT_STATE.
  */
-function loadState(key, state) {
+function stateInput(key, state) {
+  if (state === null) return null;
+  const what = `the stored state of ${JSON.stringify(key)}`;
+  if (typeof state === 'string') return checkStateText(state, what, { key });
+  if (typeof state === 'object' || typeof state === 'function') return stateTextOf(state, what, { key });
+  throw wasm.__state_error(state); // a number, a boolean…: the decoder's CORRUPT_STATE
+}
+
+/** `call(input)` on the stored state's binding input; a CORRUPT_STATE names the key and carries the value the store gave (not our text of it). */
+function onState(key, state, call) {
   try {
-    if (state === null) wasm.__state_none();
-    else if (typeof state === 'string') wasm.__state_text(checkStateText(state, `the stored state of ${JSON.stringify(key)}`, { key }));
-    else if (typeof state === 'object' || typeof state === 'function') {
-      const text = stateTextOf(state, `the stored state of ${JSON.stringify(key)}`, { key });
-      try {
-        wasm.__state_text(text);
-      } catch (e) {
-        if (e instanceof FencegateError) e.state = state; // the value the store gave, not our text of it
-        throw e;
-      }
-    } else wasm.__state_any(state);
+    return call(stateInput(key, state));
   } catch (e) {
-    if (e instanceof FencegateError && e.key === undefined) e.key = key;
+    if (e instanceof FencegateError && e.code === 'CORRUPT_STATE') {
+      if (e.key === undefined) e.key = key;
+      e.state = state;
+    }
     throw e;
   }
 }
 
+/** The marks a binding call left in the scratch (exact bigints above 2^53−1). */
+function marksOf() {
+  const m = lastMarks();
+  return [m[0] >= 0 ? m[0] : exactMarks()[2], m[1] >= 0 ? m[1] : exactMarks()[3]];
+}
+
+/** Decodes stored state in Wasm (null = no record) and remembers it there, for the policy path; throws CORRUPT_STATE. */
+function loadState(key, state) {
+  onState(key, state, (input) => wasm.__state(input));
+}
+
 /**
- * The decision, in Wasm: decode the stored state, compare, and give the next
- * state to commit (format v1 with the exact `markAfter`), or null when rejected.
- * Numbers and bigints reach Wasm as plain numbers; no strings are built there.
+ * The decision, in Wasm, in one call: decode the stored state, compare, and
+ * give the next state to commit, or null when rejected (reject, duplicate).
+ * Wasm returns the next state's text only when it is not plain format v1; a
+ * v1 state is spelled here from the exact `markAfter` (see `__gate_decide`).
+ * Under a gate policy (keys, higherEpoch) it takes the policy path.
  */
 function decide(key, state, token, establish, strict, policy, meta, window) {
-  loadState(key, state);
   const flags = (establish ? 1 : 0) | (strict ? 2 : 0);
-  if (meta !== null) wasm.__meta(meta.opId, meta.holder, window, meta.fingerprint);
-  let status;
   if (policy !== null) {
+    loadState(key, state);
+    if (meta !== null) wasm.__meta(meta.opId, meta.holder, window, meta.fingerprint);
     try {
       return decidePolicy(token, flags, policy);
     } catch (e) {
@@ -158,20 +172,27 @@ function decide(key, state, token, establish, strict, policy, meta, window) {
       throw e;
     }
   }
-  if (typeof token === 'number') status = wasm.__decide_n(token, flags);
-  else if (typeof token === 'bigint' && token >= 0n && token <= MAX_U64) status = wasm.__decide_b(token, flags);
-  else status = wasm.__decide_any(token, flags);
-  const before = wasm.__last_before_n();
-  const after = wasm.__last_after_n();
-  const markBefore = before >= 0 ? before : wasm.__last_before_b();
-  const markAfter = after >= 0 ? after : wasm.__last_after_b();
+  // Numbers and bigints in 0..=2^64−1 cross as plain numbers, not as objects.
+  let number;
+  let exact;
+  let other;
+  if (typeof token === 'number') number = token;
+  else if (typeof token === 'bigint' && token >= 0n && token <= MAX_U64) exact = token;
+  else other = token;
+  const next = onState(key, state, (input) =>
+    meta === null
+      ? wasm.__gate_decide(input, number, exact, other, flags)
+      : wasm.__gate_decide(input, number, exact, other, flags, meta.opId, meta.holder, window, meta.fingerprint),
+  );
+  const status = lastMarks()[4];
+  const [markBefore, markAfter] = marksOf();
   const badToken = status === 2 + MISSING || status === 2 + MALFORMED;
   return {
     status,
     token: badToken ? null : canonical(token),
     markBefore,
     markAfter,
-    next: nextState(status, markAfter),
+    next: status >= 2 ? null : next === undefined ? { v: 1, mark: String(markAfter) } : JSON.parse(next),
   };
 }
 
@@ -195,17 +216,6 @@ function decidePolicy(token, flags, { p, scope, ceiling }) {
     markBefore,
     markAfter,
     next: nextState(status, markAfter),
-  };
-}
-
-/** Mark, holder and quarantine floor of the state last decoded by `loadState`. */
-function storedFields() {
-  const m = wasm.__stored_mark_n();
-  const q = wasm.__stored_quarantine_n();
-  return {
-    mark: m >= 0 ? m : wasm.__stored_mark_b(),
-    holder: wasm.__stored_holder() ?? null,
-    quarantine: q === -1 ? null : q >= 0 ? q : wasm.__stored_quarantine_b(),
   };
 }
 
@@ -348,9 +358,8 @@ export class Gate {
 
   /** `{ mark, value, hasValue }` of `key` through the host's `load`. Throws CORRUPT_STATE, STORE_ERROR. */
   async read(key) {
-    const { record } = await this.#loaded(key);
-    const m = wasm.__stored_mark_n();
-    const mark = m >= 0 ? m : wasm.__stored_mark_b();
+    const { record, fields } = await this.#loaded(key);
+    const mark = fields.mark;
     const hasValue = record !== null && record !== undefined && record.value !== undefined;
     return { mark, value: hasValue ? record.value : undefined, hasValue };
   }
@@ -367,8 +376,8 @@ export class Gate {
    * `quarantine` the floor or null). Throws CORRUPT_STATE, STORE_ERROR.
    */
   async inspect(key) {
-    const { state } = await this.#loaded(key);
-    return { key, exists: state !== null, ...storedFields() };
+    const { state, fields } = await this.#loaded(key);
+    return { key, exists: state !== null, ...fields };
   }
 
   /**
@@ -386,12 +395,8 @@ export class Gate {
     this.#live();
     checkKey(key);
     return this.#driver.run(key, key, (state) => {
-      loadState(key, state);
-      const text = wasm.__quarantine(floor);
-      const before = wasm.__last_before_n();
-      const after = wasm.__last_after_n();
-      const markBefore = before >= 0 ? before : wasm.__last_before_b();
-      const markAfter = after >= 0 ? after : wasm.__last_after_b();
+      const text = onState(key, state, (input) => wasm.__gate_quarantine(input, floor));
+      const [markBefore, markAfter] = marksOf();
       return {
         result: { key, ok: true, changed: text !== undefined, floor: markAfter, markBefore, markAfter },
         next: text === undefined ? null : JSON.parse(text),
@@ -407,8 +412,9 @@ export class Gate {
     if (!this.#driver.canLoad) throw invalid('this host store has no load(key); reads need one', { key });
     const record = await this.#driver.load(key, key);
     const state = stateOf(key, record);
-    loadState(key, state);
-    return { record, state };
+    const holder = onState(key, state, (input) => wasm.__gate_inspect(input));
+    const [mark, floor] = marksOf();
+    return { record, state, fields: { mark, holder: holder ?? null, quarantine: lastMarks()[4] === 1 ? floor : null } };
   }
 
   /** Counters per outcome and code since the gate was made: `{ total, advance, accept, reject, duplicate, auditErrors, codes }`. */

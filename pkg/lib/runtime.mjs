@@ -31,14 +31,23 @@ export let CODES = [];
 let memory = null;
 let marksPtr = 0;
 let marks = new Float64Array(0);
+let exact = new BigUint64Array(0);
 
 /**
- * `[markBefore, markAfter]` of the last gate verdict (−1 = above 2^53−1), a
- * view over Wasm memory; re-made when memory growth detached the old buffer.
+ * The output scratch of the last decision, a view over Wasm memory (re-made
+ * when memory growth detached the old buffer): `[markBefore, markAfter]`
+ * (−1 = above 2^53−1, see `exactMarks`), then at index 4 the status of a
+ * host-store decision.
  */
 export function lastMarks() {
-  if (marks.length === 0) marks = new Float64Array(memory.buffer, marksPtr, 2);
+  if (marks.length === 0) marks = new Float64Array(memory.buffer, marksPtr, 5);
   return marks;
+}
+
+/** The same scratch as u64: `[2]` markBefore and `[3]` markAfter, exactly (bigints). */
+export function exactMarks() {
+  if (exact.length === 0) exact = new BigUint64Array(memory.buffer, marksPtr, 5);
+  return exact;
 }
 
 function attach(exports) {

@@ -219,15 +219,33 @@ pub fn encode_state(mark: JsValue) -> Result<JsValue, JsValue> {
     Ok(state_to_js(&ResourceState::at(mark)))
 }
 
-/// The last verdict's marks as f64 (−1 when above 2^53−1), read by the JS
-/// wrapper through a `Float64Array` over Wasm memory instead of two more calls.
-/// Stored as bits in atomics so no `unsafe` is needed; wasm32 has one thread.
-static LAST_MARKS: [AtomicU64; 2] = [AtomicU64::new(0), AtomicU64::new(0)];
+/// The output scratch of the last decision, read by the JS wrapper through a
+/// `Float64Array` and a `BigUint64Array` over Wasm memory instead of more calls:
+/// `[markBefore, markAfter]` as f64 (−1 when above 2^53−1), the same two
+/// exactly as u64, and the status as f64 (host-store decisions only). Output
+/// only: nothing here is read back by a later call. Stored as bits in atomics
+/// so no `unsafe` is needed; wasm32 has one thread.
+static LAST_MARKS: [AtomicU64; 5] = [
+    AtomicU64::new(0),
+    AtomicU64::new(0),
+    AtomicU64::new(0),
+    AtomicU64::new(0),
+    AtomicU64::new(0),
+];
 
-/// The address of the two-f64 scratch (`[markBefore, markAfter]`) in Wasm memory.
+/// The address of the five-slot scratch in Wasm memory (see `LAST_MARKS`).
 #[wasm_bindgen(js_name = "__marksPtr")]
 pub fn marks_ptr() -> usize {
     LAST_MARKS.as_ptr() as usize
+}
+
+/// Leaves a decision's marks (and status) in the scratch.
+pub(crate) fn put_marks(before: u64, after: u64, status: u32) {
+    LAST_MARKS[0].store(small(before).to_bits(), Ordering::Relaxed);
+    LAST_MARKS[1].store(small(after).to_bits(), Ordering::Relaxed);
+    LAST_MARKS[2].store(before, Ordering::Relaxed);
+    LAST_MARKS[3].store(after, Ordering::Relaxed);
+    LAST_MARKS[4].store(f64::from(status).to_bits(), Ordering::Relaxed);
 }
 
 pub(crate) fn small(epoch: u64) -> f64 {
