@@ -74,7 +74,7 @@ export function check(lines) {
       else o.end = l;
     } else if (l.ev === 'drill') drills.push(l);
     else if (l.ev === 'final') finals.push(l);
-    else if (l.ev === 'fault') faults[l.kind] = (faults[l.kind] ?? 0) + 1;
+    else if (l.ev === 'fault' && l.kind !== 'sigcont' && l.phase !== 'started') faults[l.kind] = (faults[l.kind] ?? 0) + 1;
   }
   const all = [...ops.values()].map((o) => ({ ...o, start: o.inv.m, done: o.end ? o.end.m : Infinity }));
   const applied = (o) => o.end && o.end.ev === 'ok' && o.end.ok === true && (o.end.outcome === 'advance' || o.end.outcome === 'accept');
@@ -142,7 +142,9 @@ export function check(lines) {
       if (!writes.has(o.inv.opId)) writes.set(o.inv.opId, []);
       writes.get(o.inv.opId).push(o);
     }
-    const mayHaveApplied = (o) => applied(o) || !o.end || o.end.ev === 'unknown';
+    // A `duplicate` verdict acknowledges that an earlier attempt of the op id was applied.
+    const dup = (o) => o.end && o.end.ev === 'ok' && o.end.ok === true && o.end.outcome === 'duplicate';
+    const mayHaveApplied = (o) => applied(o) || dup(o) || !o.end || o.end.ev === 'unknown';
     const latestApply = (attempts) => Math.max(...attempts.filter(mayHaveApplied).map((o) => o.done));
     const acked = list.filter((o) => o.inv.op === 'write' && applied(o));
 

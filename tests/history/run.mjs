@@ -127,7 +127,7 @@ try {
       return;
     }
     incarnation += 1;
-    const cfg = { p, spec: clientSpec, keys, ttlMs, ops: remaining, history: out, seed: String(BigInt(seed) * 1000n + BigInt(incarnation)) };
+    const cfg = { p, spec: { ...clientSpec, resend: p % 2 === 1 }, keys, ttlMs, ops: remaining, history: out, seed: String(BigInt(seed) * 1000n + BigInt(incarnation)) };
     const child = spawn(process.execPath, [path.join(here, 'client.mjs'), JSON.stringify(cfg)], { stdio: ['ignore', 'pipe', 'pipe'] });
     notePid(child.pid, `client p${p}`);
     const base = progress.get(p) ?? 0;
@@ -213,7 +213,7 @@ try {
   const pauses = new Set();
   const schedule = (async () => {
     while (running) {
-      await sleep(80 + rand() * 250);
+      await sleep(120 + rand() * 400);
       if (!running) break;
       await drill();
       if (kinds.length === 0) continue;

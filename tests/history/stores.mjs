@@ -31,7 +31,14 @@ export async function openStores(spec) {
     case 'redis': {
       const { RedisStore } = await import(adapter('redis'));
       const { default: Redis } = await import('ioredis');
-      const client = new Redis(spec.url, { maxRetriesPerRequest: 1, commandTimeout: TIMEOUT_MS, connectTimeout: TIMEOUT_MS, lazyConnect: false });
+      // resend: false makes a reply lost with its connection an error (COMMIT_UNKNOWN for a commit);
+      // true is ioredis' default: it sends the command again on the new connection.
+      const client = new Redis(spec.url, {
+        maxRetriesPerRequest: 1,
+        commandTimeout: TIMEOUT_MS,
+        connectTimeout: TIMEOUT_MS,
+        autoResendUnfulfilledCommands: spec.resend ?? true,
+      });
       client.on('error', () => {}); // reconnects on its own; each failed call is logged by the caller
       res = new RedisStore(client, { prefix: 'res:' });
       iss = new RedisStore(client, { prefix: 'iss:' });
