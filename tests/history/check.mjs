@@ -9,7 +9,8 @@
 //   { ev: 'invoke', id, p, pid, op, key, holder, token?, opId?, requestId?, … }
 //   { ev: 'ok' | 'unknown' | 'fail', id, … }   the completion of `id`: a result
 //       (verdict or issuer result), COMMIT_UNKNOWN, or another error (nothing applied)
-//   { ev: 'fault', kind, … }  { ev: 'drill', phase: 'backup'|'restore'|'reconciled' }
+//   { ev: 'fault', kind, … }  { ev: 'drill', phase: 'backup'|'restoring'|'restore'|'reconciled' }
+//       (restoring: the restore writes begin; restore: they are done; reconciled: raise + reconcile done)
 //   { ev: 'final', key, mark, hasValue, value, issuerEpoch }   read after every client stopped
 // op: acquire | renew | release (issuer, scope = key) | establish | write | read
 // (resource) | reconcile (the drill). A write's value is { w: opId, key, token, holder }.
@@ -32,7 +33,7 @@
 //       `duplicate` — verdicts, or an applied verdict after its value was read);
 //   (f) the issuer never grants one epoch of a scope twice, except a second
 //       grant between a restore drill's restore and its reconcile, when the
-//       first grant was invoked before that restore.
+//       first grant was invoked before that restore finished.
 import fs from 'node:fs';
 import { fileURLToPath } from 'node:url';
 
@@ -204,7 +205,8 @@ export function check(lines) {
   const windows = [];
   let open = null;
   for (const d of drills) {
-    if (d.phase === 'restore') open = { restore: d.m, reconciled: Infinity, line: d };
+    if (d.phase === 'restoring') open = { restoring: d.m, restore: Infinity, reconciled: Infinity, line: d };
+    else if (d.phase === 'restore' && open) open.restore = d.m;
     else if (d.phase === 'reconciled' && open) {
       open.reconciled = d.m;
       windows.push(open);
@@ -213,6 +215,7 @@ export function check(lines) {
   }
   if (open) windows.push(open);
   const grants = new Map(); // scope/epoch → [op]
+  let reissued = 0; // second grants inside a drill: what the restore drill exercised
   for (const o of all) {
     if (o.inv.op !== 'acquire' || !o.end || o.end.ev !== 'ok' || o.end.ok !== true || o.end.replayed) continue;
     const k = `${o.inv.key}/${o.end.epoch}`;
@@ -225,8 +228,9 @@ export function check(lines) {
       const first = list[0];
       const second = list[j];
       if (second.end.holder === first.end.holder && second.inv.requestId === first.inv.requestId) continue; // a replay
-      const across = windows.find((w) => first.start < w.restore && second.done > w.restore && second.start < w.reconciled);
-      if (!across) {
+      const across = windows.find((w) => first.start < w.restore && second.done > w.restoring && second.start < w.reconciled);
+      if (across) reissued += 1;
+      else {
         violation('f', `${k.replace('/', ': epoch ')} granted to ${first.end.holder} and again to ${second.end.holder}${windows.length ? ' outside a restore drill' : ''}`, first.inv, first.end, second.inv, second.end);
       }
     }
@@ -244,7 +248,7 @@ export function check(lines) {
   }
   return {
     violations,
-    stats: { completed: all.filter((o) => o.inv.op !== 'reconcile').length, verdicts, byOp, faults, drills: windows.length, keys: finals.length },
+    stats: { completed: all.filter((o) => o.inv.op !== 'reconcile').length, verdicts, byOp, faults, drills: windows.length, reissuedInDrills: reissued, keys: finals.length },
   };
 }
 
@@ -254,7 +258,7 @@ export function checkFile(file) {
 
 export function formatReport({ violations, stats }) {
   const out = [];
-  out.push(`check: ${stats.completed} operations (${Object.entries(stats.verdicts).map(([k, v]) => `${k} ${v}`).join(', ')}), faults ${JSON.stringify(stats.faults)}, restore drills ${stats.drills}`);
+  out.push(`check: ${stats.completed} operations (${Object.entries(stats.verdicts).map(([k, v]) => `${k} ${v}`).join(', ')}), faults ${JSON.stringify(stats.faults)}, restore drills ${stats.drills} (epochs granted again inside them: ${stats.reissuedInDrills})`);
   for (const [op, c] of Object.entries(stats.byOp)) out.push(`check:   ${op.padEnd(9)} ${Object.entries(c).map(([k, v]) => `${k} ${v}`).join(', ')}`);
   const shown = violations.slice(0, 50);
   for (const v of shown) {

@@ -182,23 +182,25 @@ try {
       log({ ev: 'drill', phase: 'backup', epochs: Object.fromEntries([...backup].map(([k, s]) => [k, stateEpoch(s)])) });
     } else if (backup !== null && within >= cycle * 0.5) {
       faults.drill += 1;
-      // What the operator knows of the issuer before it is lost: its last epochs.
+      // The records the restore replaces are what the operator knows of the
+      // lost issuer (its last epochs, as from its logs): the raise goes past them.
       const before = new Map();
-      await retrying('drill read', async () => {
-        for (const k of keys) before.set(k, (await ownIssuer.current(k)).epoch);
-      });
+      log({ ev: 'drill', phase: 'restoring' });
       await retrying('drill restore', async () => {
-        for (const [k, state] of backup) await putRecord(own.iss, `issuer:${k}`, state);
+        for (const [k, state] of backup) {
+          const replaced = await putRecord(own.iss, `issuer:${k}`, state);
+          before.set(k, replaced === null ? 0 : stateEpoch(replaced));
+        }
       });
       log({ ev: 'drill', phase: 'restore', epochs: Object.fromEntries([...backup].map(([k, s]) => [k, stateEpoch(s)])), lastKnown: Object.fromEntries(before) });
       backup = null;
-      await sleep(2 * ttlMs); // clients run against the restored issuer
+      await sleep(Math.max(2 * ttlMs, 150)); // clients run against the restored issuer
       const id = `drill-${drillsDone}`;
       log({ ev: 'invoke', id, op: 'reconcile', p: -1 });
       const raised = {};
       await retrying('drill raise', async () => {
-        for (const k of keys) {
-          const r = await ownIssuer.raise({ scope: k, atLeast: before.get(k), now: Date.now(), revoke: true });
+        for (const [k, atLeast] of before) {
+          const r = await ownIssuer.raise({ scope: k, atLeast, now: Date.now(), revoke: true });
           raised[k] = { ok: r.ok, code: r.code ?? null, epoch: r.epoch ?? null };
         }
       });
@@ -292,10 +294,8 @@ try {
 }
 
 function stateEpoch(state) {
-  try {
-    const s = typeof state === 'string' ? JSON.parse(state) : state;
-    return s.epoch ?? s.e ?? null;
-  } catch {
-    return null;
-  }
+  const s = typeof state === 'string' ? JSON.parse(state) : state;
+  const e = s.epoch;
+  if (typeof e !== 'string' || !/^(0|[1-9][0-9]*)$/.test(e)) throw new Error(`an issuer record without a decimal epoch: ${JSON.stringify(s)}`);
+  return Number(e);
 }

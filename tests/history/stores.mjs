@@ -84,7 +84,7 @@ export function brokenHost(inner) {
     load: (key) => inner.load(key),
     encodeValue: (value) => inner.encodeValue(value),
     async commit(key, _expectedVersion, nextState, change) {
-      await new Promise((r) => setTimeout(r, Math.random() * 4));
+      await new Promise((r) => setTimeout(r, Math.random() * 15));
       if (typeof inner.transaction === 'function') {
         await inner.transaction(key, () => ({ nextState, change }));
         return true;
@@ -98,15 +98,21 @@ export function brokenHost(inner) {
 /**
  * Writes `state` as the stored issuer record of `key` (a restore from a
  * backup), through the adapter's own callbacks: a transaction, or
- * load + compare-and-set until it lands.
+ * load + compare-and-set until it lands. Returns the record it replaced
+ * (parsed), read in the same atomic step: the last state of the lost issuer.
  */
 export async function putRecord(store, key, state) {
+  const parse = (s) => (s === null || s === undefined ? null : typeof s === 'string' ? JSON.parse(s) : s);
   if (typeof store.transaction === 'function') {
-    await store.transaction(key, () => ({ nextState: state, change: { kind: 'none' } }));
-    return;
+    let replaced = null;
+    await store.transaction(key, (current) => {
+      replaced = parse(current);
+      return { nextState: state, change: { kind: 'none' } };
+    });
+    return replaced;
   }
   for (;;) {
     const cur = await store.load(key);
-    if (await store.commit(key, cur === null ? null : cur.version, state, { kind: 'none' })) return;
+    if (await store.commit(key, cur === null ? null : cur.version, state, { kind: 'none' })) return cur === null ? null : parse(cur.state);
   }
 }

@@ -175,7 +175,10 @@ test('(f) an epoch granted twice: a violation, except inside a restore drill for
   const grants = (h, inDrill) => {
     h.inv('g1', 'acquire', { key: 'k', holder: 'A', requestId: 'ra' });
     h.ok('g1', 'acquire', { key: 'k', ok: true, epoch: 5, holder: 'A' });
-    if (inDrill) h.drill('restore');
+    if (inDrill) {
+      h.drill('restoring');
+      h.drill('restore');
+    }
     h.inv('g2', 'acquire', { key: 'k', holder: 'B', requestId: 'rb' });
     h.ok('g2', 'acquire', { key: 'k', ok: true, epoch: 5, holder: 'B' });
     if (inDrill) h.drill('reconciled');
@@ -198,6 +201,7 @@ test('(f) an epoch granted twice: a violation, except inside a restore drill for
   h = history();
   h.inv('g1', 'acquire', { key: 'k', holder: 'A', requestId: 'ra' });
   h.ok('g1', 'acquire', { key: 'k', ok: true, epoch: 5, holder: 'A' });
+  h.drill('restoring');
   h.drill('restore');
   h.drill('reconciled');
   h.inv('g2', 'acquire', { key: 'k', holder: 'B', requestId: 'rb' });
