@@ -290,7 +290,7 @@ try {
   console.error(`history: harness error (seed ${seed}): ${e.stack ?? e}`);
   stopAllSync();
   fs.rmSync(dir, { recursive: true, force: true });
-  process.exitCode = 2;
+  process.exit(2); // the fault schedule may still be running
 }
 
 function stateEpoch(state) {
