@@ -147,7 +147,22 @@ export function check(lines) {
     const dup = (o) => o.end && o.end.ev === 'ok' && o.end.ok === true && o.end.outcome === 'duplicate';
     const mayHaveApplied = (o) => applied(o) || dup(o) || !o.end || o.end.ev === 'unknown';
     const latestApply = (attempts) => Math.max(...attempts.filter(mayHaveApplied).map((o) => o.done));
-    const acked = list.filter((o) => o.inv.op === 'write' && applied(o));
+    const acked = list.filter((o) => o.inv.op === 'write' && applied(o)).sort((x, y) => x.start - y.start);
+    // suffix[i]: the acknowledged write with the earliest completion among acked[i…]
+    const suffix = new Array(acked.length + 1).fill(null);
+    for (let j = acked.length - 1; j >= 0; j--) suffix[j] = suffix[j + 1] === null || acked[j].done < suffix[j + 1].done ? acked[j] : suffix[j + 1];
+    /** An acknowledged write invoked after `after` and completed before `before`, or undefined. */
+    const ackedBetween = (after, before) => {
+      let lo = 0;
+      let hi = acked.length;
+      while (lo < hi) {
+        const mid = (lo + hi) >> 1;
+        if (acked[mid].start > after) hi = mid;
+        else lo = mid + 1;
+      }
+      const w = suffix[lo];
+      return w !== null && w.done < before ? w : undefined;
+    };
 
     // (b) one holder per applied epoch (establish, write, and values seen)
     const holderOf = new Map(); // token → op
@@ -167,7 +182,7 @@ export function check(lines) {
       if (!(o.inv.op === 'read' || o.final) || !o.end || o.end.ev !== 'ok') continue;
       const what = o.final ? 'the final state' : 'a read';
       if (!o.end.hasValue) {
-        const lost = acked.find((w) => w.done < o.start);
+        const lost = ackedBetween(-Infinity, o.start);
         if (lost) violation(o.final ? 'c' : 'd', `${key}: ${what} has no value after write ${lost.inv.opId} was acknowledged`, lost.inv, lost.end, o.inv.ev === 'invoke' ? o.inv : null, o.end);
         continue;
       }
@@ -183,7 +198,7 @@ export function check(lines) {
       }
       bind(v.token, v.holder, o);
       const by = latestApply(attempts);
-      const newer = acked.find((w) => w.inv.opId !== v.w && w.start > by && w.done < o.start);
+      const newer = ackedBetween(by, o.start); // attempts of v.w itself all started before `by`
       if (newer) {
         violation(o.final ? 'c' : 'd', `${key}: ${what} holds write ${v.w}, overwritten by write ${newer.inv.opId} acknowledged before it was read`, ...attempts.flatMap((w) => [w.inv, w.end]), newer.inv, newer.end, o.inv.ev === 'invoke' ? o.inv : null, o.end);
       }
