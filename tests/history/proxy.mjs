@@ -39,7 +39,7 @@ export async function startProxy(upstreamPort) {
     up.on('error', end).on('close', end);
     down.on('data', (chunk) => {
       const f = active();
-      if (f && (f.kind === 'drop' || f.kind === 'cut') && !pair.armed) pair.armed = f.kind;
+      if (f && (f.kind === 'drop' || f.kind === 'cut') && !pair.armed && (!f.match || f.match.test(chunk.toString('latin1')))) pair.armed = f.kind;
       toUp(chunk, f && f.kind === 'delay' ? f.ms : 0);
     });
     up.on('data', (chunk) => {
@@ -64,8 +64,9 @@ export async function startProxy(upstreamPort) {
   return {
     port: server.address().port,
     counts,
-    arm(kind, { ms = 100, forMs = 200 } = {}) {
-      fault = { kind, ms, until: Date.now() + forMs };
+    /** `match`: a RegExp; drop/cut only a request whose bytes (latin1) match it. */
+    arm(kind, { ms = 100, forMs = 200, match } = {}) {
+      fault = { kind, ms, until: Date.now() + forMs, match };
     },
     /** Cuts every open connection now (no request in flight needed). */
     cutAll() {
