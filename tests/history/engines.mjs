@@ -151,7 +151,9 @@ export const ENGINES = {
   //   etcd: { faults: ['proxy', 'restart'], start(dir) { one `etcd` member on free
   //     client/peer ports, data dir under `dir`; spec: { kind: 'etcd', hosts } } },
   //   'etcd-cluster': { faults: ['proxy', 'restart', 'leader'], start(dir) { three
-  //     members; restart() restarts a random member; a `leader` fault kills the
-  //     current leader member and restarts it (run.mjs calls handle.killLeader()) } },
-  // and `case 'etcd'` in stores.mjs. Nothing else in tests/history changes.
+  //     members; restart() restarts a random member; the `leader` fault kind makes
+  //     run.mjs call `await handle.killLeader()` (kill the leader member, restart
+  //     it, resolve to its name) } },
+  // and `case 'etcd'` in stores.mjs (and the engine names in scripts/history.sh's
+  // default list). Nothing else in tests/history changes.
 };

@@ -104,7 +104,7 @@ try {
   const E = ENGINES[engineName];
   engine = await E.start(dir);
   for (const pid of engine.pids()) notePid(pid, `${engineName} server`);
-  const kinds = a['no-faults'] ? [] : ['sigstop', 'sigkill', ...(E.faults.includes('proxy') ? ['proxy', 'proxy'] : []), ...(E.faults.includes('restart') ? ['restart'] : [])];
+  const kinds = a['no-faults'] ? [] : ['sigstop', 'sigkill', ...(E.faults.includes('proxy') ? ['proxy', 'proxy'] : []), ...(E.faults.includes('restart') ? ['restart'] : []), ...(E.faults.includes('leader') ? ['leader'] : [])];
   if (engine.port !== null) proxy = await startProxy(engine.port);
   const clientSpec = { ...(proxy ? engine.spec(proxy.port) : engine.spec()), broken: a.broken };
 
@@ -248,6 +248,14 @@ try {
         proxy.arm(k, { ms, forMs: 50 + Math.floor(rand() * 200) });
         faults[k] += 1;
         log({ ev: 'fault', kind: k, ms });
+      } else if (kind === 'leader' && Date.now() - lastRestart > 2000) {
+        // a replicated engine (the etcd cluster): kill the leader member, restart it
+        lastRestart = Date.now();
+        faults.leader = (faults.leader ?? 0) + 1;
+        log({ ev: 'fault', kind: 'leader', phase: 'stop' });
+        const member = await engine.killLeader();
+        for (const pid of engine.pids()) notePid(pid, `${engineName} server`);
+        log({ ev: 'fault', kind: 'leader', phase: 'started', member });
       } else if (kind === 'restart' && Date.now() - lastRestart > 2000) {
         lastRestart = Date.now();
         faults.restart += 1;
