@@ -9,7 +9,8 @@ import { Gate } from '../../../pkg/node.mjs';
 import { SqliteStore } from '../../../pkg/adapters/sqlite.mjs';
 import { RedisStore } from '../../../pkg/adapters/redis.mjs';
 import { PostgresStore } from '../../../pkg/adapters/postgres.mjs';
-import { openSqlite, redisClient, pgPool } from './targets.mjs';
+import { EtcdStore } from '../../../pkg/adapters/etcd.mjs';
+import { openSqlite, redisClient, pgPool, etcdClient } from './targets.mjs';
 
 const now = () => process.hrtime.bigint();
 
@@ -31,6 +32,10 @@ async function open(engine, config) {
   if (engine === 'redis') {
     const client = await redisClient();
     return { store: new RedisStore(client, { prefix: config.prefix }), close: async () => client.disconnect() };
+  }
+  if (engine === 'etcd') {
+    const client = await etcdClient();
+    return { store: new EtcdStore(client, { prefix: config.prefix }), close: async () => client.close() };
   }
   const pool = await pgPool();
   return { store: new PostgresStore(pool, { table: config.table }), close: () => pool.end() };
