@@ -33,14 +33,15 @@ test('ESM: fencegate/sqlite works with Gate from fencegate', () => {
      import { SqliteStore } from 'fencegate/sqlite';
      import { RedisStore } from 'fencegate/redis';
      import { PostgresStore } from 'fencegate/postgres';
+     import { EtcdStore } from 'fencegate/etcd';
      import Database from 'better-sqlite3';
      const gate = new Gate(new SqliteStore(new Database(':memory:')));
      const v = await gate.write('k', 2n ** 60n, 'x');
      const stale = await gate.write('k', 2n ** 60n - 1n, 'y');
      console.log(JSON.stringify([v.outcome, String(v.markAfter), stale.code, (await gate.read('k')).value,
-       typeof RedisStore, typeof PostgresStore]));`,
+       typeof RedisStore, typeof PostgresStore, typeof EtcdStore]));`,
   );
-  assert.equal(out, JSON.stringify(['advance', String(2n ** 60n), 'STALE_TOKEN', 'x', 'function', 'function']));
+  assert.equal(out, JSON.stringify(['advance', String(2n ** 60n), 'STALE_TOKEN', 'x', 'function', 'function', 'function']));
 });
 
 test('CommonJS: require("fencegate/sqlite") and friends', () => {
@@ -50,11 +51,21 @@ test('CommonJS: require("fencegate/sqlite") and friends', () => {
      const { SqliteStore } = require('fencegate/sqlite');
      const { RedisStore } = require('fencegate/redis');
      const { PostgresStore } = require('fencegate/postgres');
+     const { EtcdStore } = require('fencegate/etcd');
+     const { FencegateError, valueCodec } = require('fencegate');
+     const { Etcd3 } = require('etcd3');
      const Database = require('better-sqlite3');
      const gate = new Gate(new SqliteStore(new Database(':memory:')));
-     gate.write('k', 7, 'x').then((v) => console.log(JSON.stringify([v.outcome, v.markAfter, typeof RedisStore, typeof PostgresStore])));`,
+     const client = new Etcd3({ hosts: 'http://127.0.0.1:1' });
+     let refused;
+     try { new EtcdStore(client, { encode: valueCodec.encode }); } catch (e) { refused = [e instanceof FencegateError, e.code]; }
+     const etcd = new EtcdStore(client);
+     client.close();
+     gate.write('k', 7, 'x').then((v) => console.log(JSON.stringify([v.outcome, v.markAfter, typeof RedisStore, typeof PostgresStore,
+       refused, etcd.encodeValue(new Map([['a', 1]])), etcd.etcdKeys('k')])));`,
   );
-  assert.equal(out, JSON.stringify(['advance', 7, 'function', 'function']));
+  assert.equal(out, JSON.stringify(['advance', 7, 'function', 'function', [true, 'INVALID_ARGUMENT'], 'devalue:[["Map",1,2],"a",1]',
+    { state: 'fencegate/s/k', value: 'fencegate/v/k', commit: 'fencegate/c/k' }]));
 });
 
 test('CommonJS: the adapters refuse with the same FencegateError class and keep a Map (one codec, one error class)', () => {
@@ -84,6 +95,8 @@ test('TypeScript (node16) sees the Gate and adapter types', () => {
      import { SqliteStore } from 'fencegate/sqlite';
      import { RedisStore } from 'fencegate/redis';
      import { PostgresStore } from 'fencegate/postgres';
+     import { EtcdStore } from 'fencegate/etcd';
+     import { Etcd3 } from 'etcd3';
      declare const db: import('fencegate/sqlite').SqliteDatabase;
      const mine: CasStore<string> = { load: () => null, commit: async () => true };
      const a = new Gate<string>(mine, { maxRetries: 3, commitTimeoutMs: 100 });
@@ -91,7 +104,8 @@ test('TypeScript (node16) sees the Gate and adapter types', () => {
      export async function f(): Promise<Verdict[]> {
        return [await a.write('k', 1, 'v'), await b.delete('k', 2n), ...(await a.deleteMany(['x'], 3))];
      }
-     export const types = [RedisStore, PostgresStore];`,
+     export const types = [RedisStore, PostgresStore];
+     export const etcd = new Gate(new EtcdStore<string>(new Etcd3({ hosts: 'http://127.0.0.1:1' }), { prefix: 'app/' }));`,
   );
   execFileSync(
     process.execPath,
