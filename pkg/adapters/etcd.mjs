@@ -37,11 +37,13 @@ const COMPARE_EQUAL = 0;
 const MAX_WALK = 64;
 
 // Errors after which the Txn surely did not commit: etcd refused the request
-// itself (bad request, permission, auth, compacted revision), or the client was
-// closed before sending. Anything else (UNAVAILABLE, DEADLINE_EXCEEDED,
+// itself (bad request or one over its size limits, no space, too many
+// requests, permission, auth, compacted revision), or the client was closed
+// before sending. Anything else (UNAVAILABLE, DEADLINE_EXCEEDED,
 // CANCELLED, INTERNAL, UNKNOWN, a lost connection) may have committed.
 const DEFINITE = new Set([
   'GRPCInvalidArgumentError',
+  'GRPCResourceExhastedError', // (sic, etcd3's spelling) over the gRPC message limit, NOSPACE alarm, too many requests
   'GRPCFailedPreconditionError',
   'GRPCOutOfRangeError',
   'GRPCNotImplementedError',
