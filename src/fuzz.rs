@@ -16,7 +16,8 @@ use crate::issuer::{IssuerState, WireIssuerState};
 use crate::state::ResourceState;
 use crate::token::parse_token;
 
-const ALPHABET: &[u8] = b"{}[]\":,0123456789-+.eEtrufalsn\\ \t\nvmarkholderopsevictedquarantine\x00\x7f\xc3\xa9";
+const ALPHABET: &[u8] =
+    b"{}[]\":,0123456789-+.eEtrufalsn\\ \t\nvmarkholderopsevictedquarantine\x00\x7f\xc3\xa9";
 
 const DICTIONARY: &[&str] = &[
     "\"v\":1",
@@ -193,9 +194,13 @@ fn states() -> Vec<String> {
     .iter()
     .map(|s| (*s).to_owned())
     .collect();
-    out.push(format!(r#"{{"v":2,"mark":"9","holder":null,"ops":{{}},"evicted":"{filter}"}}"#));
+    out.push(format!(
+        r#"{{"v":2,"mark":"9","holder":null,"ops":{{}},"evicted":"{filter}"}}"#
+    ));
     out.push(format!(r#"{{"v":3,"mark":"5","holder":"h\u00e9","ops":{{"x":"5"}},"evicted":"{filter}","quarantine":null}}"#));
-    out.push(format!(r#"{{"v":4,"mark":"7","holder":null,"ops":[],"evicted":"fnv1a:{filter}","quarantine":"7"}}"#));
+    out.push(format!(
+        r#"{{"v":4,"mark":"7","holder":null,"ops":[],"evicted":"fnv1a:{filter}","quarantine":"7"}}"#
+    ));
     out.push(format!(r#"{{"v":4,"mark":"7","holder":"x","ops":[["a","7"]],"evicted":"{filter}","quarantine":null}}"#));
     out
 }
@@ -231,10 +236,18 @@ fn fuzz_state_decoder() {
             return false;
         };
         let encoded = state.to_json();
-        let again = ResourceState::from_json(&encoded)
-            .unwrap_or_else(|e| panic!("finding: {text:?} decodes, its encoding {encoded:?} does not: {e:?}"));
-        assert_eq!(again, state, "finding: {text:?} re-decodes to another state via {encoded:?}");
-        assert_eq!(again.to_json(), encoded, "finding: encoding of {text:?} is not a fixed point");
+        let again = ResourceState::from_json(&encoded).unwrap_or_else(|e| {
+            panic!("finding: {text:?} decodes, its encoding {encoded:?} does not: {e:?}")
+        });
+        assert_eq!(
+            again, state,
+            "finding: {text:?} re-decodes to another state via {encoded:?}"
+        );
+        assert_eq!(
+            again.to_json(),
+            encoded,
+            "finding: encoding of {text:?} is not a fixed point"
+        );
         true
     });
 }
@@ -250,19 +263,34 @@ fn fuzz_issuer_decoder() {
         let checked = IssuerState::from_json(text);
         if let Ok(w) = &wire {
             let encoded = w.to_json();
-            let again = WireIssuerState::from_json(&encoded)
-                .unwrap_or_else(|e| panic!("finding: wire {text:?} decodes, {encoded:?} does not: {e:?}"));
-            assert_eq!(&again, w, "finding: wire {text:?} re-decodes differently via {encoded:?}");
+            let again = WireIssuerState::from_json(&encoded).unwrap_or_else(|e| {
+                panic!("finding: wire {text:?} decodes, {encoded:?} does not: {e:?}")
+            });
+            assert_eq!(
+                &again, w,
+                "finding: wire {text:?} re-decodes differently via {encoded:?}"
+            );
         }
         let Ok(state) = checked else {
             return false;
         };
-        assert!(wire.is_ok(), "finding: {text:?} is a valid issuer state but not a valid wire record");
+        assert!(
+            wire.is_ok(),
+            "finding: {text:?} is a valid issuer state but not a valid wire record"
+        );
         let encoded = state.to_json();
-        let again = IssuerState::from_json(&encoded)
-            .unwrap_or_else(|e| panic!("finding: {text:?} decodes, its encoding {encoded:?} does not: {e:?}"));
-        assert_eq!(again, state, "finding: {text:?} re-decodes to another state via {encoded:?}");
-        assert_eq!(again.to_json(), encoded, "finding: encoding of {text:?} is not a fixed point");
+        let again = IssuerState::from_json(&encoded).unwrap_or_else(|e| {
+            panic!("finding: {text:?} decodes, its encoding {encoded:?} does not: {e:?}")
+        });
+        assert_eq!(
+            again, state,
+            "finding: {text:?} re-decodes to another state via {encoded:?}"
+        );
+        assert_eq!(
+            again.to_json(),
+            encoded,
+            "finding: encoding of {text:?} is not a fixed point"
+        );
         true
     });
 }
@@ -278,7 +306,11 @@ fn fuzz_token_parser() {
             return false;
         };
         assert!(n >= 1, "finding: {text:?} parsed to 0");
-        assert_eq!(n.to_string(), text, "finding: {text:?} parsed to {n}, not its canonical text");
+        assert_eq!(
+            n.to_string(),
+            text,
+            "finding: {text:?} parsed to {n}, not its canonical text"
+        );
         true
     });
 }
