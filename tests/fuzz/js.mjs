@@ -168,14 +168,15 @@ function checkMask(text) {
 }
 
 const longText = fc
-  .tuple(fc.array(fc.constantFrom('a:', 'x:/', 'a', '://', ':', '@', 'p=', ' password=', '%', 'é'), { minLength: 1, maxLength: 4 }), fc.integer({ min: 2000, max: 20000 }))
+  .tuple(fc.array(fc.constantFrom('a:', 'x:/', 'a', '://', ':', '@', 'p=', ' password=', '%', 'é'), { minLength: 1, maxLength: 4 }), fc.integer({ min: 30_000, max: 80_000 }))
   .map(([parts, n]) => parts.join('').repeat(Math.ceil(n / parts.join('').length)));
 
 function checkLinear(text) {
   const t = process.hrtime.bigint();
   redact(text, secretsIn([text], {}));
   const ms = Number(process.hrtime.bigint() - t) / 1e6;
-  if (ms > 250) throw new Error(`redact took ${ms.toFixed(0)} ms on ${text.length} chars: ${show(text.slice(0, 40))}…`);
+  // linear: under 100 ms here even on a loaded machine; the quadratic regex took 3–20 s at these sizes
+  if (ms > 1500) throw new Error(`redact took ${ms.toFixed(0)} ms on ${text.length} chars: ${show(text.slice(0, 40))}…`);
 }
 
 // ---- runner
@@ -196,7 +197,7 @@ const TARGETS = {
   'cli-urls': [
     ['maskUserinfo equals the regex', urlish, checkMask, 30_000],
     ['passwords never printed', fc.tuple(password, fc.string({ unit: fc.constantFrom(...'usr-é'), maxLength: 6 }), fc.constantFrom('postgres', 'postgresql', 'redis', 'rediss', 'x+y.z-1'), fc.constantFrom('url', 'raw', 'query', 'keyword')), checkUrl, 20_000],
-    ['linear time on long text', longText, checkLinear, 200],
+    ['linear time on long text', longText, checkLinear, 50],
   ],
 };
 

@@ -208,8 +208,8 @@ test('URL passwords are masked in linear time (fuzz finding: the regex backtrack
   const { redact, secretsIn, maskUserinfo, URL_USERINFO } = await import('../../pkg/bin/args.mjs');
   for (const text of ['x:/'.repeat(16_000), 'a:'.repeat(24_000), 'a'.repeat(48_000)]) {
     const t = process.hrtime.bigint();
-    assert.equal(redact(text, secretsIn([text], {})), text); // nothing to mask; 2.7 s for the first one before
-    assert.ok(Number(process.hrtime.bigint() - t) / 1e6 < 250);
+    assert.equal(redact(text, secretsIn([text], {})), text); // nothing to mask
+    assert.ok(Number(process.hrtime.bigint() - t) / 1e6 < 1000); // about 10 ms; 2.7 s (first text) before
   }
   for (const [text, masked] of [
     ['postgres://u:p@h/db', 'postgres://u:***@h/db'],
