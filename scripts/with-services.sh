@@ -1,9 +1,11 @@
 #!/usr/bin/env bash
-# Runs a command with real Redis, PostgreSQL and a 3-member etcd cluster on
-# loopback, and stops them on any exit (success, failure, Ctrl-C):
+# Runs a command with real Redis, PostgreSQL, MariaDB and a 3-member etcd cluster
+# on loopback, and stops them on any exit (success, failure, Ctrl-C):
 #   bash scripts/with-services.sh node --test tests/js/
-# Installs redis-server / postgresql / etcd-server with apt-get when missing (CI).
-# The command sees FENCEGATE_REDIS_URL, FENCEGATE_PG_URL, FENCEGATE_ETCD_URLS
+# Installs redis-server / postgresql / mariadb-server / etcd-server with apt-get
+# when missing (CI).
+# The command sees FENCEGATE_REDIS_URL, FENCEGATE_PG_URL, FENCEGATE_MYSQL_URL,
+# FENCEGATE_ETCD_URLS
 # (all members, comma-separated), FENCEGATE_ETCD_URL (the first member),
 # FENCEGATE_ETCD_DIR (for scripts/etcd-cluster.sh stop-member / start-member)
 # and FENCEGATE_REQUIRE_SERVICES=1

@@ -111,7 +111,7 @@ export function secretsIn(args, env) {
       }
     }
   }
-  for (const name of ['PGPASSWORD', 'REDISCLI_AUTH']) {
+  for (const name of ['PGPASSWORD', 'REDISCLI_AUTH', 'MYSQL_PWD']) {
     if (typeof env[name] === 'string' && env[name] !== '') secrets.add(env[name]);
   }
   secrets.delete('');
@@ -172,12 +172,12 @@ function scopesOf(values, tokens, readFile) {
   return list;
 }
 
-const STORES = ['sqlite', 'redis', 'postgres'];
+const STORES = ['sqlite', 'redis', 'postgres', 'mysql'];
 
-/** The store named by --<pfx>sqlite / --<pfx>redis / --<pfx>postgres: `{ kind, target, table, prefix }`, or null. */
+/** The store named by --<pfx>sqlite / --<pfx>redis / --<pfx>postgres / --<pfx>mysql: `{ kind, target, table, prefix }`, or null. */
 function storeOf(values, pfx) {
   const given = STORES.filter((k) => values[pfx + k] !== undefined);
-  if (given.length > 1) fail(`give one of --${pfx}sqlite, --${pfx}redis, --${pfx}postgres`);
+  if (given.length > 1) fail(`give one of --${pfx}sqlite, --${pfx}redis, --${pfx}postgres, --${pfx}mysql`);
   if (given.length === 0) return null;
   return { kind: given[0], target: values[pfx + given[0]], table: values[`${pfx}table`], prefix: values[`${pfx}prefix`] };
 }
@@ -204,11 +204,13 @@ export function parseCommand(argv, readFile) {
         sqlite: { type: 'string' },
         redis: { type: 'string' },
         postgres: { type: 'string' },
+        mysql: { type: 'string' },
         table: { type: 'string' },
         prefix: { type: 'string' },
         'issuer-sqlite': { type: 'string' },
         'issuer-redis': { type: 'string' },
         'issuer-postgres': { type: 'string' },
+        'issuer-mysql': { type: 'string' },
         'issuer-table': { type: 'string' },
         'issuer-prefix': { type: 'string' },
         'key-prefix': { type: 'string' },
@@ -232,7 +234,7 @@ export function parseCommand(argv, readFile) {
     now = Number(values.now);
   }
   const resources = storeOf(values, '');
-  if (resources === null) fail('name the store: --sqlite FILE, --redis URL or --postgres URL');
+  if (resources === null) fail('name the store: --sqlite FILE, --redis URL, --postgres URL or --mysql URL');
   const issuerStore = storeOf(values, 'issuer-');
   return {
     help: false,

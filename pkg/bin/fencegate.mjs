@@ -4,11 +4,12 @@
 //   npx fencegate reconcile --sqlite app.db --scope orders --key orders/1 --key orders/2 [--dry-run]
 //   npx fencegate reconcile --redis redis://127.0.0.1:6379 --prefix app: --scope jobs --key a --key b
 //   npx fencegate reconcile --postgres postgres://… --table fencegate --scopes scopes.json
+//   npx fencegate reconcile --mysql mysql://user:password@127.0.0.1:3306/app --scopes scopes.json
 //
 // The issuer's records and the resources' fence records are read from one
 // store (as in docs/issuer.md: the issuer's keys are `issuer:<scope>`), or the
 // issuer's from another one given with --issuer-sqlite / --issuer-redis /
-// --issuer-postgres. Each --key names one resource key of the --scope before
+// --issuer-postgres / --issuer-mysql. Each --key names one resource key of the --scope before
 // it, exactly as given (any character, commas included); --scopes FILE reads
 // `{ "scope": ["key", …] }` (or `[{ "scope", "keys" }]`) as JSON instead. The
 // old comma-separated --keys is refused: it cannot name a key with a comma,
@@ -18,7 +19,7 @@
 // or repaired (see `errors` in the report), 1 failed (JSON error on stderr), 2 usage.
 //
 // No password reaches stdout or stderr: every secret the store URLs (or
-// PGPASSWORD / REDISCLI_AUTH) carry is masked in everything printed, URL
+// PGPASSWORD / REDISCLI_AUTH / MYSQL_PWD) carry is masked in everything printed, URL
 // passwords of any other form too, and the drivers' error events are listened
 // to (no "Unhandled error event" print of a connection string).
 import { createRequire } from 'node:module';
@@ -27,9 +28,9 @@ import path from 'node:path';
 import { pathToFileURL } from 'node:url';
 import { secretsIn, redact, parseCommand, UsageError } from './args.mjs';
 
-const USAGE = `usage: fencegate reconcile (--sqlite FILE | --redis URL | --postgres URL)
+const USAGE = `usage: fencegate reconcile (--sqlite FILE | --redis URL | --postgres URL | --mysql URL)
          (--scope SCOPE --key KEY [--key KEY…] [--scope SCOPE --key …] | --scopes FILE.json)
-         [--issuer-sqlite FILE | --issuer-redis URL | --issuer-postgres URL]
+         [--issuer-sqlite FILE | --issuer-redis URL | --issuer-postgres URL | --issuer-mysql URL]
          [--table NAME] [--prefix PREFIX] [--issuer-table NAME] [--issuer-prefix PREFIX]
          [--key-prefix issuer:] [--epochs number|bigint] [--now MS] [--dry-run]
        fencegate --help
@@ -102,7 +103,7 @@ async function peer(name) {
   throw new Error(`the ${name} package is needed for this store: npm install ${name}`);
 }
 
-/** Opens a store parsed by parseCommand (`{ kind, target, table, prefix }`), or null. */
+/** Opens a store parsed by parseCommand (`{ kind, target, table, prefix }`: sqlite, redis, postgres or mysql), or null. */
 async function openStore(spec) {
   if (spec === null) return null;
   const { target, table, prefix } = spec;
@@ -120,6 +121,12 @@ async function openStore(spec) {
       const client = new Redis(target, { maxRetriesPerRequest: 2, lazyConnect: false, retryStrategy: (n) => (n > 2 ? null : 100) });
       client.on('error', (e) => { lastDriverError = e; }); // reported (masked) with the failure; never ioredis's own print
       return { store: new RedisStore(client, prefix === undefined ? {} : { prefix }), close: () => client.disconnect() };
+    }
+    case 'mysql': {
+      const mysql = await peer('mysql2/promise');
+      const { MysqlStore } = await import('../adapters/mysql.mjs');
+      const pool = mysql.createPool({ uri: target, connectionLimit: 2, connectTimeout: 10000 });
+      return { store: new MysqlStore(pool, table ? { table } : {}), close: () => pool.end() };
     }
     default: {
       const pg = await peer('pg');

@@ -69,7 +69,7 @@ function checkToken(input) {
 
 // ---- cli-args
 
-const OPTION_NAMES = ['sqlite', 'redis', 'postgres', 'table', 'prefix', 'issuer-sqlite', 'issuer-redis', 'issuer-postgres', 'issuer-table', 'issuer-prefix', 'key-prefix', 'epochs', 'scope', 'key', 'keys', 'scopes', 'now', 'dry-run', 'help', 'bogus'];
+const OPTION_NAMES = ['sqlite', 'redis', 'postgres', 'mysql', 'table', 'prefix', 'issuer-sqlite', 'issuer-redis', 'issuer-postgres', 'issuer-mysql', 'issuer-table', 'issuer-prefix', 'key-prefix', 'epochs', 'scope', 'key', 'keys', 'scopes', 'now', 'dry-run', 'help', 'bogus'];
 const anyText = fc.oneof(fc.string({ maxLength: 12 }), fc.string({ unit: 'binary', maxLength: 12 }), fc.constantFrom('', '-', '--', '-h', '--help', '=', '0', '9007199254740992', 'a.json', 'redis://u:p@h'));
 const argItem = fc.oneof(
   fc.constantFrom(...OPTION_NAMES).map((n) => `--${n}`),
@@ -85,7 +85,7 @@ const scopesFile = fc.oneof(
 );
 
 function isStoreSpec(s) {
-  return s !== null && ['sqlite', 'redis', 'postgres'].includes(s.kind) && typeof s.target === 'string' &&
+  return s !== null && ['sqlite', 'redis', 'postgres', 'mysql'].includes(s.kind) && typeof s.target === 'string' &&
     (s.table === undefined || typeof s.table === 'string') && (s.prefix === undefined || typeof s.prefix === 'string');
 }
 
@@ -149,11 +149,14 @@ function checkUrl([pw, user, scheme, form]) {
     form === 'url' ? `${scheme}://${user}:${enc}@db.example:5432/app?sslmode=require`
       : form === 'raw' ? `${scheme}://${user}:${pw}@db.example/app`
         : form === 'query' ? `${scheme}://db.example/app?user=${user}&password=${enc}`
-          : `host=db.example user=${user} password='${pw.replaceAll("'", '')}' dbname=app`;
-  const hidden = form === 'keyword' ? [pw.replaceAll("'", '')] : form === 'raw' ? [pw] : [pw, enc];
+          : form === 'env' ? `${scheme}://${user}@db.example/app`
+            : `host=db.example user=${user} password='${pw.replaceAll("'", '')}' dbname=app`;
+  const hidden = form === 'keyword' ? [pw.replaceAll("'", '')] : form === 'raw' || form === 'env' ? [pw] : [pw, enc];
   if (form === 'raw' && /[@\s]/.test(pw)) return; // not a URL the driver would read either
   if (form === 'keyword' && (hidden[0] === '' || /[\s]/.test(hidden[0]))) return;
-  const secrets = secretsIn(['reconcile', `--postgres=${given}`], {});
+  // the password in MYSQL_PWD / PGPASSWORD / REDISCLI_AUTH instead of the URL (form 'env')
+  const env = form !== 'env' ? {} : { [scheme === 'mysql' ? 'MYSQL_PWD' : scheme.startsWith('redis') ? 'REDISCLI_AUTH' : 'PGPASSWORD']: pw };
+  const secrets = secretsIn(['reconcile', `--${scheme === 'mysql' ? 'mysql' : 'postgres'}=${given}`], env);
   const printed = redact(`connect ${given} failed: password "${pw}" (${enc}) for ${user} rejected`, secrets);
   for (const h of hidden) {
     if (printed.includes(h)) throw new Error(`password ${show(h)} survives in ${show(printed)} (argument ${show(given)}, secrets ${show(secrets)})`);
@@ -196,7 +199,7 @@ const TARGETS = {
   ],
   'cli-urls': [
     ['maskUserinfo equals the regex', urlish, checkMask, 30_000],
-    ['passwords never printed', fc.tuple(password, fc.string({ unit: fc.constantFrom(...'usr-é'), maxLength: 6 }), fc.constantFrom('postgres', 'postgresql', 'redis', 'rediss', 'x+y.z-1'), fc.constantFrom('url', 'raw', 'query', 'keyword')), checkUrl, 20_000],
+    ['passwords never printed', fc.tuple(password, fc.string({ unit: fc.constantFrom(...'usr-é'), maxLength: 6 }), fc.constantFrom('postgres', 'postgresql', 'redis', 'rediss', 'mysql', 'x+y.z-1'), fc.constantFrom('url', 'raw', 'query', 'keyword', 'env')), checkUrl, 20_000],
     ['linear time on long text', longText, checkLinear, 50],
   ],
 };

@@ -9,19 +9,21 @@
 //   DELETE /resources/<key>            fenced delete: clears the value, keeps the mark
 //   GET    /resources/<key>            { key, mark, value }
 //
-// Answers: 200 applied (advance/accept), 409 STALE_TOKEN (token < mark),
-// 400 MISSING_TOKEN / MALFORMED_TOKEN. Every fenced answer is JSON
-// { key, outcome, code, token, markBefore, mark }; epochs are decimal text
-// (exact up to 2^64−1). On 400, `token` is the header as received (null when absent).
+// Answers (fencegate/http, docs/http.md): 200 applied (advance/accept) with
+// { key, outcome, code, token, markBefore, mark }; refusals as RFC 9457 problem
+// bodies { type, title, status, detail, code, key, outcome, token, markBefore, mark }:
+// 409 STALE_TOKEN (token < mark), 428 MISSING_TOKEN, 400 MALFORMED_TOKEN. Epochs
+// are decimal text (exact up to 2^64−1); `token` is the header as received
+// (null when absent) when it is not a valid epoch. Fencing-Op-Id and
+// Fencing-Holder headers are passed on as opId and holder.
 //
 // Signed tokens (optional): with the secret FENCE_KEYS set (JSON
 // { "<key id>": "<base64url of a 32-byte HMAC secret>" }, `wrangler secret put
 // FENCE_KEYS`), the objects accept only `fg1.…` tokens minted by the issuer for
 // this resource key, so nobody can push a mark up with a made-up number (DESIGN
-// R9); UNSIGNED_TOKEN, BAD_SIGNATURE, UNKNOWN_KEY, WRONG_SCOPE, … are 400.
-import { Gate, parseToken, FencegateError } from 'fencegate';
-
-const TOKEN_HEADER = 'Fencing-Token';
+// R9); UNSIGNED_TOKEN, BAD_SIGNATURE, UNKNOWN_KEY, WRONG_SCOPE, … are 403.
+import { Gate } from 'fencegate';
+import { fence } from 'fencegate/http';
 
 /** The Durable Object storage as a fencegate transaction store (docs/stores.md). */
 function durableObjectStore(storage) {
@@ -54,8 +56,7 @@ function keysFrom(env) {
 export class FencedResource {
   constructor(ctx, env) {
     const keys = keysFrom(env);
-    this.signed = keys !== null;
-    this.gate = new Gate(durableObjectStore(ctx.storage), this.signed ? { requireSigned: true, keys } : {});
+    this.gate = new Gate(durableObjectStore(ctx.storage), keys !== null ? { requireSigned: true, keys } : {});
   }
 
   async fetch(request) {
@@ -69,33 +70,14 @@ export class FencedResource {
     // read the whole body first: the check happens when the write has arrived (R1), and a
     // refusal never leaves a request stream unread
     const body = await request.text();
-    const header = request.headers.get(TOKEN_HEADER);
-    let token;
-    try {
-      // fg1 text: the gate verifies it; else strict decimal (no sign, leading zero, space, fraction, exponent),
-      // which a gate that requires signed tokens refuses as UNSIGNED_TOKEN
-      token = this.signed && header?.startsWith('fg1.') ? header : parseToken(header);
-    } catch (e) {
-      if (!(e instanceof FencegateError)) throw e;
-      const mark = String(await this.gate.mark(key));
-      return json({ key, outcome: 'reject', code: e.code, token: header, markBefore: mark, mark }, 400);
-    }
-    let v;
-    if (request.method === 'PUT' && action === undefined) v = await this.gate.write(key, token, body);
-    else if (request.method === 'POST' && action === 'establish') v = await this.gate.establish(key, token);
-    else if (request.method === 'DELETE' && action === undefined) v = await this.gate.delete(key, token);
+    let run;
+    if (request.method === 'PUT' && action === undefined) run = (token, o) => this.gate.write(key, token, body, o);
+    else if (request.method === 'POST' && action === 'establish') run = (token, o) => this.gate.establish(key, token, o);
+    else if (request.method === 'DELETE' && action === undefined) run = (token, o) => this.gate.delete(key, token, o);
     else return json({ code: 'NOT_FOUND' }, 404);
-    return json(
-      {
-        key,
-        outcome: v.outcome,
-        code: v.code,
-        token: v.token === null ? header : String(v.token),
-        markBefore: String(v.markBefore),
-        mark: String(v.markAfter),
-      },
-      v.ok ? 200 : v.code === 'STALE_TOKEN' ? 409 : 400,
-    );
+    // the Fencing-Token header: strict decimal (no sign, leading zero, space, fraction,
+    // exponent) or fg1 text, which the gate verifies when it requires signed tokens
+    return fence(request, key, run);
   }
 }
 

@@ -1,5 +1,5 @@
 // The adapters as a user reaches them: `fencegate/sqlite`, `/redis`,
-// `/postgres` through the package's exports map, from ESM, CommonJS and
+// `/postgres`, `/mysql`, `/etcd` through the package's exports map, from ESM, CommonJS and
 // TypeScript (node16 resolution), in a scratch project that links pkg/ as
 // node_modules/fencegate.
 import { test, before, after } from 'node:test';
@@ -33,15 +33,16 @@ test('ESM: fencegate/sqlite works with Gate from fencegate', () => {
      import { SqliteStore } from 'fencegate/sqlite';
      import { RedisStore } from 'fencegate/redis';
      import { PostgresStore } from 'fencegate/postgres';
+     import { MysqlStore, RETRY_ERRNOS } from 'fencegate/mysql';
      import { EtcdStore } from 'fencegate/etcd';
      import Database from 'better-sqlite3';
      const gate = new Gate(new SqliteStore(new Database(':memory:')));
      const v = await gate.write('k', 2n ** 60n, 'x');
      const stale = await gate.write('k', 2n ** 60n - 1n, 'y');
      console.log(JSON.stringify([v.outcome, String(v.markAfter), stale.code, (await gate.read('k')).value,
-       typeof RedisStore, typeof PostgresStore, typeof EtcdStore]));`,
+       typeof RedisStore, typeof PostgresStore, typeof MysqlStore, RETRY_ERRNOS, typeof EtcdStore]));`,
   );
-  assert.equal(out, JSON.stringify(['advance', String(2n ** 60n), 'STALE_TOKEN', 'x', 'function', 'function', 'function']));
+  assert.equal(out, JSON.stringify(['advance', String(2n ** 60n), 'STALE_TOKEN', 'x', 'function', 'function', 'function', [1213, 1205, 1020], 'function']));
 });
 
 test('CommonJS: require("fencegate/sqlite") and friends', () => {
@@ -51,6 +52,7 @@ test('CommonJS: require("fencegate/sqlite") and friends', () => {
      const { SqliteStore } = require('fencegate/sqlite');
      const { RedisStore } = require('fencegate/redis');
      const { PostgresStore } = require('fencegate/postgres');
+     const { MysqlStore } = require('fencegate/mysql');
      const { EtcdStore } = require('fencegate/etcd');
      const { FencegateError, valueCodec } = require('fencegate');
      const { Etcd3 } = require('etcd3');
@@ -61,11 +63,53 @@ test('CommonJS: require("fencegate/sqlite") and friends', () => {
      try { new EtcdStore(client, { encode: valueCodec.encode }); } catch (e) { refused = [e instanceof FencegateError, e.code]; }
      const etcd = new EtcdStore(client);
      client.close();
-     gate.write('k', 7, 'x').then((v) => console.log(JSON.stringify([v.outcome, v.markAfter, typeof RedisStore, typeof PostgresStore,
+     gate.write('k', 7, 'x').then((v) => console.log(JSON.stringify([v.outcome, v.markAfter, typeof RedisStore, typeof PostgresStore, typeof MysqlStore,
        refused, etcd.encodeValue(new Map([['a', 1]])), etcd.etcdKeys('k')])));`,
   );
-  assert.equal(out, JSON.stringify(['advance', 7, 'function', 'function', [true, 'INVALID_ARGUMENT'], 'devalue:[["Map",1,2],"a",1]',
+  assert.equal(out, JSON.stringify(['advance', 7, 'function', 'function', 'function', [true, 'INVALID_ARGUMENT'], 'devalue:[["Map",1,2],"a",1]',
     { state: 'fencegate/s/k', value: 'fencegate/v/k', commit: 'fencegate/c/k' }]));
+});
+
+test('wrong clients and options are INVALID_ARGUMENT (the FencegateError class of require("fencegate") for CommonJS)', () => {
+  const cases = `[
+       () => new MysqlStore({}), () => new MysqlStore(null), () => new MysqlStore(mysql.createPool({ uri: 'mysql://u@127.0.0.1:1/d' }), { table: 'a-b' }),
+       () => new MysqlStore(mysql.createPool({ uri: 'mysql://u@127.0.0.1:1/d' }), { encode: String }),
+       () => new PostgresStore(() => 1), () => new PostgresStore('postgres://x'), () => new PostgresStore(postgres('postgres://u@127.0.0.1:1/d'), { table: '1x' }),
+       () => new RedisStore({ get() {} }), () => new RedisStore(createClient(), { prefix: 1 }), () => new RedisStore(createCluster({ rootNodes: [] })),
+       () => new SqliteStore({}), () => new SqliteStore(new Database(':memory:'), { table: 'a-b' }),
+       () => new EtcdStore({}), () => new EtcdStore(null), () => new EtcdStore(etcd, { prefix: 1 }), () => new EtcdStore(etcd, null),
+     ].map((f) => { try { f(); return 'no error'; } catch (e) { return e instanceof FencegateError ? e.code : String(e); } })`;
+  // (etcd: an etcd3 client on an address nothing listens on; it connects only on a call)
+  const esm = run(
+    'invalid.mjs',
+    `import { FencegateError } from 'fencegate';
+     import { MysqlStore } from 'fencegate/mysql';
+     import { PostgresStore } from 'fencegate/postgres';
+     import { RedisStore } from 'fencegate/redis';
+     import { SqliteStore } from 'fencegate/sqlite';
+     import Database from 'better-sqlite3';
+     import mysql from 'mysql2';
+     import postgres from 'postgres';
+     import { createClient, createCluster } from 'redis';
+     console.log(JSON.stringify(${cases}));
+     process.exit(0);`,
+  );
+  const cjs = run(
+    'invalid.cjs',
+    `const { FencegateError } = require('fencegate');
+     const { MysqlStore } = require('fencegate/mysql');
+     const { PostgresStore } = require('fencegate/postgres');
+     const { RedisStore } = require('fencegate/redis');
+     const { SqliteStore } = require('fencegate/sqlite');
+     const Database = require('better-sqlite3');
+     const mysql = require('mysql2');
+     const postgres = require('postgres');
+     const { createClient, createCluster } = require('redis');
+     console.log(JSON.stringify(${cases}));
+     process.exit(0);`,
+  );
+  assert.equal(esm, JSON.stringify(Array(16).fill('INVALID_ARGUMENT')));
+  assert.equal(cjs, esm);
 });
 
 test('CommonJS: the adapters refuse with the same FencegateError class and keep a Map (one codec, one error class)', () => {
@@ -105,6 +149,18 @@ test('TypeScript (node16) sees the Gate and adapter types', () => {
        return [await a.write('k', 1, 'v'), await b.delete('k', 2n), ...(await a.deleteMany(['x'], 3))];
      }
      export const types = [RedisStore, PostgresStore];
+     // the real clients fit the adapters' structural client types
+     import { MysqlStore } from 'fencegate/mysql';
+     import mysql from 'mysql2/promise';
+     import mysqlCb from 'mysql2';
+     import postgres from 'postgres';
+     import { createClient } from 'redis';
+     import { Redis as IORedis } from 'ioredis';
+     export const stores = [
+       new MysqlStore(mysql.createPool('mysql://u@h/d')), new MysqlStore(mysqlCb.createConnection('mysql://u@h/d')),
+       new PostgresStore(postgres('postgres://u@h/d')),
+       new RedisStore(createClient()), new RedisStore(new IORedis()),
+     ];
      export const etcd = new Gate(new EtcdStore<string>(new Etcd3({ hosts: 'http://127.0.0.1:1' }), { prefix: 'app/' }));`,
   );
   execFileSync(

@@ -9,8 +9,9 @@ import { Gate } from '../../../pkg/node.mjs';
 import { SqliteStore } from '../../../pkg/adapters/sqlite.mjs';
 import { RedisStore } from '../../../pkg/adapters/redis.mjs';
 import { PostgresStore } from '../../../pkg/adapters/postgres.mjs';
+import { MysqlStore } from '../../../pkg/adapters/mysql.mjs';
 import { EtcdStore } from '../../../pkg/adapters/etcd.mjs';
-import { openSqlite, redisClient, pgPool, etcdClient } from './targets.mjs';
+import { openSqlite, redisClient, pgPool, nodeRedisClient, postgresJs, mysqlPool, etcdClient } from './targets.mjs';
 
 const now = () => process.hrtime.bigint();
 
@@ -32,6 +33,18 @@ async function open(engine, config) {
   if (engine === 'redis') {
     const client = await redisClient();
     return { store: new RedisStore(client, { prefix: config.prefix }), close: async () => client.disconnect() };
+  }
+  if (engine === 'node-redis') {
+    const client = await nodeRedisClient();
+    return { store: new RedisStore(client, { prefix: config.prefix }), close: () => client.close() };
+  }
+  if (engine === 'postgres-js') {
+    const sql = await postgresJs();
+    return { store: new PostgresStore(sql, { table: config.table }), close: () => sql.end() };
+  }
+  if (engine === 'mysql') {
+    const pool = await mysqlPool();
+    return { store: new MysqlStore(pool, { table: config.table }), close: () => pool.end() };
   }
   if (engine === 'etcd') {
     const client = await etcdClient();
