@@ -1,5 +1,5 @@
 //! Deterministic mutation fuzzers for the decoders of stored text (issue 16):
-//! the resource state (formats v1–v4), the issuer record (the wire form and
+//! the resource state (formats v1–v4), the issuer record (formats 1 and 2; the wire form and
 //! the checked form) and the token header grammar. Each target starts from a
 //! corpus of valid texts and applies 1–4 seeded mutations per execution (bit
 //! flips, byte replacements and insertions from an alphabet and a dictionary of
@@ -48,6 +48,10 @@ const DICTIONARY: &[&str] = &[
     "\"lease\":{\"holder\":\"h\",\"expiresAt\":\"9007199254740991\",\"requestId\":null}",
     "\"expiresAt\":\"9007199254740992\"",
     "\"requestId\":\"\"",
+    "\"ttlMs\":\"30000\"",
+    "\"ttlMs\":\"0\"",
+    "\"id\":\"41.HBaK2wDSq83vEjRWeJq83vEjRWeJqw\"",
+    "\"id\":\"\"",
     "\\u0000",
     "\\ud800",
     "\\udc00\\ud800",
@@ -214,6 +218,9 @@ const ISSUERS: &[&str] = &[
     r#"{"v":1,"epoch":"41","lease":null}"#,
     r#"{"v":1,"epoch":"0","lease":null}"#,
     r#"{"lease":{"requestId":null,"expiresAt":"9007199254740991","holder":"\u00fc"},"epoch":"18446744073709551615","v":1}"#,
+    // format 2 (issue 20: stored random lease ids and the lease length)
+    r#"{"v":2,"epoch":"41","lease":{"id":"41.HBaK2wDSq83vEjRWeJq83vEjRWeJqw","holder":"node-a","expiresAt":"1700000030000","ttlMs":"30000","requestId":"r-17"}}"#,
+    r#"{"v":2,"epoch":"7","lease":null}"#,
 ];
 
 const TOKENS: &[&str] = &[

@@ -38,8 +38,8 @@ export interface EtcdClient {
 
 /**
  * Versions are the state key's `mod_revision` as decimal text (`"0"`: no record).
- * @throws TypeError when `client` is not an etcd3 client or `prefix` is not a string.
- * @throws FencegateError INVALID_ARGUMENT for `encode` without `decode`.
+ * @throws FencegateError INVALID_ARGUMENT when `client` is not an etcd3 client, `options`
+ * is not an object, `prefix` is not a string, or `encode` comes without `decode` (or the reverse).
  */
 export class EtcdStore<V = unknown> {
   constructor(client: EtcdClient, options?: EtcdStoreOptions<V>);

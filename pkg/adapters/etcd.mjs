@@ -27,6 +27,7 @@
 // The client is passed in (an `Etcd3`); this module imports only the codec.
 import { randomBytes } from 'node:crypto';
 import { valueCodec } from '../lib/codec.mjs';
+import { FencegateError } from '../lib/errors.mjs';
 import { codecOf, encodeWith, encodedOf } from './support.mjs';
 
 // etcdserverpb Compare.CompareTarget.MOD and Compare.CompareResult.EQUAL.
@@ -83,11 +84,17 @@ export class EtcdStore {
 
   constructor(client, options = {}) {
     if (client === null || typeof client !== 'object' || client.kv === null || typeof client.kv !== 'object' || typeof client.kv.txn !== 'function') {
-      throw new TypeError('EtcdStore needs an etcd3 client (new Etcd3(...))');
+      throw new FencegateError('INVALID_ARGUMENT', 'EtcdStore needs an etcd3 client (new Etcd3(...))', {
+        client: client === null ? 'null' : typeof client,
+      });
     }
+    if (options === null || typeof options !== 'object') {
+      throw new FencegateError('INVALID_ARGUMENT', 'EtcdStore options must be an object', { options });
+    }
+    const prefix = options.prefix ?? 'fencegate/';
+    if (typeof prefix !== 'string') throw new FencegateError('INVALID_ARGUMENT', 'prefix must be a string', { prefix });
     this.#kv = client.kv;
-    this.#prefix = options.prefix ?? 'fencegate/';
-    if (typeof this.#prefix !== 'string') throw new TypeError('prefix must be a string');
+    this.#prefix = prefix;
     [this.#encode, this.#decode] = codecOf(options, valueCodec);
   }
 
@@ -124,7 +131,9 @@ export class EtcdStore {
   async commit(key, expectedVersion, nextState, change) {
     const b = this.#buffers(key);
     const expected = expectedVersion === null || expectedVersion === undefined || expectedVersion === '' ? '0' : String(expectedVersion);
-    if (!/^(0|[1-9][0-9]{0,18})$/.test(expected)) throw new TypeError(`expectedVersion must be a mod_revision, got ${JSON.stringify(expected)}`);
+    if (!/^(0|[1-9][0-9]{0,18})$/.test(expected)) {
+      throw new FencegateError('INVALID_ARGUMENT', `expectedVersion must be a mod_revision, got ${JSON.stringify(expected)}`, { expectedVersion: expected });
+    }
     const id = randomBytes(16).toString('hex');
     const success = [{ request_put: { key: b.state, value: Buffer.from(JSON.stringify(nextState), 'utf8') } }];
     if (change.kind === 'set') {

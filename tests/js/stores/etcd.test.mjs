@@ -12,6 +12,7 @@ import { GRPCUnavailableError, GRPCDeadlineExceededError, GRPCInvalidArgumentErr
 import { Gate, Issuer, FencegateError } from '../../../pkg/node.mjs';
 import { EtcdStore } from '../../../pkg/adapters/etcd.mjs';
 import { ETCD_URLS, etcdClient, uniqueKey } from './targets.mjs';
+import { leaseIdOf } from '../issuer/lease-id.mjs';
 
 const root = fileURLToPath(new URL('../../../', import.meta.url));
 const skip = !ETCD_URLS && 'FENCEGATE_ETCD_URLS is not set (scripts/etcd-cluster.sh start)';
@@ -176,8 +177,11 @@ describe('etcd: store layout and refusals', { skip }, () => {
   }
 
   test('constructor refusals', () => {
-    assert.throws(() => new EtcdStore({}), { name: 'TypeError', message: 'EtcdStore needs an etcd3 client (new Etcd3(...))' });
-    assert.throws(() => new EtcdStore({ kv: { txn() {} } }, { prefix: 1 }), { name: 'TypeError', message: 'prefix must be a string' });
+    const refused = (code, message) => (e) => e instanceof FencegateError && e.code === code && e.message === message;
+    assert.throws(() => new EtcdStore({}), refused('INVALID_ARGUMENT', 'EtcdStore needs an etcd3 client (new Etcd3(...))'));
+    assert.throws(() => new EtcdStore(null), refused('INVALID_ARGUMENT', 'EtcdStore needs an etcd3 client (new Etcd3(...))'));
+    assert.throws(() => new EtcdStore({ kv: { txn() {} } }, null), refused('INVALID_ARGUMENT', 'EtcdStore options must be an object'));
+    assert.throws(() => new EtcdStore({ kv: { txn() {} } }, { prefix: 1 }), refused('INVALID_ARGUMENT', 'prefix must be a string'));
     assert.throws(() => new EtcdStore({ kv: { txn() {} } }, { encode: String }), (e) => e instanceof FencegateError && e.code === 'INVALID_ARGUMENT');
   });
 });
@@ -191,12 +195,15 @@ describe('etcd: Issuer over the store', { skip }, () => {
       const issuer = new Issuer(store);
       const gate = new Gate(store);
       const a = await issuer.acquire({ scope: 's', holder: 'a', ttlMs: 1000, now: 1000, requestId: 'ra' });
-      assert.deepEqual([a.ok, a.epoch, a.leaseId], [true, 1, 's#1']);
+      assert.deepEqual([a.ok, a.epoch], [true, 1]);
+      assert.match(a.leaseId, leaseIdOf(1, 's')); // a random lease id (issue 20), stored with the lease
+      assert.equal(JSON.parse(await client.get(`${prefix}s/issuer:s`).string()).lease.id, a.leaseId);
       const held = await issuer.acquire({ scope: 's', holder: 'b', ttlMs: 1000, now: 1500, requestId: 'rb' });
       assert.deepEqual([held.ok, held.code, held.holder], [false, 'LEASE_HELD', 'a']);
       await gate.write('doc', a.epoch, 'by a');
       const b = await issuer.acquire({ scope: 's', holder: 'b', ttlMs: 1000, now: 2001, requestId: 'rb2' });
       assert.deepEqual([b.ok, b.epoch], [true, 2]);
+      assert.equal((await issuer.release({ scope: 's', leaseId: b.leaseId, holder: 'a' })).code, 'LEASE_NOT_HELD'); // b's lease, not a's to end
       assert.equal((await gate.establish('doc', b.epoch)).outcome, 'advance');
       assert.equal((await gate.write('doc', a.epoch, 'late a')).code, 'STALE_TOKEN');
       assert.deepEqual(await gate.read('doc'), { mark: 2, value: 'by a', hasValue: true });

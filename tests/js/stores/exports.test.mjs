@@ -91,6 +91,9 @@ test('wrong clients and options are INVALID_ARGUMENT (the FencegateError class o
      import mysql from 'mysql2';
      import postgres from 'postgres';
      import { createClient, createCluster } from 'redis';
+     import { EtcdStore } from 'fencegate/etcd';
+     import { Etcd3 } from 'etcd3';
+     const etcd = new Etcd3({ hosts: 'http://127.0.0.1:1' });
      console.log(JSON.stringify(${cases}));
      process.exit(0);`,
   );
@@ -105,6 +108,9 @@ test('wrong clients and options are INVALID_ARGUMENT (the FencegateError class o
      const mysql = require('mysql2');
      const postgres = require('postgres');
      const { createClient, createCluster } = require('redis');
+     const { EtcdStore } = require('fencegate/etcd');
+     const { Etcd3 } = require('etcd3');
+     const etcd = new Etcd3({ hosts: 'http://127.0.0.1:1' });
      console.log(JSON.stringify(${cases}));
      process.exit(0);`,
   );
