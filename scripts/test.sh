@@ -26,6 +26,9 @@ FENCEGATE_FEATURES=ed25519 FENCEGATE_OUT=build/pkg-ed25519 bash scripts/build.sh
 echo "== fuzz the signed-token parser for 15 s =="
 bash scripts/fuzz-signed.sh 15
 
+echo "== fuzz the state and issuer decoders, parse_token, and (JS) parseToken and the CLI's arguments and URLs: short runs =="
+bash scripts/fuzz.sh ci
+
 
 echo "== main job: the seed scenario through the installed package =="
 bash scripts/demo.sh

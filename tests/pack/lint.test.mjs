@@ -48,7 +48,7 @@ test('attw on the tarball: no problems for any entry or subpath (node10, node16 
   const report = JSON.parse(r.stdout);
   assert.deepEqual([report.problems, report.analysis.problems], [{}, []]);
   const entries = Object.keys(report.analysis.entrypoints).sort();
-  assert.deepEqual(entries, ['.', './express', './hono', './http', './mysql', './otel', './package.json', './postgres', './prometheus', './redis', './sqlite']);
+  assert.deepEqual(entries, ['.', './etcd', './express', './hono', './http', './mysql', './otel', './package.json', './postgres', './prometheus', './redis', './sqlite']);
   for (const [entry, info] of Object.entries(report.analysis.entrypoints)) {
     for (const kind of ['node10', 'node16-cjs', 'node16-esm', 'bundler']) {
       const res = info.resolutions[kind];

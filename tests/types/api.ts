@@ -300,6 +300,26 @@ export async function useCodecs(db: SqliteDatabase, pg: PostgresClient, redis: R
   void [back, change, own, pgStore.encodeValue(1), retry, policies, safe];
 }
 
+// The etcd adapter (issue 16).
+import { EtcdStore, type EtcdStoreOptions, type EtcdClient, type EtcdKeyValue } from 'fencegate/etcd';
+
+export async function useEtcd(client: EtcdClient): Promise<void> {
+  const options: EtcdStoreOptions<{ n: number }> = { prefix: 'app/', ...jsonCodec };
+  const store = new EtcdStore<{ n: number }>(client, options);
+  const keys: { state: string; value: string; commit: string } = store.etcdKeys('orders/1');
+  const text: string = store.encodeValue({ n: 1 });
+  const record = await store.load('orders/1');
+  const version: string | undefined = record?.version;
+  const applied: boolean = await store.commit('orders/1', version ?? '0', { v: 1 }, { kind: 'set', value: { n: 2 } });
+  const cas: CasStore<{ n: number }> = store;
+  const gate = new Gate(store);
+  const issuer = new Issuer(new EtcdStore(client, { prefix: 'issuer/' }));
+  const kv: EtcdKeyValue | undefined = (await client.kv.range({})).kvs[0];
+  // @ts-expect-error prefix is a string
+  new EtcdStore(client, { prefix: 1 });
+  void [keys, text, applied, cas, gate, issuer, kv?.mod_revision];
+}
+
 // MySQL, node-redis and postgres.js (issue 15 items 4 and 5).
 import { MysqlStore, RETRY_ERRNOS, type MysqlClient, type MysqlStoreOptions } from 'fencegate/mysql';
 import type { PostgresJsSql } from 'fencegate/postgres';

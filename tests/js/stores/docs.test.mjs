@@ -8,17 +8,18 @@ import { mkdirSync, mkdtempSync, readFileSync, rmSync, symlinkSync, writeFileSyn
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { REDIS_URL, PG_URL, MYSQL_URL } from './targets.mjs';
+import { REDIS_URL, PG_URL, MYSQL_URL, ETCD_URLS } from './targets.mjs';
 
 const root = fileURLToPath(new URL('../../../', import.meta.url));
 const doc = readFileSync(join(root, 'docs/stores.md'), 'utf8');
 const examples = [...doc.matchAll(/```js\n\/\/ example: (\w+)\n([\s\S]*?)```/g)].map((m) => ({ name: m[1], code: m[2] }));
 const noRedis = REDIS_URL ? false : 'FENCEGATE_REDIS_URL is not set';
 const noPg = PG_URL ? false : 'FENCEGATE_PG_URL is not set';
-const needs = { redis: noRedis, node_redis: noRedis, postgres: noPg, postgres_js: noPg, mysql: MYSQL_URL ? false : 'FENCEGATE_MYSQL_URL is not set' };
+const noEtcd = ETCD_URLS ? false : 'FENCEGATE_ETCD_URLS is not set';
+const needs = { redis: noRedis, node_redis: noRedis, postgres: noPg, postgres_js: noPg, mysql: MYSQL_URL ? false : 'FENCEGATE_MYSQL_URL is not set', etcd: noEtcd, etcdlock: noEtcd };
 
-test('docs/stores.md has the adapter and client examples and the values one', () => {
-  assert.deepEqual(examples.map((e) => e.name), ['sqlite', 'redis', 'node_redis', 'postgres', 'postgres_js', 'mysql', 'values']);
+test('docs/stores.md has the adapter and client examples, the etcd lock one and the values one', () => {
+  assert.deepEqual(examples.map((e) => e.name), ['sqlite', 'redis', 'node_redis', 'postgres', 'postgres_js', 'mysql', 'etcd', 'etcdlock', 'values']);
 });
 
 for (const { name, code } of examples) {
