@@ -2,12 +2,12 @@
 // compare-and-set and transaction references, SQLite, Redis and PostgreSQL.
 import { describe, test } from 'node:test';
 import assert from 'node:assert/strict';
-import { CASES, CAS_CASES } from './cases.mjs';
+import { CASES, CAS_CASES, RACE_CASES } from './cases.mjs';
 import { TARGETS, lyingCas } from './targets.mjs';
 
 for (const target of TARGETS) {
   describe(`conformance: ${target.name}`, { skip: target.skip }, () => {
-    const cases = target.shape === 'cas' ? { ...CASES, ...CAS_CASES } : CASES;
+    const cases = target.shape === 'cas' ? { ...CASES, ...RACE_CASES, ...CAS_CASES } : { ...CASES, ...RACE_CASES };
     for (const [name, run] of Object.entries(cases)) {
       test(name, async () => {
         const t = await target.open();
