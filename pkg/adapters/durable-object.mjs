@@ -72,11 +72,13 @@ const json = (body, status = 200) => Response.json(body, { status });
  *   DELETE                                                    → fenced delete (the mark stays)
  *   GET                                                       → { key, mark, value }
  * Answers JSON { key, outcome, code, token, markBefore, mark } (epochs as decimal text):
- * 200 advance/accept, 409 STALE_TOKEN, 400 any other rejection or a malformed header.
+ * 200 advance/accept, 409 STALE_TOKEN, 400 any other rejection or a malformed header
+ * (then `token` is the header as received, null when absent). `signed`: pass `fg1.`
+ * header text to the gate (which must have `keys`) instead of parsing a number.
  */
-export async function fencedFetch(gate, key, request, action) {
-  if (!(gate instanceof Gate)) throw invalid('fencedFetch needs a Gate');
-  if (typeof key !== 'string') throw invalid('fencedFetch: key must be a string');
+export async function fencedFetch(gate, request, { key, action, signed = false } = {}) {
+  if (gate === null || typeof gate !== 'object' || typeof gate.write !== 'function') throw invalid('fencedFetch needs a Gate', { option: 'gate' });
+  if (typeof key !== 'string') throw invalid('fencedFetch: key must be a string', { option: 'key' });
   if (request.method === 'GET' && action === undefined) {
     const { mark, value } = await gate.read(key);
     return json({ key, mark: String(mark), value: value ?? null });
@@ -86,7 +88,9 @@ export async function fencedFetch(gate, key, request, action) {
   const header = request.headers.get('Fencing-Token');
   let token;
   try {
-    token = header !== null && header.startsWith('fg1.') ? header : parseToken(header);
+    // fg1 text: the gate verifies it; else strict decimal (no sign, leading zero, space, fraction,
+    // exponent), which a gate that requires signed tokens refuses as UNSIGNED_TOKEN
+    token = signed && header !== null && header.startsWith('fg1.') ? header : parseToken(header);
   } catch (e) {
     if (!(e instanceof FencegateError)) throw e;
     const mark = String(await gate.mark(key));
@@ -103,14 +107,14 @@ export async function fencedFetch(gate, key, request, action) {
   );
 }
 
-/** `/resources/<key>[/establish]` → `{ key, action }`, or null. */
+/** `/resources/<key>[/establish]` → `{ key, action }`, or the error Response (404 NOT_FOUND, 400 BAD_KEY). */
 function route(request) {
   const parts = new URL(request.url).pathname.split('/');
-  if (parts[1] !== 'resources' || !parts[2] || parts.length > 4) return null;
+  if (parts[1] !== 'resources' || !parts[2] || parts.length > 4) return json({ code: 'NOT_FOUND' }, 404);
   try {
     return { key: decodeURIComponent(parts[2]), action: parts[3] };
   } catch {
-    return null;
+    return json({ code: 'BAD_KEY' }, 400);
   }
 }
 
@@ -130,14 +134,16 @@ function gateOptionsOf(env) {
  */
 export class FencedObject {
   constructor(ctx, env) {
+    const options = gateOptionsOf(env);
+    this.signed = options.requireSigned === true;
     this.store = new DurableObjectStore(ctx.storage);
-    this.gate = new Gate(this.store, gateOptionsOf(env));
+    this.gate = new Gate(this.store, options);
   }
 
   async fetch(request) {
     const r = route(request);
-    if (r === null) return json({ code: 'NOT_FOUND' }, 404);
-    return fencedFetch(this.gate, r.key, request, r.action);
+    if (r instanceof Response) return r;
+    return fencedFetch(this.gate, request, { ...r, signed: this.signed });
   }
 }
 
@@ -147,7 +153,7 @@ export function fencedWorker(binding = 'FENCED') {
   return {
     fetch(request, env) {
       const r = route(request);
-      if (r === null) return json({ code: 'NOT_FOUND' }, 404);
+      if (r instanceof Response) return r;
       const ns = env[binding];
       // one Durable Object per resource key: it serialises that key's writes
       return ns.get(ns.idFromName(r.key)).fetch(request);
