@@ -2,7 +2,8 @@
 // in a Durable Object, against fencegate/durable-object on that object's
 // storage. Bundled and started by tests/js/stores/durable-object.test.mjs.
 // POST {"variant":"real"|"lying","only":[names]?} → [{ name, ok, … }].
-import { DurableObjectStore } from 'fencegate/durable-object';
+import { DurableObjectStore, fencedFetch, fencedWorker } from 'fencegate/durable-object';
+import { Gate } from 'fencegate';
 import { runCases } from '../js/stores/run-cases.mjs';
 
 /** Drops the precondition: reads outside any transaction, then puts unconditionally. */
@@ -33,6 +34,7 @@ export class Runner {
   async fetch(request) {
     const { variant, only } = await request.json();
     const storage = this.storage;
+    if (variant === 'arguments') return Response.json(await this.wrongArguments());
     const Store = variant === 'lying' ? LyingStore : DurableObjectStore;
     const target = {
       shape: 'transaction',
@@ -66,6 +68,29 @@ export class Runner {
     return Response.json(await runCases(target, only));
   }
 }
+
+Runner.prototype.wrongArguments = async function () {
+  const out = [];
+  const show = async (label, f) => {
+    try {
+      await f();
+      out.push([label, 'no error']);
+    } catch (e) {
+      out.push([label, e.code ?? e.name, e.message]);
+    }
+  };
+  await show('no storage', () => new DurableObjectStore(undefined));
+  await show('a map', () => new DurableObjectStore(new Map()));
+  await show('prefix 1', () => new DurableObjectStore(this.storage, { prefix: 1 }));
+  await show('decode only', () => new DurableObjectStore(this.storage, { decode: JSON.parse }));
+  await show('fencedFetch without a gate', () => fencedFetch(null, new Request('http://x/'), { key: 'k' }));
+  const gate = new Gate(new DurableObjectStore(this.storage, { prefix: 'args:' }));
+  await show('fencedFetch without a key', () => fencedFetch(gate, new Request('http://x/'), {}));
+  await show('fencedWorker(3)', () => fencedWorker(3));
+  const e = await gate.write('f', 1, () => 1).catch((x) => x);
+  out.push(['a function value', e.code, String((await gate.read('f')).mark)]);
+  return out;
+};
 
 export default {
   fetch(request, env) {
