@@ -11,8 +11,9 @@ import { fileURLToPath } from 'node:url';
 
 export const root = fileURLToPath(new URL('../../', import.meta.url));
 
-/** Runs `code` as `example.mjs` (`node`, or `deno run …` when `deno` is true); returns its stdout. */
-export function runExample(code, { deno = false } = {}) {
+/** Runs `code` as `example.mjs` (`node`, or `deno run …` / `bun` when `runtime` says so); returns its stdout. */
+export function runExample(code, { runtime = 'node' } = {}) {
+  const deno = runtime === 'deno';
   mkdirSync(join(root, 'build'), { recursive: true });
   const dir = mkdtempSync(join(root, 'build', 'doc-example-'));
   try {
@@ -24,7 +25,9 @@ export function runExample(code, { deno = false } = {}) {
     for (const k of Object.keys(env)) if (k.startsWith('EXAMPLE_')) delete env[k];
     const [cmd, args] = deno
       ? [join(root, 'node_modules/.bin/deno'), ['run', '--quiet', '--unstable-kv', '-A', 'example.mjs']]
-      : [process.execPath, ['example.mjs']];
+      : runtime === 'bun'
+        ? [join(root, 'node_modules/.bin/bun'), ['example.mjs']]
+        : [process.execPath, ['example.mjs']];
     return execFileSync(cmd, args, { cwd: dir, encoding: 'utf8', env: deno ? { ...env, NO_COLOR: '1' } : env });
   } finally {
     rmSync(dir, { recursive: true, force: true });

@@ -18,12 +18,12 @@ const needs = {
 };
 
 test('docs/stores.md has the adapter examples and the values one', () => {
-  assert.deepEqual(examples.map((e) => e.name), ['sqlite', 'redis', 'postgres', 'durable-object', 'indexeddb', 'deno_kv', 'values']);
+  assert.deepEqual(examples.map((e) => e.name), ['sqlite', 'bun_sqlite', 'redis', 'postgres', 'durable-object', 'indexeddb', 'deno_kv', 'values']);
 });
 
 for (const { name, code } of examples.filter((e) => e.name !== 'durable-object')) {
   test(`docs/stores.md example: ${name} (as printed, in a fresh project)`, { skip: needs[name] }, () => {
-    const out = runExample(code, { deno: name === 'deno_kv' });
+    const out = runExample(code, { runtime: { deno_kv: 'deno', bun_sqlite: 'bun' }[name] ?? 'node' });
     assert.deepEqual(out.trim().split('\n'), expectedOutput(code));
   });
 }
