@@ -24,14 +24,16 @@ for (const target of TARGETS) {
 describe('conformance catches a lying host', () => {
   // A host whose commit ignores the expected version checks, then writes
   // unconditionally: exactly the bug fencing exists to stop (DESIGN R1).
+  const cases = { ...RACE_CASES, ...CAS_CASES };
   for (const name of [
+    'concurrent writers: the advances form one chain, the rest are STALE_TOKEN, the largest wins',
     'mark 5, writers 6 and 7 load 5, 7 commits first: 6 is rejected after reloading',
     'mark 7, a 7-writer loaded, 9 advanced: the 7-writer stores nothing, later 8 is rejected',
     'conflicts past maxRetries are COMMIT_CONFLICT; commit false is never success',
   ]) {
     test(`fails: ${name}`, async () => {
       const t = await lyingCas.open();
-      await assert.rejects(CAS_CASES[name]({ ...t, shape: 'cas' }), assert.AssertionError);
+      await assert.rejects(cases[name]({ ...t, shape: 'cas' }), assert.AssertionError);
     });
   }
   test('the lying host still passes the cases that need no interleaving (so the suite must have both)', async () => {
