@@ -54,7 +54,7 @@ async function child() {
       const r = await issuer.acquire({ scope, holder: me, ttlMs: 10_000, now: Date.now() });
       if (r.ok) {
         grants += 1;
-        await issuer.release({ scope, leaseId: r.leaseId });
+        await issuer.release({ scope, leaseId: r.leaseId, holder: me });
       } else held += 1;
     } catch {
       errors += 1;

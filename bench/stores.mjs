@@ -3,7 +3,7 @@
 // (and, for SQLite, the same fencing written by hand in JS), in one run; then
 // the compare-and-set conflict retries under 4-way contention on one key.
 // Run with real services: scripts/bench-stores.sh (or set FENCEGATE_REDIS_URL /
-// FENCEGATE_PG_URL yourself). Also writes build/stores-bench.json (git-ignored).
+// FENCEGATE_PG_URL / FENCEGATE_MYSQL_URL yourself). Also writes build/stores-bench.json (git-ignored).
 import { fork } from 'node:child_process';
 import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
@@ -13,7 +13,10 @@ import { Gate } from '../pkg/node.mjs';
 import { SqliteStore } from '../pkg/adapters/sqlite.mjs';
 import { RedisStore } from '../pkg/adapters/redis.mjs';
 import { PostgresStore } from '../pkg/adapters/postgres.mjs';
-import { openSqlite, redisClient, pgPool, REDIS_URL, PG_URL, uniqueKey } from '../tests/js/stores/targets.mjs';
+import { MysqlStore } from '../pkg/adapters/mysql.mjs';
+import {
+  openSqlite, redisClient, pgPool, nodeRedisClient, postgresJs, mysqlPool, REDIS_URL, PG_URL, MYSQL_URL, uniqueKey,
+} from '../tests/js/stores/targets.mjs';
 
 const results = [];
 
@@ -111,6 +114,58 @@ async function postgres() {
   await pool.end();
 }
 
+async function nodeRedis() {
+  const client = await nodeRedisClient();
+  const prefix = `${uniqueKey('bench-nr')}:`;
+  const store = new RedisStore(client, { prefix });
+  const gate = new Gate(store);
+  await gate.write('k', 1, 'init');
+  const k = store.redisKey('k');
+  const lua = "redis.call('HSET', KEYS[1], 'value', ARGV[1]) redis.call('HINCRBY', KEYS[1], 'version', 1) return 1";
+  const sha = await client.sendCommand(['SCRIPT', 'LOAD', lua]);
+  const n = 2000;
+  report('redis (node-redis, loopback)', await measure([
+    ['raw Lua write of value+version (unfenced, 1 round trip)', (i) => client.sendCommand(['EVALSHA', sha, '1', k, JSON.stringify(`v${i}`)])],
+    ['fencegate Gate + RedisStore (HMGET + Lua CAS)', (i) => gate.write('k', 1, `v${i}`)],
+  ], n));
+  await client.del(k);
+  await client.close();
+}
+
+async function postgresJsBench() {
+  const sql = await postgresJs();
+  const table = 'fencegate_bench';
+  const store = await new PostgresStore(sql, { table }).init();
+  const gate = new Gate(store);
+  const key = uniqueKey('bench-js');
+  await gate.write(key, 1, 'init');
+  const n = 1500;
+  report('postgresql (postgres.js, loopback, fsync off)', await measure([
+    ['raw UPDATE value, version (unfenced, 1 statement)', (i) =>
+      sql.unsafe(`UPDATE ${table} SET value = $1, version = version + 1 WHERE key = $2`, [JSON.stringify(`v${i}`), key])],
+    ['fencegate Gate + PostgresStore (SELECT + conditional UPDATE)', (i) => gate.write(key, 1, `v${i}`)],
+  ], n));
+  await sql.unsafe(`DELETE FROM ${table} WHERE key = $1`, [key]);
+  await sql.end();
+}
+
+async function mysql() {
+  const pool = await mysqlPool();
+  const table = 'fencegate_bench';
+  const store = await new MysqlStore(pool, { table }).init();
+  const gate = new Gate(store);
+  const key = uniqueKey('bench');
+  await gate.write(key, 1, 'init');
+  const n = 1500;
+  report('mysql (mysql2 Pool, MariaDB 10.11, loopback, redo-log flush off)', await measure([
+    ['raw UPDATE value, version (unfenced, 1 statement)', (i) =>
+      pool.execute(`UPDATE ${table} SET value = ?, version = version + 1 WHERE k = ?`, [JSON.stringify(`v${i}`), key])],
+    ['fencegate Gate + MysqlStore (SELECT + conditional UPDATE)', (i) => gate.write(key, 1, `v${i}`)],
+  ], n));
+  await pool.execute(`DELETE FROM ${table} WHERE k = ?`, [key]);
+  await pool.end();
+}
+
 /** 4 processes × 200 fenced writes on ONE key; counts compare-and-set retries. */
 async function contention(engine, config) {
   const worker = new URL('../tests/js/stores/race-worker.mjs', import.meta.url);
@@ -140,10 +195,16 @@ async function contention(engine, config) {
 }
 
 await sqlite();
-if (REDIS_URL) await redis();
-else console.log('\nredis: skipped (FENCEGATE_REDIS_URL not set)');
-if (PG_URL) await postgres();
-else console.log('\npostgresql: skipped (FENCEGATE_PG_URL not set)');
+if (REDIS_URL) {
+  await redis();
+  await nodeRedis();
+} else console.log('\nredis: skipped (FENCEGATE_REDIS_URL not set)');
+if (PG_URL) {
+  await postgres();
+  await postgresJsBench();
+} else console.log('\npostgresql: skipped (FENCEGATE_PG_URL not set)');
+if (MYSQL_URL) await mysql();
+else console.log('\nmysql: skipped (FENCEGATE_MYSQL_URL not set)');
 
 console.log('\n4-way contention on one key (4 processes × 200 fenced operations, stale and current tokens mixed):');
 const dir = mkdtempSync(join(tmpdir(), 'fencegate-bench-'));
@@ -157,6 +218,19 @@ if (PG_URL) {
   await new PostgresStore(p, { table: 'fencegate_race' }).init();
   await p.end();
   await contention('postgres', { table: 'fencegate_race' });
+}
+if (REDIS_URL) await contention('node-redis', { prefix: `${uniqueKey('c-nr')}:` });
+if (PG_URL) {
+  const q = await postgresJs();
+  await new PostgresStore(q, { table: 'fencegate_race' }).init();
+  await q.end();
+  await contention('postgres-js', { table: 'fencegate_race' });
+}
+if (MYSQL_URL) {
+  const p = await mysqlPool();
+  await new MysqlStore(p, { table: 'fencegate_race' }).init();
+  await p.end();
+  await contention('mysql', { table: 'fencegate_race' });
 }
 console.log('  (SQLite serialises writers on its write lock, so its transaction shape never retries.)');
 mkdirSync(new URL('../build/', import.meta.url), { recursive: true });

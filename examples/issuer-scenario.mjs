@@ -48,13 +48,15 @@ expect(`B writes: ${v.outcome}`, [v.outcome, (await gate.read(scope)).value], ['
 console.log('      A wakes up and carries on');
 v = await gate.write(scope, a.epoch, 'A: late write');
 expect(`A's late write with ${a.epoch} is rejected: ${v.code}`, [v.code, (await gate.read(scope)).value], ['STALE_TOKEN', 'B: first write']);
-const renewed = await issuer.renew({ scope, leaseId: a.leaseId, ttlMs: 10_000, now: T + 10_001 });
+const renewed = await issuer.renew({ scope, leaseId: a.leaseId, holder: 'A', ttlMs: 10_000, now: T + 10_001 });
 expect(`A cannot renew its lapsed lease: ${renewed.code}`, renewed.code, 'LEASE_EXPIRED');
-const freed = await issuer.release({ scope, leaseId: a.leaseId });
+const freed = await issuer.release({ scope, leaseId: a.leaseId, holder: 'A' });
 expect("A's release of a lease it no longer holds changes nothing", freed.released, false);
 const blocked = await issuer.acquire({ scope, holder: 'A', ttlMs: 10_000, now: T + 10_002 });
 expect(`A acquires again while B holds: ${blocked.code}`, blocked.code, 'LEASE_HELD');
-const done = await issuer.release({ scope, leaseId: b.leaseId });
+const stolen = await issuer.release({ scope, leaseId: b.leaseId, holder: 'A' });
+expect(`A cannot release B's lease, even with its id: ${stolen.code}`, stolen.code, 'LEASE_NOT_HELD');
+const done = await issuer.release({ scope, leaseId: b.leaseId, holder: 'B' });
 expect('B releases', done.released, true);
 const a2 = await issuer.acquire({ scope, holder: 'A', ttlMs: 10_000, now: T + 10_003 });
 expect(`A acquires after B released: epoch ${a2.epoch} = n + 2`, a2.epoch, n + 2);

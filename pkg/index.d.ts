@@ -52,7 +52,9 @@ export type ErrorCode =
   | 'EPOCH_CONFLICT'
   | 'OP_ID_EXPIRED'
   | 'QUARANTINED'
-  | 'OP_ID_REUSED';
+  | 'OP_ID_REUSED'
+  | 'LEASE_NOT_HELD'
+  | 'REQUEST_ID_REUSED';
 
 /** Codes a verdict of a fenced operation can carry. */
 export type RejectCode =
@@ -233,6 +235,17 @@ export interface AuditRecord {
   markAfter: Epoch;
   holder: string | null;
   opId: string | null;
+  /**
+   * Milliseconds (fractional, `performance.now()`) from the call to the verdict:
+   * loading, deciding and committing.
+   */
+  durationMs: number;
+  /**
+   * Milliseconds of `durationMs` spent in the host store's `commit` (all
+   * compare-and-set attempts) or `transaction` callback; `null` when no host
+   * was asked to commit (a MemoryGate; a compare-and-set rejection decided on load).
+   */
+  commitMs: number | null;
 }
 
 /** Counts since the gate was made. */
@@ -691,11 +704,35 @@ export interface IssuerTransactionStore {
 }
 
 /**
- * Persisted issuer state of one scope, format version 1 (JSON-safe, exact):
- * `{"v":1,"epoch":"41","lease":{"holder":"a","expiresAt":"1700000030000","requestId":"r-1"}}`
- * or `{"v":1,"epoch":"41","lease":null}`. Anything else is CORRUPT_STATE.
+ * Persisted issuer state of one scope (JSON-safe, exact). Format 2, written since issue 20:
+ * `{"v":2,"epoch":"41","lease":{"id":"41.q83vEjRWeJq83vEjRWeJqw","holder":"a","expiresAt":"1700000030000","ttlMs":"30000","requestId":"r-1"}}`
+ * or `{"v":2,"epoch":"41","lease":null}`. Format 1 (lease ids derived as
+ * `<scope>#<epoch>`, no `id`, no `ttlMs`) is still read, and written back only
+ * when its lease is renewed. Anything else is CORRUPT_STATE.
  */
-export interface PersistedIssuerState {
+export type PersistedIssuerState = PersistedIssuerStateV2 | PersistedIssuerStateV1;
+
+/** Issuer state format 2: the lease id (random) and the acquiring ttl are stored. */
+export interface PersistedIssuerStateV2 {
+  v: 2;
+  /** The last epoch issued, canonical decimal text ("0" or `[1-9][0-9]*`, ≤ 2^64−1). */
+  epoch: string;
+  lease: {
+    /** The lease id: `"<epoch>.<22 base64url characters>"` (16 random bytes). */
+    id: string;
+    /** Non-empty holder id. */
+    holder: string;
+    /** Expiry in host ms, decimal text (≤ 2^53−1). */
+    expiresAt: string;
+    /** The acquiring request's ttlMs, decimal text (1..2^53−1); renewals keep it. */
+    ttlMs: string;
+    /** The acquiring request's id, or null. */
+    requestId: string | null;
+  } | null;
+}
+
+/** Issuer state format 1 (before issue 20): lease ids are derived, `"<scope>#<epoch>"`. */
+export interface PersistedIssuerStateV1 {
   v: 1;
   /** The last epoch issued, canonical decimal text ("0" or `[1-9][0-9]*`, ≤ 2^64−1). */
   epoch: string;
@@ -736,7 +773,13 @@ export interface IssuerGrant {
   scope: string;
   /** The fencing token of this lease: send it with every write (gate.write / establish). */
   epoch: Epoch;
-  /** `"<scope>#<epoch>"`: derived, not secret; it identifies, it does not authenticate. */
+  /**
+   * `"<epoch>.<22 base64url characters>"` (at most 43 characters, URL- and
+   * header-safe): 128 random bits from the host's CSPRNG, unique per
+   * acquisition even when a restored issuer repeats an epoch. With `holder`
+   * it is what renew and release check. (`"<scope>#<epoch>"` for a lease
+   * granted before issue 20, state format 1.)
+   */
   leaseId: string;
   holder: string;
   /** The lease is live while `now < expiresAt` (ms). */
@@ -765,6 +808,28 @@ export interface LeaseExpired {
   epoch: Epoch;
 }
 
+/**
+ * `renew` / `release` whose lease id and holder are not both the scope's
+ * current lease. Says nothing about that lease (no holder, id, epoch or
+ * expiry). Nothing changed.
+ */
+export interface LeaseNotHeld {
+  ok: false;
+  code: 'LEASE_NOT_HELD';
+  scope: string;
+}
+
+/**
+ * `acquire` with the request id of the scope's current lease but another
+ * holder or another ttlMs: the id was reused for a different request.
+ * Nothing changed; use a new request id per acquisition attempt.
+ */
+export interface RequestIdReused {
+  ok: false;
+  code: 'REQUEST_ID_REUSED';
+  scope: string;
+}
+
 /** Arguments of {@link Issuer.acquire}. */
 export interface AcquireArgs {
   scope: string;
@@ -773,7 +838,11 @@ export interface AcquireArgs {
   ttlMs: number;
   /** Host time in ms (safe integer ≥ 0); optional when the issuer has a `clock`. */
   now?: number;
-  /** Makes retries idempotent: the same holder + request id returns the same lease while it is live. */
+  /**
+   * Makes retries idempotent: the same request id with the same holder and
+   * ttlMs returns the same lease while it is live; with another holder or
+   * ttlMs it answers REQUEST_ID_REUSED (nothing changes).
+   */
   requestId?: string;
 }
 
@@ -787,8 +856,12 @@ export interface AcquireArgs {
  *
  * Thrown FencegateError codes (nothing was handed out): INVALID_ARGUMENT,
  * CORRUPT_STATE, EPOCH_OVERFLOW, STORE_ERROR, COMMIT_UNKNOWN, COMMIT_CONFLICT,
- * NOT_INITIALIZED. After STORE_ERROR or COMMIT_UNKNOWN on acquire, retry with
- * the same `requestId`.
+ * NOT_INITIALIZED (also: a runtime without `crypto.getRandomValues`, which
+ * lease ids are drawn from). After STORE_ERROR or COMMIT_UNKNOWN on acquire,
+ * retry with the same `requestId`, holder and ttlMs.
+ *
+ * Results with `ok: false` (nothing changed): LEASE_HELD, LEASE_EXPIRED,
+ * LEASE_NOT_HELD (renew/release), REQUEST_ID_REUSED (acquire).
  */
 export class Issuer {
   constructor(store?: IssuerCasStore | IssuerTransactionStore | HostStore<any> | null, options?: IssuerOptions);
@@ -797,11 +870,20 @@ export class Issuer {
   /** The store key of `scope`'s record (`keyPrefix + scope`). */
   keyOf(scope: string): string;
   /** A new epoch (previous + 1) and lease when no lease is live at `now`; LEASE_HELD otherwise. */
-  acquire(args: AcquireArgs): Promise<(IssuerGrant & { replayed: boolean }) | LeaseHeld | LeaseExpired>;
-  /** Extends a live lease to `now + ttlMs`, same epoch; LEASE_EXPIRED when it is not the live current lease. */
-  renew(args: { scope: string; leaseId: string; ttlMs: number; now?: number }): Promise<IssuerGrant | LeaseExpired>;
-  /** Frees the scope when `leaseId` is its current lease; `released: false` (nothing changed) otherwise. */
-  release(args: { scope: string; leaseId: string }): Promise<{ ok: true; code: null; scope: string; released: boolean; epoch: Epoch }>;
+  acquire(args: AcquireArgs): Promise<(IssuerGrant & { replayed: boolean }) | LeaseHeld | LeaseExpired | RequestIdReused>;
+  /**
+   * Extends the live lease `leaseId` of `holder` to `now + ttlMs`, same epoch.
+   * LEASE_EXPIRED when that lease is over (expired, released, revoked,
+   * superseded); LEASE_NOT_HELD when `leaseId` and `holder` are not the
+   * scope's current lease. Both change nothing.
+   */
+  renew(args: { scope: string; leaseId: string; holder: string; ttlMs: number; now?: number }): Promise<IssuerGrant | LeaseExpired | LeaseNotHeld>;
+  /**
+   * Frees the scope when `leaseId` and `holder` are its current lease;
+   * `released: false` when that lease is over already; LEASE_NOT_HELD when
+   * they are not the current lease. Nothing changes unless released.
+   */
+  release(args: { scope: string; leaseId: string; holder: string }): Promise<{ ok: true; code: null; scope: string; released: boolean; epoch: Epoch } | LeaseNotHeld>;
   /**
    * Repair after restoring issuer state from an older copy (R11): lifts the
    * scope's epoch to at least `atLeast` (the highest mark its resources have
@@ -874,7 +956,8 @@ export type ReconcileChange =
 /** What reconcile read and found in one scope. */
 export interface ReconcileScope {
   scope: string;
-  issuer: { epoch: Epoch; lease: { holder: string; leaseId: string; expiresAt: number; live: boolean } | null };
+  /** The issuer's record as read (no lease id: it is the lease's credential, and reports get logged). */
+  issuer: { epoch: Epoch; lease: { holder: string; expiresAt: number; live: boolean } | null };
   keys: FenceRecord[];
   /**
    * The issuer's current epoch bound to another holder at a resource than its

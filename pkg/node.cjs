@@ -5,7 +5,9 @@ const { join } = require('node:path');
 const bundle = require('./dist/fencegate.cjs');
 
 bundle.__initSync(readFileSync(join(__dirname, 'dist', 'fencegate_bg.wasm')));
+bundle.__setWebCrypto(require('node:crypto').webcrypto); // Node 18 has no global crypto (lease ids of the Issuer)
 
 const api = { ...bundle };
 delete api.__initSync;
+delete api.__setWebCrypto;
 module.exports = api;

@@ -34,10 +34,10 @@ cp node_modules/devalue/LICENSE "$OUT/dist/devalue.LICENSE"
 npx --no-install esbuild "$OUT/lib/cjs-entry.mjs" --bundle --format=cjs --platform=node \
   --log-override:empty-import-meta=silent --outfile="$OUT/dist/fencegate.cjs" --log-level=warning
 cp "$OUT/index.d.ts" "$OUT/dist/index.d.cts"
-# CommonJS copies of the store adapters (fencegate/sqlite, /redis, /postgres), with
+# CommonJS copies of the store adapters (fencegate/sqlite, /redis, /postgres, /mysql), with
 # adapters/support.mjs inlined. From lib/ they import only the codec and the error class,
 # which the CommonJS bundle exports: one FencegateError class for require() users.
-for a in sqlite redis postgres; do
+for a in sqlite redis postgres mysql; do
   npx --no-install esbuild "$OUT/adapters/$a.mjs" --bundle '--external:../lib/*' --format=cjs --platform=node \
     --outfile="$OUT/dist/adapters/$a.cjs" --log-level=warning
   sed -i -e 's#require("\.\./lib/codec\.mjs")#require("../fencegate.cjs")#' \
@@ -47,6 +47,10 @@ for a in sqlite redis postgres; do
   fi
   cp "$OUT/adapters/$a.d.ts" "$OUT/dist/adapters/$a.d.cts"
 done
+# The license texts and the changelog ship in the tarball; their one copy lives at the root.
+cp LICENSE-MIT LICENSE-APACHE CHANGELOG.md "$OUT"/
+# CommonJS copies of the integrations (fencegate/http, /hono, /express, /otel, /prometheus).
+node scripts/build-integrations.mjs "$OUT"
 raw=$(wc -c < "$OUT/dist/fencegate_bg.wasm")
 gz=$(gzip -9 -c "$OUT/dist/fencegate_bg.wasm" | wc -c)
 echo "build: $OUT/dist/fencegate_bg.wasm ${raw} bytes raw, ${gz} bytes gzip -9${FEATURES:+ (features: $FEATURES)}"

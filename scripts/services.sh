@@ -1,11 +1,14 @@
 #!/usr/bin/env bash
 # Starts / stops the real stores the store tests use, on loopback, in a scratch dir:
-#   scripts/services.sh install           apt-get installs redis-server and postgresql if missing
-#   scripts/services.sh start DIR         starts both, writes DIR/env (source it)
+#   scripts/services.sh install           apt-get installs redis-server, postgresql and mariadb-server if missing
+#   scripts/services.sh start DIR         starts all three, writes DIR/env (source it)
 #   scripts/services.sh stop DIR          stops what `start DIR` started (by pid file / pg_ctl)
-# DIR/env exports FENCEGATE_REDIS_URL and FENCEGATE_PG_URL.
+# DIR/env exports FENCEGATE_REDIS_URL, FENCEGATE_PG_URL and FENCEGATE_MYSQL_URL.
 # Redis runs with no persistence (--save '' --appendonly no); PostgreSQL runs as
-# the postgres user (initdb/pg_ctl refuse root) with fsync off: test data only.
+# the postgres user (initdb/pg_ctl refuse root) with fsync off; MariaDB runs in
+# DIR (as root when started by root: --user=root) with its redo-log flush off,
+# no doublewrite and a small buffer pool: test data only. Its user `fencegate`
+# (password `fgtestpw`, database `fencegate`) is reached on 127.0.0.1 only.
 set -euo pipefail
 
 pg_bin() {
@@ -18,6 +21,7 @@ install() {
   local need=()
   command -v redis-server >/dev/null 2>&1 || need+=(redis-server)
   pg_bin >/dev/null || need+=(postgresql)
+  mariadb_bin >/dev/null || need+=(mariadb-server)
   if [ ${#need[@]} -gt 0 ]; then
     echo "services: installing ${need[*]}"
     export DEBIAN_FRONTEND=noninteractive
@@ -25,6 +29,14 @@ install() {
     apt-get update -qq
     apt-get install -y -qq --no-install-recommends "${need[@]}" >/dev/null
   fi
+}
+
+mariadb_bin() {
+  local b
+  for b in /usr/sbin/mariadbd "$(command -v mariadbd 2>/dev/null || true)"; do
+    [ -n "$b" ] && [ -x "$b" ] && command -v mariadb-install-db >/dev/null 2>&1 && { echo "$b"; return 0; }
+  done
+  return 1
 }
 
 free_port() {
@@ -56,6 +68,8 @@ start() {
     -o "-p $pport -k $dir/pg -c listen_addresses=127.0.0.1 -c fsync=off -c synchronous_commit=off -c full_page_writes=off" \
     start >/dev/null || { cat "$dir/pg/server.log" >&2; exit 1; }
 
+  start_mariadb "$dir"
+
   for _ in $(seq 1 50); do
     if node -e "require('net').connect($rport,'127.0.0.1').on('connect',()=>process.exit(0)).on('error',()=>process.exit(1))"; then break; fi
     sleep 0.1
@@ -63,8 +77,49 @@ start() {
   cat >"$dir/env" <<ENV
 export FENCEGATE_REDIS_URL=redis://127.0.0.1:$rport
 export FENCEGATE_PG_URL=postgres://postgres@127.0.0.1:$pport/postgres
+export FENCEGATE_MYSQL_URL=mysql://fencegate:fgtestpw@127.0.0.1:$MYSQL_PORT/fencegate
 ENV
-  echo "services: redis on 127.0.0.1:$rport, postgresql on 127.0.0.1:$pport (env in $dir/env)"
+  echo "services: redis on 127.0.0.1:$rport, postgresql on 127.0.0.1:$pport, mariadb on 127.0.0.1:$MYSQL_PORT (env in $dir/env)"
+}
+
+# MariaDB in DIR/mysql: a fresh data dir (mariadb-install-db), then mariadbd in
+# the background on a free loopback port; waits until it answers on its socket,
+# then creates the test user and database. Sets MYSQL_PORT.
+start_mariadb() {
+  local dir=$1 bin d as_user=() i
+  bin=$(mariadb_bin) || { echo "services: mariadb-server is not installed (run: $0 install)" >&2; exit 1; }
+  d="$dir/mysql"
+  mkdir -p "$d"
+  [ "$(id -u)" = 0 ] && as_user=(--user=root)
+  mariadb-install-db --no-defaults "${as_user[@]}" --datadir="$d/data" --auth-root-authentication-method=normal \
+    --skip-test-db --skip-name-resolve >"$d/install.log" 2>&1 || { cat "$d/install.log" >&2; exit 1; }
+  MYSQL_PORT=$(free_port)
+  "$bin" --no-defaults "${as_user[@]}" --datadir="$d/data" --socket="$d/sock" --pid-file="$d/mariadbd.pid" \
+    --port="$MYSQL_PORT" --bind-address=127.0.0.1 --skip-name-resolve --log-error="$d/server.log" \
+    --innodb-flush-log-at-trx-commit=0 --innodb-doublewrite=0 --innodb-buffer-pool-size=32M \
+    --innodb-log-file-size=16M --performance-schema=OFF --skip-log-bin </dev/null >/dev/null 2>&1 &
+  echo $! >"$d/mariadbd.pid" # stop_mariadb finds it even if the start fails below (mariadbd rewrites the same pid)
+  for i in $(seq 1 150); do
+    if mariadb --no-defaults -uroot --socket="$d/sock" -e 'SELECT 1' >/dev/null 2>&1; then break; fi
+    [ "$i" = 150 ] && { echo "services: mariadbd did not answer within 15 s" >&2; cat "$d/server.log" >&2; exit 1; }
+    sleep 0.1
+  done
+  mariadb --no-defaults -uroot --socket="$d/sock" -e "CREATE DATABASE fencegate CHARACTER SET utf8mb4 COLLATE utf8mb4_bin;
+    CREATE USER 'fencegate'@'127.0.0.1' IDENTIFIED BY 'fgtestpw';
+    GRANT ALL ON fencegate.* TO 'fencegate'@'127.0.0.1';" || { cat "$d/server.log" >&2; exit 1; }
+}
+
+stop_mariadb() {
+  local d="$1/mysql" pid i
+  [ -f "$d/mariadbd.pid" ] || return 0
+  pid=$(cat "$d/mariadbd.pid")
+  kill "$pid" 2>/dev/null || true
+  for i in $(seq 1 50); do
+    kill -0 "$pid" 2>/dev/null || break
+    [ "$i" = 50 ] && kill -9 "$pid" 2>/dev/null || true
+    sleep 0.1
+  done
+  rm -f "$d/mariadbd.pid"
 }
 
 stop() {
@@ -76,6 +131,7 @@ stop() {
   if [ -f "$dir/pg/data/postmaster.pid" ] && bin=$(pg_bin); then
     as_postgres "$bin/pg_ctl" -D "$dir/pg/data" -m immediate -w stop >/dev/null 2>&1 || true
   fi
+  stop_mariadb "$dir"
 }
 
 case "${1:-}" in

@@ -13,6 +13,9 @@ cargo clippy --quiet --all-targets -- -D warnings
 echo "== cargo test (native core) =="
 cargo test --quiet
 
+echo "== model check: issuer + gate + paused clients + restores + reconcile (model/, CI bounds) =="
+bash scripts/model-check.sh
+
 echo "== build the npm package =="
 bash scripts/build.sh
 

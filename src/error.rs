@@ -69,11 +69,17 @@ pub enum Code {
     /// fingerprint: the id was reused for another operation (issue 13; the
     /// IETF HTTP Idempotency-Key draft answers 422). Nothing is applied.
     OpIdReused = 23,
+    /// `renew` / `release` of the issuer with a lease id and holder that are
+    /// not the scope's current lease (issue 20). Says nothing about whose it is.
+    LeaseNotHeld = 24,
+    /// `acquire` with the request id of the current lease but other arguments
+    /// (another holder or ttl): the id was reused for a different request.
+    RequestIdReused = 25,
 }
 
 impl Code {
     /// Every code, in discriminant order.
-    pub const ALL: [Code; 24] = [
+    pub const ALL: [Code; 26] = [
         Code::MissingToken,
         Code::MalformedToken,
         Code::StaleToken,
@@ -98,6 +104,8 @@ impl Code {
         Code::OpIdExpired,
         Code::Quarantined,
         Code::OpIdReused,
+        Code::LeaseNotHeld,
+        Code::RequestIdReused,
     ];
 
     /// The stable string JavaScript sees.
@@ -127,6 +135,8 @@ impl Code {
             Code::OpIdExpired => "OP_ID_EXPIRED",
             Code::Quarantined => "QUARANTINED",
             Code::OpIdReused => "OP_ID_REUSED",
+            Code::LeaseNotHeld => "LEASE_NOT_HELD",
+            Code::RequestIdReused => "REQUEST_ID_REUSED",
         }
     }
 }

@@ -19,43 +19,100 @@
 //! a token, and a clock that goes backwards can make a lease look live longer
 //! but can never lower or repeat an epoch.
 //!
-//! # Persisted state, format version 1
+//! # Persisted state, format version 2
+//!
+//! ```json
+//! {"v":2,"epoch":"41","lease":{"id":"41.HBaK2wDSq83vEjRWeJq83vEjRWeJqw","holder":"node-a","expiresAt":"1700000030000","ttlMs":"30000","requestId":"r-17"}}
+//! {"v":2,"epoch":"41","lease":null}
+//! ```
+//!
+//! * `v` — the number `2`.
+//! * `epoch` — the last epoch issued for the scope, canonical decimal text
+//!   (`"0"` or `[1-9][0-9]*`, ≤ 2^64−1): text because JSON numbers above 2^53
+//!   lose precision in JavaScript.
+//! * `lease` — the lease of that epoch, or `null` once it was released (or
+//!   when the state was raised). `id` is the lease id, exactly
+//!   `"<epoch>.<tag><key>"`: `tag` and `key` are canonical unpadded base64url
+//!   texts of 6 and 16 bytes (8 and 22 characters); `holder` is a non-empty string;
+//!   `expiresAt` the expiry in host milliseconds as decimal text (≤ 2^53−1);
+//!   `ttlMs` the acquiring request's lease length (decimal text, 1..=2^53−1,
+//!   kept unchanged by renewals: it is part of the request's fingerprint);
+//!   `requestId` the acquiring request's id (a non-empty string) or `null`.
+//!
+//! # Format version 1 (still read)
 //!
 //! ```json
 //! {"v":1,"epoch":"41","lease":{"holder":"node-a","expiresAt":"1700000030000","requestId":"r-17"}}
 //! {"v":1,"epoch":"41","lease":null}
 //! ```
 //!
-//! * `v` — the number `1`.
-//! * `epoch` — the last epoch issued for the scope, canonical decimal text
-//!   (`"0"` or `[1-9][0-9]*`, ≤ 2^64−1): text because JSON numbers above 2^53
-//!   lose precision in JavaScript.
-//! * `lease` — the lease of that epoch, or `null` once it was released (or
-//!   when the state was raised). `holder` is a non-empty string; `expiresAt`
-//!   the expiry in host milliseconds as decimal text (≤ 2^53−1); `requestId`
-//!   the acquiring request's id (a non-empty string) or `null`.
+//! A version-1 lease has no stored id: its id is derived, `"<scope>#<epoch>"`,
+//! and its ttl is not known. Such a lease keeps working for its holder (renew,
+//! release) until it ends; renewing it rewrites the record in version 1, so it
+//! keeps its id. Every other write — any acquisition, a release, a raise —
+//! writes version 2.
 //!
-//! Every field is required and no other field is allowed; anything else is a
-//! [`StateError`] (code `CORRUPT_STATE`), never "a fresh scope at epoch 0". A
-//! scope with no stored record at all is the only fresh scope.
+//! In both versions every field is required and no other field is allowed;
+//! anything else is a [`StateError`] (code `CORRUPT_STATE`), never "a fresh
+//! scope at epoch 0". A scope with no stored record at all is the only fresh
+//! scope.
 //!
 //! # Lease ids
 //!
-//! A lease id is derived, not random: `"<scope>#<epoch>"` (see [`lease_id`]).
-//! Epochs are never reused within a scope, so the id names exactly one
-//! acquisition; including the scope keeps a lease of scope A from renewing or
-//! releasing a lease of scope B that happens to have the same epoch. A lease id
-//! identifies, it does not authenticate (R9): anyone who knows it can renew or
-//! release, so authorise callers before they reach the issuer.
+//! A lease id is `"<epoch>.<tag><key>"`, e.g. `41.HBaK2wDSq83vEjRWeJq83vEjRWeJqw`:
+//!
+//! * the epoch, for operators;
+//! * `tag`: the first 6 bytes of SHA-256(scope), 8 characters — not a
+//!   secret; it keeps a lease id of one scope from being read as an epoch of
+//!   another (so presenting it to the wrong scope is `LEASE_NOT_HELD`, not a
+//!   false alarm of a restored issuer). The scope itself is not in the id:
+//!   it may be any text of any length;
+//! * `key`: 128 random bits drawn by the host from its CSPRNG
+//!   (`crypto.getRandomValues`) and passed in ([`AcquireRequest::random`]),
+//!   so this module stays pure: 22 characters. The key is what makes the id
+//!   unguessable and unique per acquisition, even when a restored issuer hands
+//!   an epoch out a second time.
+//!
+//! The id is at most [`MAX_LEASE_ID_LEN`] (51) bytes of `[0-9A-Za-z._-]`:
+//! safe in URLs, headers and signed tokens (≤ 128 bytes).
+//!
+//! `renew` and `release` take the lease id and the holder, and act only when
+//! both match the scope's current lease exactly; otherwise they answer
+//! [`IssuerResult::NotHeld`] (`LEASE_NOT_HELD`) without saying whose lease it
+//! is, or [`IssuerResult::Expired`] / `released: false` when the id names an
+//! epoch whose lease is over in any case (an older epoch, or the current one
+//! after it was released or revoked).
 
 use thiserror::Error;
 
 use crate::error::{Code, StateError};
 use crate::json::{self, Value};
+use crate::signed::{b64_decode_canonical, b64_encode};
 use crate::token::{parse_token, MAX_SAFE_INTEGER};
+use sha2::{Digest, Sha256};
 
-/// The format version written by [`IssuerState::to_wire`].
-pub const ISSUER_STATE_VERSION: u64 = 1;
+/// The format version written by [`IssuerState::to_wire`] (except for a
+/// version-1 lease that is renewed: see the module docs).
+pub const ISSUER_STATE_VERSION: u64 = 2;
+
+/// The format version that has derived lease ids (still read).
+pub const ISSUER_STATE_VERSION_1: u64 = 1;
+
+/// Random bytes in a lease id (128 bits).
+pub const LEASE_KEY_BYTES: usize = 16;
+
+/// Base64url characters of a lease key.
+const LEASE_KEY_LEN: usize = 22;
+
+/// Bytes of SHA-256(scope) in a lease id's scope tag.
+const SCOPE_TAG_BYTES: usize = 6;
+
+/// Base64url characters of a scope tag.
+const SCOPE_TAG_LEN: usize = 8;
+
+/// The longest lease id this module issues, in bytes: 20 epoch digits, `.`,
+/// 8 scope-tag and 22 key characters.
+pub const MAX_LEASE_ID_LEN: usize = 20 + 1 + SCOPE_TAG_LEN + LEASE_KEY_LEN;
 
 /// The largest epoch the issuer may hand out: decided by how the caller
 /// represents tokens, so that no epoch is ever rounded (R4).
@@ -77,6 +134,20 @@ impl EpochLimit {
     }
 }
 
+/// How a lease is identified, by the format it was granted under.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum LeaseForm {
+    /// Format 1: the id is derived, `"<scope>#<epoch>"`; the acquiring ttl is unknown.
+    Derived,
+    /// Format 2: a stored random id and the acquiring request's ttl.
+    Keyed {
+        /// The lease id, `"<epoch>.<22 base64url characters>"`.
+        id: String,
+        /// The acquiring request's `ttl_ms` (renewals do not change it).
+        ttl_ms: u64,
+    },
+}
+
 /// The lease of the scope's last epoch.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Lease {
@@ -86,6 +157,26 @@ pub struct Lease {
     pub expires_at: u64,
     /// The id of the acquire request that granted it, for idempotent retries.
     pub request_id: Option<String>,
+    /// Its id (stored, or derived for a format-1 lease).
+    pub form: LeaseForm,
+}
+
+impl Lease {
+    /// The lease id of this lease, the lease of `epoch` in `scope`.
+    pub fn id(&self, scope: &str, epoch: u64) -> String {
+        match &self.form {
+            LeaseForm::Derived => derived_lease_id(scope, epoch),
+            LeaseForm::Keyed { id, .. } => id.clone(),
+        }
+    }
+
+    /// The acquiring request's ttl, when it was recorded (format 2).
+    pub fn ttl_ms(&self) -> Option<u64> {
+        match &self.form {
+            LeaseForm::Derived => None,
+            LeaseForm::Keyed { ttl_ms, .. } => Some(*ttl_ms),
+        }
+    }
 }
 
 /// The decoded issuer state of one scope. `Default` is a fresh scope (epoch 0, no lease).
@@ -97,21 +188,26 @@ pub struct IssuerState {
     pub lease: Option<Lease>,
 }
 
-/// A version-1 lease as text fields (`holder`, `expiresAt`, `requestId`).
+/// A lease as text fields, before validation. `id` and `ttl_ms` are present
+/// in format 2 and absent in format 1.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct WireLease {
+    /// The lease id (format 2).
+    pub id: Option<String>,
     /// Holder id.
     pub holder: String,
     /// Expiry (ms) as canonical decimal text.
     pub expires_at: String,
+    /// The acquiring ttl (ms) as canonical decimal text (format 2).
+    pub ttl_ms: Option<String>,
     /// Request id or `null` (required, may be null).
     pub request_id: Option<String>,
 }
 
-/// Format version 1 as text fields, before validation.
+/// A persisted state as text fields, before validation.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct WireIssuerState {
-    /// Format version, [`ISSUER_STATE_VERSION`].
+    /// Format version, 1 or 2.
     pub v: u64,
     /// The last epoch issued, canonical decimal text.
     pub epoch: String,
@@ -146,10 +242,21 @@ fn text_field(v: Value, what: &str) -> Result<String, StateError> {
     }
 }
 
+fn opt_text_field(v: Value, what: &str) -> Result<Option<String>, StateError> {
+    match v {
+        Value::Null => Ok(None),
+        other => text_field(other, what).map(Some),
+    }
+}
+
+const LEASE_FIELDS_V1: &[&str] = &["holder", "expiresAt", "requestId"];
+const LEASE_FIELDS_V2: &[&str] = &["id", "holder", "expiresAt", "ttlMs", "requestId"];
+
 impl WireIssuerState {
-    /// Reads the JSON text of a version-1 record: exactly the fields
-    /// `v` (an integer), `epoch` (a string) and `lease` (`null`, or exactly
-    /// `holder`, `expiresAt` (strings) and `requestId` (a string or `null`)).
+    /// Reads the JSON text of a record: exactly the fields `v` (the integer 1
+    /// or 2), `epoch` (a string) and `lease` (`null`, or an object: in format
+    /// 1 exactly `holder`, `expiresAt` (strings) and `requestId` (a string or
+    /// `null`); in format 2 also `id` and `ttlMs` (strings)).
     pub fn from_json(text: &str) -> Result<WireIssuerState, StateError> {
         let value = json::parse(text).map_err(|e| StateError(format!("issuer state: {e}")))?;
         let mut f = exact_object(value, &["v", "epoch", "lease"], "issuer state")?.into_iter();
@@ -161,24 +268,43 @@ impl WireIssuerState {
                 "issuer state field v must be an integer".to_owned(),
             ));
         };
+        let fields = match v {
+            ISSUER_STATE_VERSION_1 => LEASE_FIELDS_V1,
+            ISSUER_STATE_VERSION => LEASE_FIELDS_V2,
+            other => {
+                return Err(StateError(format!(
+                    "unsupported issuer state format version {other} (this build reads versions 1 and 2)"
+                )))
+            }
+        };
         let lease = match lease {
             Value::Null => None,
             other => {
-                let mut l =
-                    exact_object(other, &["holder", "expiresAt", "requestId"], "issuer lease")?
-                        .into_iter();
-                let (Some(holder), Some(expires_at), Some(request_id)) =
-                    (l.next(), l.next(), l.next())
-                else {
-                    return Err(StateError("issuer lease is incomplete".to_owned()));
+                let mut l = exact_object(other, fields, "issuer lease")?.into_iter();
+                let mut next = || {
+                    l.next()
+                        .ok_or_else(|| StateError("issuer lease is incomplete".to_owned()))
                 };
+                let v2 = v == ISSUER_STATE_VERSION;
+                let id = if v2 {
+                    Some(text_field(next()?, "issuer lease id")?)
+                } else {
+                    None
+                };
+                let holder = text_field(next()?, "issuer lease holder")?;
+                let expires_at = text_field(next()?, "issuer lease expiresAt")?;
+                let ttl_ms = if v2 {
+                    Some(text_field(next()?, "issuer lease ttlMs")?)
+                } else {
+                    None
+                };
+                let request_id = opt_text_field(next()?, "issuer lease requestId")?;
                 Some(WireLease {
-                    holder: text_field(holder, "issuer lease holder")?,
-                    expires_at: text_field(expires_at, "issuer lease expiresAt")?,
-                    request_id: match request_id {
-                        Value::Null => None,
-                        other => Some(text_field(other, "issuer lease requestId")?),
-                    },
+                    id,
+                    holder,
+                    expires_at,
+                    ttl_ms,
+                    request_id,
                 })
             }
         };
@@ -189,9 +315,9 @@ impl WireIssuerState {
         })
     }
 
-    /// The JSON text, fields in the documented order.
+    /// The JSON text, fields in the documented order (`id` and `ttlMs` only when present).
     pub fn to_json(&self) -> String {
-        let mut out = String::with_capacity(96);
+        let mut out = String::with_capacity(160);
         out.push_str("{\"v\":");
         out.push_str(&self.v.to_string());
         out.push_str(",\"epoch\":");
@@ -200,10 +326,20 @@ impl WireIssuerState {
         match &self.lease {
             None => out.push_str("null"),
             Some(l) => {
-                out.push_str("{\"holder\":");
+                out.push('{');
+                if let Some(id) = &l.id {
+                    out.push_str("\"id\":");
+                    json::write_str(&mut out, id);
+                    out.push(',');
+                }
+                out.push_str("\"holder\":");
                 json::write_str(&mut out, &l.holder);
                 out.push_str(",\"expiresAt\":");
                 json::write_str(&mut out, &l.expires_at);
+                if let Some(ttl) = &l.ttl_ms {
+                    out.push_str(",\"ttlMs\":");
+                    json::write_str(&mut out, ttl);
+                }
                 out.push_str(",\"requestId\":");
                 match &l.request_id {
                     None => out.push_str("null"),
@@ -229,24 +365,44 @@ fn decimal(text: &str, what: &str) -> Result<u64, StateError> {
 }
 
 impl IssuerState {
-    /// The wire form of this state.
+    /// The wire form of this state: format 1 while it holds a format-1 lease
+    /// (a renewed derived-id lease keeps its form), format 2 otherwise.
     pub fn to_wire(&self) -> WireIssuerState {
+        let v1 = matches!(
+            self.lease,
+            Some(Lease {
+                form: LeaseForm::Derived,
+                ..
+            })
+        );
         WireIssuerState {
-            v: ISSUER_STATE_VERSION,
+            v: if v1 {
+                ISSUER_STATE_VERSION_1
+            } else {
+                ISSUER_STATE_VERSION
+            },
             epoch: self.epoch.to_string(),
-            lease: self.lease.as_ref().map(|l| WireLease {
-                holder: l.holder.clone(),
-                expires_at: l.expires_at.to_string(),
-                request_id: l.request_id.clone(),
+            lease: self.lease.as_ref().map(|l| {
+                let (id, ttl_ms) = match &l.form {
+                    LeaseForm::Derived => (None, None),
+                    LeaseForm::Keyed { id, ttl_ms } => (Some(id.clone()), Some(ttl_ms.to_string())),
+                };
+                WireLease {
+                    id,
+                    holder: l.holder.clone(),
+                    expires_at: l.expires_at.to_string(),
+                    ttl_ms,
+                    request_id: l.request_id.clone(),
+                }
             }),
         }
     }
 
     /// Validates a wire form. Errors are `CORRUPT_STATE`.
     pub fn from_wire(wire: &WireIssuerState) -> Result<IssuerState, StateError> {
-        if wire.v != ISSUER_STATE_VERSION {
+        if wire.v != ISSUER_STATE_VERSION && wire.v != ISSUER_STATE_VERSION_1 {
             return Err(StateError(format!(
-                "unsupported issuer state format version {} (this build reads version {ISSUER_STATE_VERSION})",
+                "unsupported issuer state format version {} (this build reads versions 1 and 2)",
                 wire.v
             )));
         }
@@ -271,24 +427,52 @@ impl IssuerState {
                 if l.request_id.as_deref() == Some("") {
                     return Err(StateError("issuer lease requestId is empty".to_owned()));
                 }
+                let form = match (wire.v, &l.id, &l.ttl_ms) {
+                    (ISSUER_STATE_VERSION_1, None, None) => LeaseForm::Derived,
+                    (ISSUER_STATE_VERSION, Some(id), Some(ttl)) => {
+                        if keyed_parts(id).map(|(e, _)| e) != Some(epoch) {
+                            return Err(StateError(format!(
+                                "issuer lease id {id:?} is not \"{epoch}.\" and 30 characters of canonical base64url (6 + 16 bytes)"
+                            )));
+                        }
+                        let ttl_ms = decimal(ttl, "lease ttlMs")?;
+                        if ttl_ms == 0 || ttl_ms > MAX_SAFE_INTEGER {
+                            return Err(StateError(format!(
+                                "issuer lease ttlMs {ttl_ms} is not in 1..=2^53-1 ms"
+                            )));
+                        }
+                        LeaseForm::Keyed {
+                            id: id.clone(),
+                            ttl_ms,
+                        }
+                    }
+                    _ => {
+                        return Err(StateError(format!(
+                            "issuer lease fields do not match format version {}",
+                            wire.v
+                        )))
+                    }
+                };
                 Some(Lease {
                     holder: l.holder.clone(),
                     expires_at,
                     request_id: l.request_id.clone(),
+                    form,
                 })
             }
         };
         Ok(IssuerState { epoch, lease })
     }
 
-    /// Decodes the JSON text of a persisted state (format version 1, strict:
-    /// every field required, no other field, no duplicate). Errors are `CORRUPT_STATE`.
+    /// Decodes the JSON text of a persisted state (format version 1 or 2,
+    /// strict: every field required, no other field, no duplicate). Errors are
+    /// `CORRUPT_STATE`.
     pub fn from_json(text: &str) -> Result<IssuerState, StateError> {
         IssuerState::from_wire(&WireIssuerState::from_json(text)?)
     }
 
     /// The JSON text of this state's wire form, e.g.
-    /// `{"v":1,"epoch":"41","lease":null}`.
+    /// `{"v":2,"epoch":"41","lease":null}`.
     pub fn to_json(&self) -> String {
         self.to_wire().to_json()
     }
@@ -297,20 +481,74 @@ impl IssuerState {
     pub fn live_lease(&self, now_ms: u64) -> Option<&Lease> {
         self.lease.as_ref().filter(|l| now_ms < l.expires_at)
     }
+
+    /// The id of the current lease, `None` when there is none.
+    pub fn lease_id(&self, scope: &str) -> Option<String> {
+        self.lease.as_ref().map(|l| l.id(scope, self.epoch))
+    }
 }
 
-/// The id of the lease that granted `epoch` in `scope`: `"<scope>#<epoch>"`.
-pub fn lease_id(scope: &str, epoch: u64) -> String {
+/// The derived id of a format-1 lease: `"<scope>#<epoch>"`.
+pub fn derived_lease_id(scope: &str, epoch: u64) -> String {
     format!("{scope}#{epoch}")
 }
 
-/// The epoch named by a lease id of `scope`, when it has the derived form.
-fn epoch_of_lease_id(scope: &str, id: &str) -> Option<u64> {
+/// The scope tag of a lease id: the unpadded base64url text of the first 6
+/// bytes of SHA-256(scope). Not a secret: it tells a lease id of one scope
+/// from another's, so that a lease id presented to the wrong scope is not
+/// mistaken for one from the future (a restored issuer).
+fn scope_tag(scope: &str) -> String {
+    let digest = Sha256::digest(scope.as_bytes());
+    let mut out = String::with_capacity(SCOPE_TAG_LEN);
+    b64_encode(&digest[..SCOPE_TAG_BYTES], &mut out);
+    out
+}
+
+/// A lease id of format 2: `"<epoch>.<tag><key>"` — the scope tag (8
+/// characters) and the unpadded base64url text of the 16 random bytes (22).
+pub fn keyed_lease_id(scope: &str, epoch: u64, random: &[u8; LEASE_KEY_BYTES]) -> String {
+    let mut id = epoch.to_string();
+    id.push('.');
+    id.push_str(&scope_tag(scope));
+    b64_encode(random, &mut id);
+    id
+}
+
+/// The epoch and scope tag of a well-formed format-2 lease id.
+fn keyed_parts(id: &str) -> Option<(u64, &str)> {
+    let (e, rest) = id.split_once('.')?;
+    if rest.len() != SCOPE_TAG_LEN + LEASE_KEY_LEN || !rest.is_ascii() {
+        return None;
+    }
+    let (tag, key) = rest.split_at(SCOPE_TAG_LEN);
+    if b64_decode_canonical(tag.as_bytes())?.len() != SCOPE_TAG_BYTES
+        || b64_decode_canonical(key.as_bytes())?.len() != LEASE_KEY_BYTES
+    {
+        return None;
+    }
+    Some((parse_token(e).ok()?, tag))
+}
+
+/// The epoch named by a well-formed lease id of `scope`, in either form.
+fn named_epoch(scope: &str, id: &str) -> Option<u64> {
+    if let Some((e, tag)) = keyed_parts(id) {
+        return (tag == scope_tag(scope)).then_some(e);
+    }
     let (s, e) = id.rsplit_once('#')?;
     if s != scope {
         return None;
     }
     parse_token(e).ok()
+}
+
+/// Equality of two texts that takes the same time wherever they differ
+/// (their lengths are not secret: every lease id of one form has one length).
+fn same_text(a: &str, b: &str) -> bool {
+    a.len() == b.len()
+        && a.bytes()
+            .zip(b.bytes())
+            .fold(0u8, |acc, (x, y)| acc | (x ^ y))
+            == 0
 }
 
 /// Why a transition could not be computed. Nothing changes on any of these.
@@ -393,9 +631,9 @@ fn non_empty(name: &str, value: &str) -> Result<(), IssuerError> {
 pub struct Grant {
     /// The epoch (fencing token) of this lease.
     pub epoch: u64,
-    /// `"<scope>#<epoch>"`.
+    /// Its lease id (see the module docs).
     pub lease_id: String,
-    /// The holder.
+    /// Its holder.
     pub holder: String,
     /// Expiry in host ms.
     pub expires_at: u64,
@@ -427,8 +665,17 @@ pub enum IssuerResult {
         /// The scope's current epoch.
         epoch: u64,
     },
+    /// `renew` or `release` with a lease id and holder that do not both match
+    /// the scope's current lease, while the id does not name an epoch whose
+    /// lease is over anyway (code `LEASE_NOT_HELD`). Carries nothing about
+    /// the lease: not its holder, id or expiry.
+    NotHeld,
+    /// `acquire` with the request id of the current lease but other arguments
+    /// (another holder, another ttl): the id was reused for a different
+    /// request (code `REQUEST_ID_REUSED`). Carries nothing about the lease.
+    RequestIdReused,
     /// `release`: `released` is true when the lease was the scope's current
-    /// one and is now freed; false when it was not held (nothing changed).
+    /// one and is now freed; false when its lease was over already (nothing changed).
     Released {
         /// Whether anything was freed.
         released: bool,
@@ -447,11 +694,14 @@ pub enum IssuerResult {
 }
 
 impl IssuerResult {
-    /// The code of an unsuccessful result (`LEASE_HELD`, `LEASE_EXPIRED`), `None` otherwise.
+    /// The code of an unsuccessful result (`LEASE_HELD`, `LEASE_EXPIRED`,
+    /// `LEASE_NOT_HELD`, `REQUEST_ID_REUSED`), `None` otherwise.
     pub fn code(&self) -> Option<Code> {
         match self {
             IssuerResult::Held { .. } => Some(Code::LeaseHeld),
             IssuerResult::Expired { .. } => Some(Code::LeaseExpired),
+            IssuerResult::NotHeld => Some(Code::LeaseNotHeld),
+            IssuerResult::RequestIdReused => Some(Code::RequestIdReused),
             _ => None,
         }
     }
@@ -486,18 +736,27 @@ pub struct AcquireRequest<'a> {
     pub request_id: Option<&'a str>,
     /// The largest epoch that may be issued.
     pub limit: EpochLimit,
+    /// 16 bytes from the host's CSPRNG: the key of the lease id when a lease
+    /// is granted (unused otherwise). Draw fresh bytes for every call.
+    pub random: [u8; LEASE_KEY_BYTES],
 }
 
 /// Acquire: grants a lease and the epoch `state.epoch + 1` when the scope has
 /// no live lease (never acquired, released, or expired: `now ≥ expiresAt`).
 ///
+/// * The current lease was granted for this `request_id`:
+///   - to another holder, or (format 2) with another `ttl_ms` →
+///     [`IssuerResult::RequestIdReused`] (`REQUEST_ID_REUSED`), live or not;
+///   - to this holder with this ttl → the same lease again with
+///     `replayed: true` and no change while it is live;
+///     [`IssuerResult::Expired`] (`LEASE_EXPIRED`) once it has expired
+///     (acquire with a new request id).
 /// * A live lease → [`IssuerResult::Held`] (`LEASE_HELD`), even for the same
 ///   holder: a holder gets a new epoch only after its lease ends.
-/// * The current lease was granted to this `holder` for this `request_id` →
-///   the same lease again with `replayed: true` and no change while it is live;
-///   [`IssuerResult::Expired`] (`LEASE_EXPIRED`) once it has expired (acquire
-///   with a new request id).
 /// * `state.epoch` is already `limit.max()` → [`IssuerError::EpochOverflow`].
+///
+/// A grant's lease id is `"<epoch>.<base64url(req.random)>"` and is stored
+/// with the lease (format 2).
 pub fn acquire(state: &IssuerState, req: &AcquireRequest<'_>) -> Result<Step, IssuerError> {
     non_empty("scope", req.scope)?;
     non_empty("holder", req.holder)?;
@@ -506,15 +765,16 @@ pub fn acquire(state: &IssuerState, req: &AcquireRequest<'_>) -> Result<Step, Is
     }
     let expires_at = expiry(req.now_ms, req.ttl_ms)?;
     if let Some(lease) = &state.lease {
-        let same_request = req.request_id.is_some()
-            && lease.request_id.as_deref() == req.request_id
-            && lease.holder == req.holder;
-        let live = req.now_ms < lease.expires_at;
-        if same_request {
+        if req.request_id.is_some() && lease.request_id.as_deref() == req.request_id {
+            // A format-1 lease recorded no ttl: only the holder can be compared.
+            if lease.holder != req.holder || lease.ttl_ms().is_some_and(|t| t != req.ttl_ms) {
+                return Ok(unchanged(IssuerResult::RequestIdReused));
+            }
+            let live = req.now_ms < lease.expires_at;
             return Ok(unchanged(if live {
                 IssuerResult::Granted(Grant {
                     epoch: state.epoch,
-                    lease_id: lease_id(req.scope, state.epoch),
+                    lease_id: lease.id(req.scope, state.epoch),
                     holder: lease.holder.clone(),
                     expires_at: lease.expires_at,
                     request_id: lease.request_id.clone(),
@@ -524,7 +784,7 @@ pub fn acquire(state: &IssuerState, req: &AcquireRequest<'_>) -> Result<Step, Is
                 IssuerResult::Expired { epoch: state.epoch }
             }));
         }
-        if live {
+        if req.now_ms < lease.expires_at {
             return Ok(unchanged(IssuerResult::Held {
                 epoch: state.epoch,
                 holder: lease.holder.clone(),
@@ -542,14 +802,19 @@ pub fn acquire(state: &IssuerState, req: &AcquireRequest<'_>) -> Result<Step, Is
                 epoch: state.epoch,
                 limit,
             })?;
+    let id = keyed_lease_id(req.scope, epoch, &req.random);
     let lease = Lease {
         holder: req.holder.to_owned(),
         expires_at,
         request_id: req.request_id.map(str::to_owned),
+        form: LeaseForm::Keyed {
+            id: id.clone(),
+            ttl_ms: req.ttl_ms,
+        },
     };
     let grant = Grant {
         epoch,
-        lease_id: lease_id(req.scope, epoch),
+        lease_id: id,
         holder: lease.holder.clone(),
         expires_at,
         request_id: lease.request_id.clone(),
@@ -567,7 +832,7 @@ pub fn acquire(state: &IssuerState, req: &AcquireRequest<'_>) -> Result<Step, Is
 /// When `id` names an epoch above the stored one, the stored state is older
 /// than a lease it handed out: restored from a backup (R11).
 fn check_not_behind(state: &IssuerState, scope: &str, id: &str) -> Result<(), IssuerError> {
-    match epoch_of_lease_id(scope, id) {
+    match named_epoch(scope, id) {
         Some(e) if e > state.epoch => Err(IssuerError::Corrupt(StateError(format!(
             "lease {id:?} names epoch {e} but the issuer state of {scope:?} is at epoch {}: \
              the issuer state was restored from an older copy; raise() it above every epoch \
@@ -578,30 +843,61 @@ fn check_not_behind(state: &IssuerState, scope: &str, id: &str) -> Result<(), Is
     }
 }
 
-/// The current lease when `id` names it.
-fn current<'s>(state: &'s IssuerState, scope: &str, id: &str) -> Option<&'s Lease> {
-    state
-        .lease
-        .as_ref()
-        .filter(|_| state.epoch > 0 && id == lease_id(scope, state.epoch))
+/// What a presented lease id and holder are, against the stored state.
+enum Presented<'s> {
+    /// Both match the scope's current lease exactly.
+    Current(&'s Lease),
+    /// The id names an epoch whose lease is over, whoever held it: an older
+    /// epoch, or the current one once its lease was released or revoked.
+    Ended,
+    /// Anything else: another lease id or another holder than the current
+    /// lease's, or not a lease id of this scope.
+    NotHeld,
 }
 
-/// Renew: when `lease_id` is the scope's current lease and it is live at
-/// `now`, its expiry becomes `now + ttl` and its epoch stays. Otherwise
-/// (expired, released, superseded, unknown) [`IssuerResult::Expired`] and
-/// nothing changes: an expired lease cannot be renewed back into validity.
+fn presented<'s>(state: &'s IssuerState, scope: &str, id: &str, holder: &str) -> Presented<'s> {
+    if let Some(lease) = &state.lease {
+        if same_text(&lease.id(scope, state.epoch), id) && lease.holder == holder {
+            return Presented::Current(lease);
+        }
+    }
+    match named_epoch(scope, id) {
+        Some(e) if e < state.epoch || (e == state.epoch && state.lease.is_none()) => {
+            Presented::Ended
+        }
+        _ => Presented::NotHeld,
+    }
+}
+
+/// Renew: when `lease_id` and `holder` are the scope's current lease and it
+/// is live at `now`, its expiry becomes `now + ttl` and its epoch stays.
+///
+/// * The current lease, but expired; or an id naming an epoch whose lease is
+///   over (released, revoked, superseded) → [`IssuerResult::Expired`]: an
+///   expired lease cannot be renewed back into validity.
+/// * Another id or another holder than the current lease's →
+///   [`IssuerResult::NotHeld`].
+/// * An id naming an epoch above the stored one → `CORRUPT_STATE` (restored).
+///
+/// Nothing changes on any of these.
 pub fn renew(
     state: &IssuerState,
     scope: &str,
     lease_id: &str,
+    holder: &str,
     ttl_ms: u64,
     now_ms: u64,
 ) -> Result<Step, IssuerError> {
     non_empty("scope", scope)?;
+    non_empty("holder", holder)?;
     let expires_at = expiry(now_ms, ttl_ms)?;
     check_not_behind(state, scope, lease_id)?;
-    let Some(lease) = current(state, scope, lease_id).filter(|l| now_ms < l.expires_at) else {
-        return Ok(unchanged(IssuerResult::Expired { epoch: state.epoch }));
+    let lease = match presented(state, scope, lease_id, holder) {
+        Presented::Current(lease) if now_ms < lease.expires_at => lease,
+        Presented::Current(_) | Presented::Ended => {
+            return Ok(unchanged(IssuerResult::Expired { epoch: state.epoch }))
+        }
+        Presented::NotHeld => return Ok(unchanged(IssuerResult::NotHeld)),
     };
     let grant = Grant {
         epoch: state.epoch,
@@ -624,30 +920,41 @@ pub fn renew(
     })
 }
 
-/// Release: frees the scope when `lease_id` is its current lease (the lease
-/// record becomes `null`, the epoch stays). A lease that was superseded,
-/// already released or never existed changes nothing (`released: false`).
-/// An expired lease that nobody has superseded is still cleared: the scope
-/// was free already, so only the stored record changes.
-pub fn release(state: &IssuerState, scope: &str, lease_id: &str) -> Result<Step, IssuerError> {
+/// Release: frees the scope when `lease_id` and `holder` are its current
+/// lease (the lease record becomes `null`, the epoch stays). An expired lease
+/// that nobody has superseded is still cleared: the scope was free already,
+/// so only the stored record changes.
+///
+/// * An id naming an epoch whose lease is over (released, revoked,
+///   superseded) → `released: false`, nothing changes.
+/// * Another id or another holder than the current lease's →
+///   [`IssuerResult::NotHeld`], nothing changes.
+pub fn release(
+    state: &IssuerState,
+    scope: &str,
+    lease_id: &str,
+    holder: &str,
+) -> Result<Step, IssuerError> {
     non_empty("scope", scope)?;
+    non_empty("holder", holder)?;
     check_not_behind(state, scope, lease_id)?;
-    if current(state, scope, lease_id).is_none() {
-        return Ok(unchanged(IssuerResult::Released {
+    match presented(state, scope, lease_id, holder) {
+        Presented::Current(_) => Ok(Step {
+            result: IssuerResult::Released {
+                released: true,
+                epoch: state.epoch,
+            },
+            next: Some(IssuerState {
+                epoch: state.epoch,
+                lease: None,
+            }),
+        }),
+        Presented::Ended => Ok(unchanged(IssuerResult::Released {
             released: false,
             epoch: state.epoch,
-        }));
+        })),
+        Presented::NotHeld => Ok(unchanged(IssuerResult::NotHeld)),
     }
-    Ok(Step {
-        result: IssuerResult::Released {
-            released: true,
-            epoch: state.epoch,
-        },
-        next: Some(IssuerState {
-            epoch: state.epoch,
-            lease: None,
-        }),
-    })
 }
 
 /// Raise (repair after a restore, R11): lifts the scope's epoch to at least
@@ -715,9 +1022,19 @@ pub fn raise_revoking(state: &IssuerState, at_least: u64, now_ms: u64) -> Step {
 mod tests {
     use super::*;
     use proptest::prelude::*;
-    use std::collections::HashMap;
+    use std::collections::{HashMap, HashSet};
+    use std::sync::atomic::{AtomicU64, Ordering};
 
     const T0: u64 = 1_700_000_000_000;
+
+    /// Distinct random bytes per call (a stand-in for the host's CSPRNG).
+    fn fresh_random() -> [u8; LEASE_KEY_BYTES] {
+        static NEXT: AtomicU64 = AtomicU64::new(1);
+        let n = NEXT.fetch_add(1, Ordering::Relaxed);
+        let mut out = [0xA5; LEASE_KEY_BYTES];
+        out[..8].copy_from_slice(&n.to_le_bytes());
+        out
+    }
 
     fn req<'a>(holder: &'a str, ttl: u64, now: u64, rid: Option<&'a str>) -> AcquireRequest<'a> {
         AcquireRequest {
@@ -727,6 +1044,17 @@ mod tests {
             now_ms: now,
             request_id: rid,
             limit: EpochLimit::Number,
+            random: fresh_random(),
+        }
+    }
+
+    /// A format-1 lease (derived id), as an issuer before issue 20 stored it.
+    fn v1_lease(holder: &str, expires_at: u64, request_id: Option<&str>) -> Lease {
+        Lease {
+            holder: holder.into(),
+            expires_at,
+            request_id: request_id.map(str::to_owned),
+            form: LeaseForm::Derived,
         }
     }
 
@@ -764,34 +1092,85 @@ mod tests {
 
     #[test]
     fn wire_format_is_exact_and_strict() {
+        let key = [0xAB; LEASE_KEY_BYTES];
         let s = IssuerState {
             epoch: 41,
             lease: Some(Lease {
                 holder: "node-a".into(),
                 expires_at: T0 + 30_000,
                 request_id: Some("r-17".into()),
+                form: LeaseForm::Keyed {
+                    id: keyed_lease_id("orders", 41, &key),
+                    ttl_ms: 30_000,
+                },
             }),
         };
+        // The tag of "orders" is base64url(SHA-256("orders")[..6]); then the 16 key bytes.
+        assert_eq!(
+            keyed_lease_id("orders", 41, &key),
+            "41.HBaK2wDSq6urq6urq6urq6urq6urqw"
+        );
         assert_eq!(
             encode(&s),
-            r#"{"v":1,"epoch":"41","lease":{"holder":"node-a","expiresAt":"1700000030000","requestId":"r-17"}}"#
+            r#"{"v":2,"epoch":"41","lease":{"id":"41.HBaK2wDSq6urq6urq6urq6urq6urqw","holder":"node-a","expiresAt":"1700000030000","ttlMs":"30000","requestId":"r-17"}}"#
         );
         assert_eq!(decode(&encode(&s)), Ok(s));
+        // Format 1 is still read, and a state holding a format-1 lease is written in format 1.
+        let v1 = r#"{"v":1,"epoch":"41","lease":{"holder":"node-a","expiresAt":"1700000030000","requestId":"r-17"}}"#;
+        let old = IssuerState {
+            epoch: 41,
+            lease: Some(v1_lease("node-a", T0 + 30_000, Some("r-17"))),
+        };
+        assert_eq!(decode(v1), Ok(old.clone()));
+        assert_eq!(encode(&old), v1);
+        assert_eq!(old.lease_id("orders"), Some("orders#41".to_owned()));
+        // Without a lease both formats decode to the same state, written as format 2.
+        let free = IssuerState {
+            epoch: 41,
+            lease: None,
+        };
+        assert_eq!(
+            decode(r#"{"v":1,"epoch":"41","lease":null}"#),
+            Ok(free.clone())
+        );
+        assert_eq!(encode(&free), r#"{"v":2,"epoch":"41","lease":null}"#);
         let big = IssuerState {
             epoch: u64::MAX,
             lease: None,
         };
         assert_eq!(
             encode(&big),
-            r#"{"v":1,"epoch":"18446744073709551615","lease":null}"#
+            r#"{"v":2,"epoch":"18446744073709551615","lease":null}"#
         );
         assert_eq!(decode(&encode(&big)), Ok(big));
+        // The longest lease id: the largest epoch, 51 bytes.
+        assert_eq!(
+            keyed_lease_id("orders", u64::MAX, &key).len(),
+            MAX_LEASE_ID_LEN
+        );
         // Any valid JSON text of the same shape decodes: key order and whitespace are free.
         assert_eq!(
-            decode(" { \"lease\" : null , \"epoch\" : \"3\" , \"v\" : 1 } "),
+            decode(" { \"lease\" : null , \"epoch\" : \"3\" , \"v\" : 2 } "),
             Ok(IssuerState {
                 epoch: 3,
                 lease: None
+            })
+        );
+        assert_eq!(
+            decode(
+                r#"{"lease":{"requestId":null,"ttlMs":"5","expiresAt":"9","holder":"a","id":"2.AAAAAAAAAAAAAAAAAAAAAAAAAAAAAA"},"epoch":"2","v":2}"#
+            ),
+            Ok(IssuerState {
+                epoch: 2,
+                lease: Some(Lease {
+                    holder: "a".into(),
+                    expires_at: 9,
+                    request_id: None,
+                    form: LeaseForm::Keyed {
+                        id: "2.AAAAAAAAAAAAAAAAAAAAAAAAAAAAAA".into(),
+                        ttl_ms: 5
+                    }
+                })
             })
         );
         let escaped = IssuerState {
@@ -800,18 +1179,24 @@ mod tests {
                 holder: "a \"quoted\" \\ holder ✓ \u{1F512}".into(),
                 expires_at: 9,
                 request_id: Some("\n".into()),
+                form: LeaseForm::Keyed {
+                    id: keyed_lease_id("s", 2, &[0xFF; LEASE_KEY_BYTES]),
+                    ttl_ms: 9,
+                },
             }),
         };
         assert_eq!(decode(&encode(&escaped)), Ok(escaped));
         for bad in [
-            r#"{"v":2,"epoch":"1","lease":null}"#,
-            r#"{"v":1,"epoch":1,"lease":null}"#,
-            r#"{"v":1,"epoch":"01","lease":null}"#,
-            r#"{"v":1,"epoch":"18446744073709551616","lease":null}"#,
-            r#"{"v":1,"epoch":"1"}"#,
-            r#"{"v":1,"lease":null}"#,
+            r#"{"v":3,"epoch":"1","lease":null}"#,
+            r#"{"v":0,"epoch":"1","lease":null}"#,
+            r#"{"v":2,"epoch":1,"lease":null}"#,
+            r#"{"v":2,"epoch":"01","lease":null}"#,
+            r#"{"v":2,"epoch":"18446744073709551616","lease":null}"#,
+            r#"{"v":2,"epoch":"1"}"#,
+            r#"{"v":2,"lease":null}"#,
             r#"{"epoch":"1","lease":null}"#,
-            r#"{"v":1,"epoch":"1","lease":null,"x":0}"#,
+            r#"{"v":2,"epoch":"1","lease":null,"x":0}"#,
+            // format 1 leases: exactly holder, expiresAt, requestId
             r#"{"v":1,"epoch":"0","lease":{"holder":"a","expiresAt":"5","requestId":null}}"#,
             r#"{"v":1,"epoch":"1","lease":{"holder":"","expiresAt":"5","requestId":null}}"#,
             r#"{"v":1,"epoch":"1","lease":{"holder":"a","expiresAt":5,"requestId":null}}"#,
@@ -819,11 +1204,29 @@ mod tests {
             r#"{"v":1,"epoch":"1","lease":{"holder":"a","expiresAt":"5"}}"#,
             r#"{"v":1,"epoch":"1","lease":{"holder":"a","expiresAt":"5","requestId":""}}"#,
             r#"{"v":1,"epoch":"1","lease":{"holder":"a","expiresAt":"5","requestId":null,"id":"s#1"}}"#,
-            r#"{"v":1,"epoch":"1","lease":[]}"#,
-            r#"{"v":1,"epoch":"1","epoch":"2","lease":null}"#,
+            r#"{"v":1,"epoch":"1","lease":{"id":"1.AAAAAAAAAAAAAAAAAAAAAAAAAAAAAA","holder":"a","expiresAt":"5","ttlMs":"5","requestId":null}}"#,
+            // format 2 leases: also id (this epoch, 16 canonical base64url bytes) and ttlMs (≥ 1)
+            r#"{"v":2,"epoch":"1","lease":{"holder":"a","expiresAt":"5","requestId":null}}"#,
+            r#"{"v":2,"epoch":"1","lease":{"id":"1.AAAAAAAAAAAAAAAAAAAAAAAAAAAAAA","holder":"a","expiresAt":"5","requestId":null}}"#,
+            r#"{"v":2,"epoch":"1","lease":{"holder":"a","expiresAt":"5","ttlMs":"5","requestId":null}}"#,
+            r#"{"v":2,"epoch":"1","lease":{"id":"2.AAAAAAAAAAAAAAAAAAAAAAAAAAAAAA","holder":"a","expiresAt":"5","ttlMs":"5","requestId":null}}"#,
+            r#"{"v":2,"epoch":"1","lease":{"id":"1.AAAAAAAAAAAAAAAAAAAAAAAAAAAAAB","holder":"a","expiresAt":"5","ttlMs":"5","requestId":null}}"#,
+            r#"{"v":2,"epoch":"1","lease":{"id":"1.AAAAAAAAAAAAAAAAAAAAAAAAAAAAA","holder":"a","expiresAt":"5","ttlMs":"5","requestId":null}}"#,
+            r#"{"v":2,"epoch":"1","lease":{"id":"1.AAAAAAAAAAAAAAAAAAAAAAAAAAAAAAA","holder":"a","expiresAt":"5","ttlMs":"5","requestId":null}}"#,
+            r#"{"v":2,"epoch":"1","lease":{"id":"1.AAAAAAAAAAAAAAAAAAAAAAAAAAAA+A","holder":"a","expiresAt":"5","ttlMs":"5","requestId":null}}"#,
+            r#"{"v":2,"epoch":"1","lease":{"id":"01.AAAAAAAAAAAAAAAAAAAAAAAAAAAAAA","holder":"a","expiresAt":"5","ttlMs":"5","requestId":null}}"#,
+            r#"{"v":2,"epoch":"1","lease":{"id":"s#1","holder":"a","expiresAt":"5","ttlMs":"5","requestId":null}}"#,
+            r#"{"v":2,"epoch":"1","lease":{"id":1,"holder":"a","expiresAt":"5","ttlMs":"5","requestId":null}}"#,
+            r#"{"v":2,"epoch":"1","lease":{"id":"1.AAAAAAAAAAAAAAAAAAAAAAAAAAAAAA","holder":"a","expiresAt":"5","ttlMs":"0","requestId":null}}"#,
+            r#"{"v":2,"epoch":"1","lease":{"id":"1.AAAAAAAAAAAAAAAAAAAAAAAAAAAAAA","holder":"a","expiresAt":"5","ttlMs":"9007199254740992","requestId":null}}"#,
+            r#"{"v":2,"epoch":"1","lease":{"id":"1.AAAAAAAAAAAAAAAAAAAAAAAAAAAAAA","holder":"a","expiresAt":"5","ttlMs":5,"requestId":null}}"#,
+            r#"{"v":2,"epoch":"1","lease":{"id":"1.AAAAAAAAAAAAAAAAAAAAAAAAAAAAAA","holder":"a","expiresAt":"5","ttlMs":"5","requestId":null,"x":1}}"#,
+            r#"{"v":2,"epoch":"1","lease":{"id":"1.AAAAAAAAAAAAAAAAAAAAAAAAAAAAAA","id":"1.AAAAAAAAAAAAAAAAAAAAAAAAAAAAAA","holder":"a","expiresAt":"5","ttlMs":"5","requestId":null}}"#,
+            r#"{"v":2,"epoch":"1","lease":[]}"#,
+            r#"{"v":2,"epoch":"1","epoch":"2","lease":null}"#,
             r#"{"v":1,"epoch":"1","lease":{"holder":"a","holder":"b","expiresAt":"5","requestId":null}}"#,
             r#"{"v":1.5,"epoch":"1","lease":null}"#,
-            r#"{"v":1,"epoch":"1","lease":null} x"#,
+            r#"{"v":2,"epoch":"1","lease":null} x"#,
             r#""#,
             r#"[]"#,
             r#"null"#,
@@ -840,10 +1243,8 @@ mod tests {
             lease: None,
         };
         let a = granted(&run(&mut s, |s| acquire(s, &req("L1", 1000, T0, None)))).clone();
-        assert_eq!(
-            (a.epoch, a.lease_id.as_str(), a.expires_at),
-            (33, "s#33", T0 + 1000)
-        );
+        assert_eq!((a.epoch, a.expires_at), (33, T0 + 1000));
+        assert!(a.lease_id.starts_with("33.BDpxh3TF") && a.lease_id.len() == 33);
         // Still live one ms before expiry: held, nothing changes.
         let before = encode(&s);
         let held = acquire(&s, &req("L2", 1000, T0 + 999, None)).unwrap();
@@ -866,9 +1267,9 @@ mod tests {
         .clone();
         assert_eq!(b.epoch, 34);
         // L1 cannot renew its old lease back into validity, nor release L2's.
-        let r = renew(&s, "s", &a.lease_id, 1000, T0 + 1001).unwrap();
+        let r = renew(&s, "s", &a.lease_id, "L1", 1000, T0 + 1001).unwrap();
         assert_eq!(r, unchanged(IssuerResult::Expired { epoch: 34 }));
-        let r = release(&s, "s", &a.lease_id).unwrap();
+        let r = release(&s, "s", &a.lease_id, "L1").unwrap();
         assert_eq!(
             r,
             unchanged(IssuerResult::Released {
@@ -884,7 +1285,7 @@ mod tests {
             IssuerResult::Held { epoch: 34, .. }
         ));
         assert_eq!(
-            run(&mut s, |s| release(s, "s", &b.lease_id)),
+            run(&mut s, |s| release(s, "s", &b.lease_id, "L2")),
             IssuerResult::Released {
                 released: true,
                 epoch: 34
@@ -903,7 +1304,7 @@ mod tests {
         let mut s = IssuerState::default();
         let a = granted(&run(&mut s, |s| acquire(s, &req("A", 100, 0, None)))).clone();
         assert_eq!(a.epoch, 1);
-        let r = run(&mut s, |s| renew(s, "s", &a.lease_id, 100, 99));
+        let r = run(&mut s, |s| renew(s, "s", &a.lease_id, "A", 100, 99));
         assert!(matches!(
             r,
             IssuerResult::Renewed(Grant {
@@ -914,19 +1315,32 @@ mod tests {
         ));
         assert_eq!(s.lease.as_ref().unwrap().expires_at, 199);
         // Same expiry again: a success that writes nothing.
-        assert_eq!(renew(&s, "s", &a.lease_id, 100, 99).unwrap().next, None);
         assert_eq!(
-            renew(&s, "s", &a.lease_id, 100, 199).unwrap(),
+            renew(&s, "s", &a.lease_id, "A", 100, 99).unwrap().next,
+            None
+        );
+        // Wrong scope, a derived or made-up id, another holder: not this lease.
+        for (scope, id, holder) in [
+            ("t", "s#1", "A"),
+            ("s", "s#1", "A"),
+            ("s", "whatever", "A"),
+            ("s", "1.BDpxh3TFAAAAAAAAAAAAAAAAAAAAAA", "A"),
+            ("s", a.lease_id.as_str(), "B"),
+        ] {
+            assert_eq!(
+                renew(&s, scope, id, holder, 100, 150).unwrap(),
+                unchanged(IssuerResult::NotHeld),
+                "{scope} {id} {holder}"
+            );
+        }
+        assert_eq!(
+            renew(&s, "s", &a.lease_id, "A", 100, 199).unwrap(),
             unchanged(IssuerResult::Expired { epoch: 1 })
         );
-        // Wrong scope or a made-up id: not this lease.
+        // Once expired, another holder is still told nothing but LEASE_NOT_HELD.
         assert_eq!(
-            renew(&s, "t", "s#1", 100, 150).unwrap().result,
-            IssuerResult::Expired { epoch: 1 }
-        );
-        assert_eq!(
-            renew(&s, "s", "whatever", 100, 150).unwrap().result,
-            IssuerResult::Expired { epoch: 1 }
+            renew(&s, "s", &a.lease_id, "B", 100, 199).unwrap(),
+            unchanged(IssuerResult::NotHeld)
         );
     }
 
@@ -947,13 +1361,22 @@ mod tests {
         let g = granted(&retry.result);
         assert_eq!((g.epoch, g.expires_at, g.replayed), (4, T0 + 1000, true));
         assert_eq!(encode(&s), stored);
-        // Another holder with the same request id is a different request.
-        assert!(matches!(
-            acquire(&s, &req("B", 1000, T0 + 10, Some("r1")))
-                .unwrap()
-                .result,
-            IssuerResult::Held { epoch: 4, .. }
-        ));
+        assert_eq!(g.lease_id, s.lease_id("s").unwrap());
+        // The same request id with other arguments (issue 13 item 2): refused,
+        // live or not, and nothing changes.
+        for now in [T0 + 10, T0 + 1000] {
+            for r in [
+                req("A", 60_000, now, Some("r1")),
+                req("B", 1000, now, Some("r1")),
+                req("B", 60_000, now, Some("r1")),
+            ] {
+                assert_eq!(
+                    acquire(&s, &r).unwrap(),
+                    unchanged(IssuerResult::RequestIdReused)
+                );
+            }
+        }
+        assert_eq!(encode(&s), stored);
         // The same request after its lease expired does not get a new epoch.
         assert_eq!(
             acquire(&s, &req("A", 1000, T0 + 1000, Some("r1"))).unwrap(),
@@ -966,6 +1389,203 @@ mod tests {
         assert_eq!(b.epoch, 5);
     }
 
+    /// Issue 13 item 2: a format-1 lease recorded no ttl, so only the holder
+    /// is compared: the same holder replays whatever ttl it sends.
+    #[test]
+    fn request_id_reuse_on_a_format_1_lease_compares_the_holder() {
+        let s = IssuerState {
+            epoch: 4,
+            lease: Some(v1_lease("A", T0 + 1000, Some("r1"))),
+        };
+        let g = acquire(&s, &req("A", 60_000, T0, Some("r1"))).unwrap();
+        assert_eq!(g.next, None);
+        assert_eq!(
+            granted(&g.result),
+            &Grant {
+                epoch: 4,
+                lease_id: "s#4".into(),
+                holder: "A".into(),
+                expires_at: T0 + 1000,
+                request_id: Some("r1".into()),
+                replayed: true
+            }
+        );
+        assert_eq!(
+            acquire(&s, &req("B", 1000, T0, Some("r1"))).unwrap(),
+            unchanged(IssuerResult::RequestIdReused)
+        );
+    }
+
+    /// Issue 20, the three lines: after A acquires, a renew or release with a
+    /// guessed id or another holder's name is refused and changes nothing;
+    /// A's own renew and release work.
+    #[test]
+    fn only_the_holder_renews_or_releases() {
+        let mut s = IssuerState::default();
+        let a = granted(&run(&mut s, |s| acquire(s, &req("A", 1000, 0, None)))).clone();
+        let before = encode(&s);
+        let guessed = [
+            "s#1".to_owned(),
+            "1.BDpxh3TFAAAAAAAAAAAAAAAAAAAAAA".to_owned(),
+            format!("{}x", a.lease_id),
+            a.lease_id[..a.lease_id.len() - 1].to_owned(),
+            "1".to_owned(),
+        ];
+        for id in &guessed {
+            for holder in ["A", "B"] {
+                assert_eq!(
+                    renew(&s, "s", id, holder, 1000, 900).unwrap(),
+                    unchanged(IssuerResult::NotHeld)
+                );
+                assert_eq!(
+                    release(&s, "s", id, holder).unwrap(),
+                    unchanged(IssuerResult::NotHeld)
+                );
+            }
+        }
+        for holder in ["B", "a", "A "] {
+            assert_eq!(
+                renew(&s, "s", &a.lease_id, holder, 1000, 900).unwrap(),
+                unchanged(IssuerResult::NotHeld)
+            );
+            assert_eq!(
+                release(&s, "s", &a.lease_id, holder).unwrap(),
+                unchanged(IssuerResult::NotHeld)
+            );
+        }
+        assert_eq!(encode(&s), before);
+        assert!(matches!(
+            run(&mut s, |s| renew(s, "s", &a.lease_id, "A", 1000, 900)),
+            IssuerResult::Renewed(Grant {
+                epoch: 1,
+                expires_at: 1900,
+                ..
+            })
+        ));
+        assert_eq!(
+            run(&mut s, |s| release(s, "s", &a.lease_id, "A")),
+            IssuerResult::Released {
+                released: true,
+                epoch: 1
+            }
+        );
+        assert_eq!(encode(&s), r#"{"v":2,"epoch":"1","lease":null}"#);
+        for r in [
+            renew(&s, "s", &a.lease_id, "", 1, 0),
+            release(&s, "s", &a.lease_id, ""),
+        ] {
+            assert_eq!(r.unwrap_err().code(), Code::InvalidArgument);
+        }
+    }
+
+    /// Issue 20: an issuer restored to 40 hands 41 to B; A's renew and release
+    /// with its old lease id of 41 are refused and B's lease is unchanged.
+    #[test]
+    fn a_restored_epoch_gets_a_new_lease_id() {
+        let backup = IssuerState {
+            epoch: 40,
+            lease: None,
+        };
+        let mut s = backup.clone();
+        let a = granted(&run(&mut s, |s| acquire(s, &req("A", 60_000, T0, None)))).clone();
+        let mut s = backup.clone();
+        let b = granted(&run(&mut s, |s| {
+            acquire(s, &req("B", 60_000, T0 + 1, None))
+        }))
+        .clone();
+        assert_eq!((a.epoch, b.epoch), (41, 41));
+        assert_ne!(a.lease_id, b.lease_id);
+        let stored = encode(&s);
+        assert_eq!(
+            renew(&s, "s", &a.lease_id, "A", 60_000, T0 + 2).unwrap(),
+            unchanged(IssuerResult::NotHeld)
+        );
+        assert_eq!(
+            release(&s, "s", &a.lease_id, "A").unwrap(),
+            unchanged(IssuerResult::NotHeld)
+        );
+        assert_eq!(encode(&s), stored);
+        assert_eq!(s.lease.as_ref().unwrap().expires_at, T0 + 60_001);
+    }
+
+    /// Issue 20: a format-1 record with a derived id and a live lease is
+    /// renewed (staying format 1) and released by its holder, and nobody else.
+    #[test]
+    fn a_format_1_lease_keeps_working_for_its_holder() {
+        let v1 = r#"{"v":1,"epoch":"7","lease":{"holder":"A","expiresAt":"1000","requestId":"r"}}"#;
+        let mut s = decode(v1).unwrap();
+        for (id, holder) in [
+            ("s#7", "B"),
+            ("s#6", "B"),
+            ("t#7", "A"),
+            ("7.BDpxh3TFAAAAAAAAAAAAAAAAAAAAAA", "A"),
+        ] {
+            let r = renew(&s, "s", id, holder, 500, 900).unwrap();
+            assert_eq!(r.next, None);
+            assert_ne!(r.result.code(), None, "{id} {holder}");
+        }
+        assert_eq!(
+            renew(&s, "s", "s#7", "B", 500, 900).unwrap().result,
+            IssuerResult::NotHeld
+        );
+        let r = run(&mut s, |s| renew(s, "s", "s#7", "A", 500, 900));
+        assert_eq!(
+            r,
+            IssuerResult::Renewed(Grant {
+                epoch: 7,
+                lease_id: "s#7".into(),
+                holder: "A".into(),
+                expires_at: 1400,
+                request_id: Some("r".into()),
+                replayed: false
+            })
+        );
+        assert_eq!(
+            encode(&s),
+            r#"{"v":1,"epoch":"7","lease":{"holder":"A","expiresAt":"1400","requestId":"r"}}"#
+        );
+        assert_eq!(
+            release(&s, "s", "s#7", "B").unwrap(),
+            unchanged(IssuerResult::NotHeld)
+        );
+        run(&mut s, |s| release(s, "s", "s#7", "A"));
+        assert_eq!(encode(&s), r#"{"v":2,"epoch":"7","lease":null}"#);
+        // The first acquisition writes format 2.
+        let c = granted(&run(&mut s, |s| acquire(s, &req("C", 10, 2000, None)))).clone();
+        assert!(c.lease_id.starts_with("8."));
+        assert!(encode(&s).starts_with(r#"{"v":2,"epoch":"8","lease":{"id":"8."#));
+        // A's derived id now names an older epoch: its lease is over.
+        assert_eq!(
+            renew(&s, "s", "s#7", "A", 10, 2001).unwrap(),
+            unchanged(IssuerResult::Expired { epoch: 8 })
+        );
+    }
+
+    /// Issue 20: two issuers restored from one backup, each granting 1,000
+    /// leases on one scope, hand out the same epochs but 2,000 distinct ids.
+    #[test]
+    fn lease_ids_never_repeat_across_restored_copies() {
+        let backup = IssuerState {
+            epoch: 40,
+            lease: None,
+        };
+        let mut ids = HashSet::new();
+        for copy in ["X", "Y"] {
+            let mut s = backup.clone();
+            for i in 0..1000u64 {
+                let g = granted(&run(&mut s, |s| acquire(s, &req(copy, 1, i, None)))).clone();
+                assert_eq!(g.epoch, 41 + i);
+                assert!(g.lease_id.len() <= MAX_LEASE_ID_LEN);
+                assert!(g
+                    .lease_id
+                    .bytes()
+                    .all(|c| c.is_ascii_alphanumeric() || b"._-".contains(&c)));
+                ids.insert(g.lease_id);
+            }
+        }
+        assert_eq!(ids.len(), 2000);
+    }
+
     /// Issue 4: with now = 1,700,000,000,000 A acquires; later now =
     /// 1,699,999,998,000 (the clock went back) and A's lease was released; B's
     /// epoch is still larger than A's.
@@ -973,7 +1593,7 @@ mod tests {
     fn clock_going_backwards_never_lowers_an_epoch() {
         let mut s = IssuerState::default();
         let a = granted(&run(&mut s, |s| acquire(s, &req("A", 1000, T0, None)))).clone();
-        run(&mut s, |s| release(s, "s", &a.lease_id));
+        run(&mut s, |s| release(s, "s", &a.lease_id, "A"));
         let b = granted(&run(&mut s, |s| {
             acquire(s, &req("B", 1000, 1_699_999_998_000, None))
         }))
@@ -1047,18 +1667,35 @@ mod tests {
             lease: None,
         };
         for e in [
-            renew(&restored, "s", "s#7", 10, 0).unwrap_err(),
-            release(&restored, "s", "s#7").unwrap_err(),
+            renew(&restored, "s", "s#7", "A", 10, 0).unwrap_err(),
+            release(&restored, "s", "s#7", "A").unwrap_err(),
+            renew(
+                &restored,
+                "s",
+                "7.BDpxh3TFAAAAAAAAAAAAAAAAAAAAAA",
+                "A",
+                10,
+                0,
+            )
+            .unwrap_err(),
+            release(&restored, "s", "7.BDpxh3TFAAAAAAAAAAAAAAAAAAAAAA", "A").unwrap_err(),
         ] {
             assert_eq!(e.code(), Code::CorruptState);
         }
+        // A lease id of another scope (its tag differs) names no epoch of this
+        // one: not a sign of a restore, just not this scope's lease.
+        let other = keyed_lease_id("t", 7, &[1; LEASE_KEY_BYTES]);
+        assert_eq!(
+            renew(&restored, "s", &other, "A", 10, 0).unwrap(),
+            unchanged(IssuerResult::NotHeld)
+        );
+        assert_eq!(
+            release(&restored, "s", &other, "A").unwrap(),
+            unchanged(IssuerResult::NotHeld)
+        );
         let held = IssuerState {
             epoch: 5,
-            lease: Some(Lease {
-                holder: "A".into(),
-                expires_at: 10,
-                request_id: None,
-            }),
+            lease: Some(v1_lease("A", 10, None)),
         };
         assert!(matches!(
             raise(&held, 9, 9).result,
@@ -1107,7 +1744,9 @@ mod tests {
         assert_eq!(s.lease, None);
         assert_eq!(raise_revoking(&s, 41, T0 + 2).next, None);
         assert_eq!(
-            renew(&s, "s", &b.lease_id, 1000, T0 + 2).unwrap().result,
+            renew(&s, "s", &b.lease_id, "B", 1000, T0 + 2)
+                .unwrap()
+                .result,
             IssuerResult::Expired { epoch: 41 }
         );
         let c = granted(&run(&mut s, |s| acquire(s, &req("C", 1000, T0 + 3, None)))).clone();
@@ -1134,9 +1773,11 @@ mod tests {
         Renew {
             pick: usize,
             ttl: u64,
+            other_holder: bool,
         },
         Release {
             pick: usize,
+            other_holder: bool,
         },
         Raise {
             by: u64,
@@ -1147,8 +1788,10 @@ mod tests {
         let op = prop_oneof![
             4 => (0u8..3, 1u64..40, proptest::option::of(0u8..3))
                 .prop_map(|(holder, ttl, rid)| Op::Acquire { holder, ttl, rid }),
-            2 => (any::<usize>(), 1u64..40).prop_map(|(pick, ttl)| Op::Renew { pick, ttl }),
-            2 => any::<usize>().prop_map(|pick| Op::Release { pick }),
+            2 => (any::<usize>(), 1u64..40, proptest::bool::weighted(0.2))
+                .prop_map(|(pick, ttl, other_holder)| Op::Renew { pick, ttl, other_holder }),
+            2 => (any::<usize>(), proptest::bool::weighted(0.2))
+                .prop_map(|(pick, other_holder)| Op::Release { pick, other_holder }),
             1 => (0u64..3).prop_map(|by| Op::Raise { by }),
         ];
         // Time mostly moves forward, sometimes backwards.
@@ -1165,10 +1808,18 @@ mod tests {
             expires_at in 0..=MAX_SAFE_INTEGER,
             request_id in proptest::option::of(".+"),
             leased in any::<bool>(),
+            derived in any::<bool>(),
+            random in any::<[u8; LEASE_KEY_BYTES]>(),
+            ttl_ms in 1..=MAX_SAFE_INTEGER,
         ) {
+            let form = if derived {
+                LeaseForm::Derived
+            } else {
+                LeaseForm::Keyed { id: keyed_lease_id("s", epoch, &random), ttl_ms }
+            };
             let s = IssuerState {
                 epoch,
-                lease: leased.then_some(Lease { holder, expires_at, request_id }),
+                lease: leased.then_some(Lease { holder, expires_at, request_id, form }),
             };
             let text = s.to_json();
             prop_assert_eq!(IssuerState::from_json(&text), Ok(s.clone()));
@@ -1206,7 +1857,8 @@ mod tests {
             let mut issued: Vec<Grant> = Vec::new();
             // epoch → (expiry, released) for every lease ever granted.
             let mut leases: HashMap<u64, (u64, bool)> = HashMap::new();
-            for (op, dt) in ops {
+            let mut ids: HashSet<String> = HashSet::new();
+            for (i, (op, dt)) in ops.into_iter().enumerate() {
                 let dt = if monotone { (dt as i64).max(0) } else { dt as i64 };
                 now = (now as i64 + dt).max(0) as u64;
                 let before = encode(&s);
@@ -1219,14 +1871,33 @@ mod tests {
                         now_ms: now,
                         request_id: rid.map(|r| rids[r as usize]),
                         limit: EpochLimit::Number,
+                        random: {
+                            let mut r = [7u8; LEASE_KEY_BYTES];
+                            r[..8].copy_from_slice(&(i as u64).to_le_bytes());
+                            r
+                        },
                     }),
-                    Op::Renew { pick, ttl } => {
-                        let id = issued.get(pick % (issued.len() + 1)).map_or("s#0".to_owned(), |g| g.lease_id.clone());
-                        renew(&s, "s", &id, *ttl, now)
-                    }
-                    Op::Release { pick } => {
-                        let id = issued.get(pick % (issued.len() + 1)).map_or("s#0".to_owned(), |g| g.lease_id.clone());
-                        release(&s, "s", &id)
+                    Op::Renew { pick, other_holder, .. } | Op::Release { pick, other_holder } => {
+                        // A lease id this issuer granted (or none), presented by its holder or another one.
+                        let (id, holder) = issued.get(pick % (issued.len() + 1)).map_or(("s#0".to_owned(), "h0"), |g| {
+                            let own = holders.iter().position(|h| *h == g.holder).unwrap_or(0);
+                            let holder = if *other_holder { holders[(own + 1) % holders.len()] } else { holders[own] };
+                            (g.lease_id.clone(), holder)
+                        });
+                        let current = s.lease.as_ref().map(|l| (l.id("s", s.epoch), l.holder.clone()));
+                        let owns = current == Some((id.clone(), holder.to_owned()));
+                        let step = match &op {
+                            Op::Renew { ttl, .. } => renew(&s, "s", &id, holder, *ttl, now),
+                            _ => release(&s, "s", &id, holder),
+                        };
+                        // Only the current lease's id with its holder renews or releases anything.
+                        if let Ok(Step { result: IssuerResult::Renewed(_) | IssuerResult::Released { released: true, .. }, .. }) = &step {
+                            prop_assert!(owns, "{:?} succeeded for {} {}", op, id, holder);
+                        }
+                        if !owns && current.is_some() && id.starts_with(&format!("{}.", s.epoch)) {
+                            prop_assert_eq!(step.as_ref().map(|s| s.result.clone()), Ok(IssuerResult::NotHeld));
+                        }
+                        step
                     }
                     Op::Raise { by } => Ok(raise(&s, s.epoch + by, now)),
                 };
@@ -1246,6 +1917,7 @@ mod tests {
                             prop_assert!(!monotone || *released || *exp <= now, "epoch {} granted at {} while {} live until {}", g.epoch, now, e, exp);
                         }
                         leases.insert(g.epoch, (g.expires_at, false));
+                        prop_assert!(ids.insert(g.lease_id.clone()), "lease id {} repeated", g.lease_id);
                         issued.push(g.clone());
                     }
                     IssuerResult::Granted(g) => {

@@ -9,14 +9,15 @@
 //   DELETE /resources/<key>            fenced delete: clears the value, keeps the mark
 //   GET    /resources/<key>            { key, mark, value }
 //
-// Answers as in examples/edge-worker: 200, 409 STALE_TOKEN, 400 MISSING_TOKEN /
-// MALFORMED_TOKEN, JSON { key, outcome, code, token, markBefore, mark }.
+// Answers as in examples/edge-worker (fencegate/http): 200 applied, refusals as
+// RFC 9457 problem bodies (409 STALE_TOKEN, 428 MISSING_TOKEN, 400 MALFORMED_TOKEN).
 // Deno resolves `fencegate` through its `node` export condition (node_modules,
 // or `npm:fencegate`); the entry reads the .wasm beside it, hence --allow-read.
 // fencegate/deno-kv keeps state and value in one KV entry and commits each
 // decision with `kv.atomic().check({ key, versionstamp })`.
-import { Gate, parseToken, FencegateError } from 'fencegate';
+import { Gate, FencegateError } from 'fencegate';
 import { DenoKvStore } from 'fencegate/deno-kv';
+import { fence } from 'fencegate/http';
 
 const kv = await Deno.openKv(Deno.env.get('KV_PATH') ?? 'fenced.kv');
 const gate = new Gate(new DenoKvStore(kv)); // one atomic check on the entry's versionstamp per write
@@ -35,24 +36,13 @@ async function handle(request) {
     const { mark, value } = await gate.read(key);
     return json({ key, mark: String(mark), value: value ?? null });
   }
-  const header = request.headers.get('Fencing-Token');
-  let token;
-  try {
-    token = parseToken(header); // strict decimal: no sign, leading zero, space, fraction, exponent
-  } catch (e) {
-    if (!(e instanceof FencegateError)) throw e;
-    const mark = String(await gate.mark(key));
-    return json({ key, outcome: 'reject', code: e.code, token: header, markBefore: mark, mark }, 400);
-  }
-  let v;
-  if (request.method === 'PUT' && action === undefined) v = await gate.write(key, token, await request.text());
-  else if (request.method === 'POST' && action === 'establish') v = await gate.establish(key, token);
-  else if (request.method === 'DELETE' && action === undefined) v = await gate.delete(key, token);
+  const body = await request.text();
+  let run;
+  if (request.method === 'PUT' && action === undefined) run = (token, o) => gate.write(key, token, body, o);
+  else if (request.method === 'POST' && action === 'establish') run = (token, o) => gate.establish(key, token, o);
+  else if (request.method === 'DELETE' && action === undefined) run = (token, o) => gate.delete(key, token, o);
   else return json({ code: 'NOT_FOUND' }, 404);
-  return json(
-    { key, outcome: v.outcome, code: v.code, token: String(v.token), markBefore: String(v.markBefore), mark: String(v.markAfter) },
-    v.ok ? 200 : 409,
-  );
+  return fence(request, key, run); // the Fencing-Token header, strict decimal
 }
 
 Deno.serve(

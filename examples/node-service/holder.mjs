@@ -53,7 +53,7 @@ if (est.status !== 200) process.exit(3);
 // 3. work and write with the epoch; renew when the lease runs low
 for (let i = 1; i <= Number(o.writes); i++) {
   if (lease.expiresAt - Date.now() < ttlMs / 2) {
-    const r = await call('POST', `/leases/${key}/renew`, { json: { leaseId: lease.leaseId, ttlMs } });
+    const r = await call('POST', `/leases/${key}/renew`, { json: { leaseId: lease.leaseId, holder: lease.holder, ttlMs } });
     if (r.status !== 200) {
       log({ event: 'lost', status: r.status, code: r.body.code });
       process.exit(4); // the lease is gone: stop working
@@ -70,5 +70,5 @@ for (let i = 1; i <= Number(o.writes); i++) {
     process.exit(0);
   }
 }
-await call('POST', `/leases/${key}/release`, { json: { leaseId: lease.leaseId } });
+await call('POST', `/leases/${key}/release`, { json: { leaseId: lease.leaseId, holder: lease.holder } });
 log({ event: 'released' });

@@ -3,25 +3,27 @@
 // (fencegate/sqlite), and an issuer endpoint grants leases with epochs.
 //
 //   POST   /leases/<scope>          {"holder","ttlMs","requestId"?} → a lease and its epoch (409 LEASE_HELD)
-//   POST   /leases/<scope>/renew    {"leaseId","ttlMs"}             → same epoch, new expiry (409 LEASE_EXPIRED)
-//   POST   /leases/<scope>/release  {"leaseId"}                     → {"released": true|false}
+//   POST   /leases/<scope>/renew    {"leaseId","holder","ttlMs"}    → same epoch, new expiry (409 LEASE_EXPIRED / LEASE_NOT_HELD)
+//   POST   /leases/<scope>/release  {"leaseId","holder"}            → {"released": true|false} (409 LEASE_NOT_HELD)
 //   PUT    /kv/<key>                body = the value (JSON);  header Fencing-Token
 //   POST   /kv/<key>/establish      raise the mark, no data change (a new owner's barrier)
 //   DELETE /kv/<key>                fenced delete: clears the value, keeps the mark
 //   GET    /kv/<key>                {"key","mark","value"}
 //
-// Fenced answers: 200 applied, 409 STALE_TOKEN, 400 MISSING_TOKEN / MALFORMED_TOKEN,
-// each {"key","outcome","code","token","markBefore","mark"}; epochs are decimal text.
+// Fenced answers (fencegate/http, docs/http.md): 200 applied {"key","outcome","code",
+// "token","markBefore","mark"}; refusals as RFC 9457 problem bodies (409 STALE_TOKEN,
+// 428 MISSING_TOKEN, 400 MALFORMED_TOKEN, 503 + Retry-After when SQLite fails); epochs
+// are decimal text. Fencing-Op-Id and Fencing-Holder headers become opId and holder.
 // Leases and epochs say who owns a key, not who may call: put authentication and
 // authorization in front of this service (DESIGN R9).
 import http from 'node:http';
 import { resolve } from 'node:path';
 import { pathToFileURL } from 'node:url';
 import Database from 'better-sqlite3';
-import { Gate, Issuer, parseToken, FencegateError } from 'fencegate';
+import { Gate, Issuer, FencegateError } from 'fencegate';
 import { SqliteStore } from 'fencegate/sqlite';
+import { fenceReply } from 'fencegate/http';
 
-const TOKEN_HEADER = 'fencing-token';
 const MAX_BODY = 1 << 20;
 
 class HttpError extends Error {
@@ -32,9 +34,9 @@ class HttpError extends Error {
   }
 }
 
-function send(res, status, body) {
+function send(res, status, body, headers = { 'content-type': 'application/json' }) {
   const text = JSON.stringify(body, (_, v) => (typeof v === 'bigint' ? String(v) : v));
-  res.writeHead(status, { 'content-type': 'application/json', 'content-length': Buffer.byteLength(text) });
+  res.writeHead(status, { ...headers, 'content-length': Buffer.byteLength(text) });
   res.end(text);
 }
 
@@ -58,15 +60,6 @@ async function readJson(req) {
   }
 }
 
-const fencedBody = (key, v) => ({
-  key,
-  outcome: v.outcome,
-  code: v.code,
-  token: String(v.token),
-  markBefore: String(v.markBefore),
-  mark: String(v.markAfter),
-});
-
 /**
  * The service's request handler over an open better-sqlite3 Database. The
  * resource's rows (table "kv") and the issuer's rows (table "leases") live in
@@ -81,22 +74,17 @@ export function createHandler(db, { gate, issuer } = {}) {
       const { mark, value } = await gate.read(key);
       return send(res, 200, { key, mark: String(mark), value: value ?? null });
     }
-    const header = req.headers[TOKEN_HEADER];
-    let token;
-    try {
-      token = parseToken(header); // strict decimal: no sign, leading zero, space, fraction, exponent
-    } catch (e) {
-      if (!(e instanceof FencegateError)) throw e;
-      await readBody(req);
-      const mark = String(await gate.mark(key));
-      return send(res, 400, { key, outcome: 'reject', code: e.code, token: header ?? null, markBefore: mark, mark });
-    }
-    let v;
-    if (req.method === 'PUT' && action === undefined) v = await gate.write(key, token, await readJson(req));
-    else if (req.method === 'POST' && action === 'establish') v = await gate.establish(key, token);
-    else if (req.method === 'DELETE' && action === undefined) v = await gate.delete(key, token);
+    let run;
+    if (req.method === 'PUT' && action === undefined) {
+      const value = await readJson(req);
+      run = (token, o) => gate.write(key, token, value, o);
+    } else if (req.method === 'POST' && action === 'establish') run = (token, o) => gate.establish(key, token, o);
+    else if (req.method === 'DELETE' && action === undefined) run = (token, o) => gate.delete(key, token, o);
     else throw new HttpError(404, 'NOT_FOUND', 'no such route');
-    return send(res, v.ok ? 200 : 409, fencedBody(key, v));
+    if (!req.readableEnded) await readBody(req); // a refusal never leaves a request stream unread
+    // the Fencing-Token header, strict decimal (no sign, leading zero, space, fraction, exponent)
+    const reply = await fenceReply(req.headers, key, run);
+    return send(res, reply.status, reply.body, reply.headers);
   }
 
   async function leases(req, res, scope, action) {
@@ -105,10 +93,11 @@ export function createHandler(db, { gate, issuer } = {}) {
     if (b === null || typeof b !== 'object') throw new HttpError(400, 'BAD_JSON', 'the body must be a JSON object');
     let r;
     if (action === undefined) r = await issuer.acquire({ scope, holder: b.holder, ttlMs: b.ttlMs, requestId: b.requestId });
-    else if (action === 'renew') r = await issuer.renew({ scope, leaseId: b.leaseId, ttlMs: b.ttlMs });
-    else if (action === 'release') r = await issuer.release({ scope, leaseId: b.leaseId });
+    else if (action === 'renew') r = await issuer.renew({ scope, leaseId: b.leaseId, holder: b.holder, ttlMs: b.ttlMs });
+    else if (action === 'release') r = await issuer.release({ scope, leaseId: b.leaseId, holder: b.holder });
     else throw new HttpError(404, 'NOT_FOUND', 'no such route');
-    return send(res, r.ok ? 200 : 409, { ...r, epoch: String(r.epoch) });
+    // LEASE_NOT_HELD carries no epoch: it says nothing about the lease.
+    return send(res, r.ok ? 200 : 409, r.epoch === undefined ? r : { ...r, epoch: String(r.epoch) });
   }
 
   return async function handle(req, res) {

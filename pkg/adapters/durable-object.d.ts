@@ -7,6 +7,7 @@
  * put in one `storage.transaction` per decision.
  */
 import type { Gate, GateOptions, TransactionResult, TransactionStore } from '../index.js';
+import type { FenceOptions } from '../integrations/http.js';
 
 export interface DurableObjectStoreOptions<V = unknown> {
   /** Storage key prefix of the fence entries; default `"fencegate:"`. */
@@ -38,20 +39,23 @@ export class DurableObjectStore<V = unknown> implements TransactionStore<V> {
   load(key: string): Promise<{ state: string; version: null; value?: V } | null>;
 }
 
-export interface FencedFetchOptions {
+/** The key and action of a request, and fencegate/http's options (header names, `typeBase`, `retryAfter`). */
+export interface FencedFetchOptions extends FenceOptions {
   /** The resource key. */
   key: string;
   /** `"establish"` for `POST …/establish`; otherwise undefined. */
   action?: string;
-  /** Pass `fg1.` header text to the gate (which must have `keys`) instead of parsing a number. Default false. */
-  signed?: boolean;
 }
 
 /**
  * The fenced HTTP protocol for one key: PUT (body = value, header Fencing-Token) writes,
  * POST with action "establish" establishes, DELETE deletes, GET reads `{ key, mark, value }`.
- * Fenced answers are JSON `{ key, outcome, code, token, markBefore, mark }`, epochs as decimal
- * text: 200 advance/accept, 409 STALE_TOKEN, 400 other refusals and malformed headers, 404 else.
+ * Answers through fencegate/http's `fence` (docs/http.md): 200 `{ key, outcome, code, token,
+ * markBefore, mark }` (epochs as decimal text) for advance/accept; refusals with `statusFor(code)`
+ * (409 STALE_TOKEN, 428 MISSING_TOKEN, 400 MALFORMED_TOKEN, 403 signed-token refusals, …) and an
+ * RFC 9457 problem body; a thrown FencegateError as a problem body (503 with Retry-After for
+ * store failures). Fencing-Op-Id / Fencing-Holder go to the gate as opId / holder. 404 for other
+ * methods.
  * @throws FencegateError INVALID_ARGUMENT without a gate or a string key.
  */
 export function fencedFetch(gate: Gate<any>, request: Request, options: FencedFetchOptions): Promise<Response>;
@@ -59,13 +63,12 @@ export function fencedFetch(gate: Gate<any>, request: Request, options: FencedFe
 /**
  * A Durable Object class with one fenced resource per object behind fetch
  * (`/resources/<key>[/establish]`). With the secret FENCE_KEYS (JSON
- * `{ kid: base64url secret }`) only signed `fg1.` tokens are accepted.
+ * `{ kid: base64url secret }`) only signed `fg1.` tokens are accepted (others: 403).
  */
 export class FencedObject {
   constructor(ctx: { storage: DurableObjectStorageLike }, env?: { FENCE_KEYS?: string } & Record<string, unknown>);
   readonly store: DurableObjectStore<string>;
   gate: Gate<string>;
-  readonly signed: boolean;
   fetch(request: Request): Promise<Response>;
 }
 

@@ -10,8 +10,9 @@
 // decisions on one key never interleave.
 //
 // Values go through a codec (default `valueCodec`, docs/stores.md "Values").
-import { Gate, parseToken, FencegateError, valueCodec } from '../workerd.mjs';
+import { Gate, FencegateError, valueCodec } from '../workerd.mjs';
 import { codecOf, encodeWith, encodedOf } from './support.mjs';
+import { fence } from '../integrations/http.mjs';
 
 const invalid = (message, details) => new FencegateError('INVALID_ARGUMENT', message, details);
 
@@ -71,40 +72,37 @@ const json = (body, status = 200) => Response.json(body, { status });
  *   POST   …/establish                                        → establish (no data change)
  *   DELETE                                                    → fenced delete (the mark stays)
  *   GET                                                       → { key, mark, value }
- * Answers JSON { key, outcome, code, token, markBefore, mark } (epochs as decimal text):
- * 200 advance/accept, 409 STALE_TOKEN, 400 any other rejection or a malformed header
- * (then `token` is the header as received, null when absent). `signed`: pass `fg1.`
- * header text to the gate (which must have `keys`) instead of parsing a number.
+ * Headers, statuses and bodies are fencegate/http's (`fence`, docs/http.md):
+ * 200 `{ key, outcome, code, token, markBefore, mark }` for advance/accept;
+ * refusals as RFC 9457 problem bodies (409 STALE_TOKEN, 428 MISSING_TOKEN,
+ * 400 MALFORMED_TOKEN, 403 signed-token refusals, …); Fencing-Op-Id and
+ * Fencing-Holder go to the gate as opId and holder. `fg1.` header text goes to
+ * the gate, which verifies it when it has `keys`. `options` (headers,
+ * typeBase, retryAfter) are passed on to `fence`.
  */
-export async function fencedFetch(gate, request, { key, action, signed = false } = {}) {
+export async function fencedFetch(gate, request, { key, action, ...options } = {}) {
   if (gate === null || typeof gate !== 'object' || typeof gate.write !== 'function') throw invalid('fencedFetch needs a Gate', { option: 'gate' });
   if (typeof key !== 'string') throw invalid('fencedFetch: key must be a string', { option: 'key' });
   if (request.method === 'GET' && action === undefined) {
     const { mark, value } = await gate.read(key);
     return json({ key, mark: String(mark), value: value ?? null });
   }
-  // read the whole body first: the check happens when the write has arrived (R1)
-  const body = await request.text();
-  const header = request.headers.get('Fencing-Token');
-  let token;
-  try {
-    // fg1 text: the gate verifies it; else strict decimal (no sign, leading zero, space, fraction,
-    // exponent), which a gate that requires signed tokens refuses as UNSIGNED_TOKEN
-    token = signed && header !== null && header.startsWith('fg1.') ? header : parseToken(header);
-  } catch (e) {
-    if (!(e instanceof FencegateError)) throw e;
-    const mark = String(await gate.mark(key));
-    return json({ key, outcome: 'reject', code: e.code, token: header, markBefore: mark, mark }, 400);
+  let run;
+  if (request.method === 'PUT' && action === undefined) {
+    // read the whole body first: the check happens when the write has arrived (R1), and a
+    // refusal never leaves a request stream unread
+    const body = await request.text();
+    run = (token, o) => gate.write(key, token, body, o);
+  } else if (request.method === 'POST' && action === 'establish') {
+    await request.arrayBuffer();
+    run = (token, o) => gate.establish(key, token, o);
+  } else if (request.method === 'DELETE' && action === undefined) {
+    await request.arrayBuffer();
+    run = (token, o) => gate.delete(key, token, o);
+  } else {
+    return json({ code: 'NOT_FOUND' }, 404);
   }
-  let v;
-  if (request.method === 'PUT' && action === undefined) v = await gate.write(key, token, body);
-  else if (request.method === 'POST' && action === 'establish') v = await gate.establish(key, token);
-  else if (request.method === 'DELETE' && action === undefined) v = await gate.delete(key, token);
-  else return json({ code: 'NOT_FOUND' }, 404);
-  return json(
-    { key, outcome: v.outcome, code: v.code, token: v.token === null ? header : String(v.token), markBefore: String(v.markBefore), mark: String(v.markAfter) },
-    v.ok ? 200 : v.code === 'STALE_TOKEN' ? 409 : 400,
-  );
+  return fence(request, key, run, options);
 }
 
 /** `/resources/<key>[/establish]` → `{ key, action }`, or the error Response (404 NOT_FOUND, 400 BAD_KEY). */
@@ -130,12 +128,12 @@ function gateOptionsOf(env) {
  * A ready-made Durable Object class: one fenced resource per object, behind
  * fetch (`/resources/<key>[/establish]`, see `fencedFetch`). Export it from your
  * Worker and bind it; `fencedWorker(binding)` routes each key to its own object.
- * With the secret FENCE_KEYS set, only signed `fg1.` tokens are accepted.
+ * With the secret FENCE_KEYS set, only signed `fg1.` tokens are accepted
+ * (the others are 403 UNSIGNED_TOKEN, BAD_SIGNATURE, UNKNOWN_KEY, WRONG_SCOPE, …).
  */
 export class FencedObject {
   constructor(ctx, env) {
     const options = gateOptionsOf(env);
-    this.signed = options.requireSigned === true;
     this.store = new DurableObjectStore(ctx.storage);
     this.gate = new Gate(this.store, options);
   }
@@ -143,7 +141,7 @@ export class FencedObject {
   async fetch(request) {
     const r = route(request);
     if (r instanceof Response) return r;
-    return fencedFetch(this.gate, request, { ...r, signed: this.signed });
+    return fencedFetch(this.gate, request, r);
   }
 }
 

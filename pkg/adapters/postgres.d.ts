@@ -1,6 +1,6 @@
 /**
- * fencegate/postgres — a compare-and-set host store on PostgreSQL (pg ≥ 8).
- * One table (`key text PRIMARY KEY, state text, value text, version bigint`);
+ * fencegate/postgres — a compare-and-set host store on PostgreSQL through
+ * pg ≥ 8 (a `Pool` or `Client`) or postgres.js ≥ 3 (a `sql` instance). One table (`key text PRIMARY KEY, state text, value text, version bigint`);
  * commits are one conditional `UPDATE … WHERE version = $expected` (or an
  * `INSERT … ON CONFLICT DO NOTHING`). Use with
  * `new Gate(await new PostgresStore(pool).init())`.
@@ -31,13 +31,24 @@ export interface PostgresClient {
 }
 
 /**
+ * Structural type of a postgres.js `sql` instance (`postgres(url)`): the store
+ * runs its statements through `sql.unsafe(text, params)`.
+ */
+export interface PostgresJsSql {
+  (...args: any[]): any;
+  unsafe(text: string, params?: any[]): PromiseLike<any[] & { count: number }>;
+}
+
+/**
  * Each statement is its own transaction and the compare-and-set is in its
  * WHERE clause, so any isolation level is correct: READ COMMITTED (no row
  * matched) and REPEATABLE READ / SERIALIZABLE (40001) both end as a lost
- * compare-and-set. @throws FencegateError INVALID_ARGUMENT for `encode` without `decode`.
+ * compare-and-set. @throws FencegateError INVALID_ARGUMENT for a client that is
+ * neither pg's nor postgres.js's, a table name that is not a plain identifier,
+ * or `encode` without `decode`.
  */
 export class PostgresStore<V = unknown> {
-  constructor(pg: PostgresClient, options?: PostgresStoreOptions<V>);
+  constructor(pg: PostgresClient | PostgresJsSql, options?: PostgresStoreOptions<V>);
   /** The stored text of `value`; FencegateError INVALID_ARGUMENT (with `path`) when the codec refuses it. */
   encodeValue(value: V): string;
   /** Creates the table if needed; run once before concurrent use. */

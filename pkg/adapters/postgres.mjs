@@ -18,8 +18,12 @@
 // SERIALIZABLE PostgreSQL raises a serialization failure instead: that whole
 // "retry the transaction" class is read as a lost compare-and-set (docs/stores.md).
 //
-// The client is passed in (a `pg.Pool` or `pg.Client`); this module imports only the codec.
+// The client is passed in (a `pg.Pool` or `pg.Client`, or a postgres.js `sql`
+// instance); this module imports only the codec. postgres.js runs the same
+// statements through `sql.unsafe(text, params)`; its server errors carry the
+// same SQLSTATE in `code`.
 import { valueCodec } from '../lib/codec.mjs';
+import { FencegateError } from '../lib/errors.mjs';
 import { codecOf, encodeWith, encodedOf } from './support.mjs';
 
 const IDENT = /^[A-Za-z_][A-Za-z0-9_]{0,62}$/;
@@ -45,11 +49,32 @@ const LOAD_ATTEMPTS = 4;
 // connection, a client-side timeout) may have committed.
 function definitelyFailed(e) {
   const code = e && typeof e === 'object' ? e.code : undefined;
-  return typeof code === 'string' && /^[0-9A-Z]{5}$/.test(code) && !code.startsWith('08') && !code.startsWith('57') && code !== '40003';
+  // (EPIPE and the like are socket errors, not SQLSTATEs: no SQLSTATE class starts with E.)
+  return (
+    typeof code === 'string' &&
+    /^[0-9A-Z]{5}$/.test(code) &&
+    !code.startsWith('E') &&
+    !code.startsWith('08') &&
+    !code.startsWith('57') &&
+    code !== '40003'
+  );
+}
+
+/** `query({ text, values })` → `{ rows, rowCount }` over pg (Pool, Client) or postgres.js (`sql`); null for anything else. */
+function queryOf(client) {
+  if (typeof client === 'function' && typeof client.unsafe === 'function') {
+    // postgres.js: a tagged-template function; unsafe() takes SQL text and parameters.
+    return async ({ text, values }) => {
+      const rows = await client.unsafe(text, values ?? []);
+      return { rows, rowCount: rows.count };
+    };
+  }
+  if (client !== null && typeof client === 'object' && typeof client.query === 'function') return (q) => client.query(q);
+  return null;
 }
 
 /**
- * A compare-and-set host store on a pg `Pool` or `Client`.
+ * A compare-and-set host store on a pg `Pool` or `Client`, or a postgres.js `sql`.
  * Options: `table` (default `"fencegate"`), `encode`/`decode` for values
  * (default `valueCodec`). Call `await store.init()` once to create the table.
  */
@@ -60,24 +85,37 @@ export class PostgresStore {
   #decode;
 
   constructor(pg, options = {}) {
-    if (pg === null || typeof pg !== 'object' || typeof pg.query !== 'function') {
-      throw new TypeError('PostgresStore needs a pg Pool or Client');
+    const query = queryOf(pg);
+    if (query === null) {
+      throw new FencegateError('INVALID_ARGUMENT', 'PostgresStore needs a pg Pool or Client, or a postgres.js sql instance', {
+        client: pg === null ? 'null' : typeof pg,
+      });
+    }
+    if (options === null || typeof options !== 'object') {
+      throw new FencegateError('INVALID_ARGUMENT', 'PostgresStore options must be an object', { options });
     }
     const table = options.table ?? 'fencegate';
     if (typeof table !== 'string' || !IDENT.test(table)) {
-      throw new TypeError(`table must be a plain SQL identifier, got ${typeof table === 'string' ? JSON.stringify(table) : typeof table}`);
+      throw new FencegateError(
+        'INVALID_ARGUMENT',
+        `table must be a plain SQL identifier, got ${typeof table === 'string' ? JSON.stringify(table) : typeof table}`,
+        { table },
+      );
     }
-    this.#pg = pg;
+    this.#pg = query;
     this.#table = `"${table}"`;
     [this.#encode, this.#decode] = codecOf(options, valueCodec);
   }
 
   /** Creates the table when it does not exist. Run once, before concurrent use. */
   async init() {
-    await this.#pg.query(
-      `CREATE TABLE IF NOT EXISTS ${this.#table} (` +
-        'key text PRIMARY KEY, state text NOT NULL, value text, version bigint NOT NULL)',
-    );
+    // Looked up first so that an existing table draws no "already exists, skipping"
+    // NOTICE (postgres.js prints notices with console.log unless `onnotice` is set).
+    const found = await this.#pg({ text: 'SELECT to_regclass($1) IS NOT NULL AS found', values: [this.#table] });
+    if (found.rows.length === 1 && found.rows[0].found === true) return this;
+    await this.#pg({
+      text: `CREATE TABLE IF NOT EXISTS ${this.#table} (` + 'key text PRIMARY KEY, state text NOT NULL, value text, version bigint NOT NULL)',
+    });
     return this;
   }
 
@@ -87,7 +125,7 @@ export class PostgresStore {
     let r;
     for (let attempt = 1; ; attempt++) {
       try {
-        r = await this.#pg.query(query);
+        r = await this.#pg(query);
         break;
       } catch (e) {
         if (!retryable(e) || attempt >= LOAD_ATTEMPTS) throw e;
@@ -122,7 +160,7 @@ export class PostgresStore {
       };
     }
     try {
-      const r = await this.#pg.query(query);
+      const r = await this.#pg(query);
       return r.rowCount === 1;
     } catch (e) {
       // Nothing committed, and another writer got there first (or a deadlock):

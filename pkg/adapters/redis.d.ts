@@ -1,5 +1,6 @@
 /**
- * fencegate/redis — a compare-and-set host store on Redis (ioredis ≥ 5).
+ * fencegate/redis — a compare-and-set host store on Redis, through ioredis ≥ 5
+ * (`Redis` or `Cluster`) or node-redis ≥ 5 (npm `redis`, a connected `createClient()`).
  * Each key is a hash `<prefix><key>` with fields `state`, `value`, `version`;
  * commits run a Lua script that compares the version and writes state and
  * value together. Use with `new Gate(new RedisStore(redis))`.
@@ -36,13 +37,23 @@ export interface RedisClient {
 }
 
 /**
+ * Structural type of a node-redis client (npm `redis` ≥ 5, `createClient()`,
+ * connected; RESP2 or RESP3). The store sends HMGET, SCRIPT LOAD, EVALSHA (EVAL
+ * after NOSCRIPT) and CONFIG GET through `sendCommand`. A node-redis cluster
+ * (`createCluster()`) is refused with INVALID_ARGUMENT; use an ioredis Cluster.
+ */
+export interface NodeRedisClient {
+  sendCommand(args: string[]): Promise<unknown>;
+}
+
+/**
  * Before its first operation the store checks `maxmemory-policy` (every master
  * of a Cluster) and refuses to run under an evicting or unreadable policy
  * unless `allowEviction: true`.
- * @throws FencegateError INVALID_ARGUMENT for bad options.
+ * @throws FencegateError INVALID_ARGUMENT for bad options, or a client that is neither.
  */
 export class RedisStore<V = unknown> {
-  constructor(redis: RedisClient, options?: RedisStoreOptions<V>);
+  constructor(redis: RedisClient | NodeRedisClient, options?: RedisStoreOptions<V>);
   /**
    * Reads the policy now: `{ node, policy }` per master (`policy: null` when
    * unreadable under `allowEviction`). Call it after changing the server's

@@ -16,7 +16,11 @@
 // without a TTL (`allkeys-*`), or when it cannot read the policy, unless the
 // caller opts in with `allowEviction: true` (docs/stores.md "Records that vanish").
 //
-// The client is passed in (an ioredis `Redis` or `Cluster`); this module imports only the codec.
+// The client is passed in (an ioredis `Redis` or `Cluster`, or a node-redis v5+
+// client from `createClient`, connected); this module imports only the codec.
+// node-redis runs the same script through EVALSHA (falling back to EVAL when the
+// server lost its script cache) with `sendCommand`, so RESP2 and RESP3 clients
+// and any type mapping read the same.
 import { valueCodec } from '../lib/codec.mjs';
 import { FencegateError } from '../lib/errors.mjs';
 import { codecOf, encodeWith, encodedOf } from './support.mjs';
@@ -58,13 +62,84 @@ function unsafe(reason, message, details) {
   return new FencegateError('STORE_ERROR', message, { reason, ...details });
 }
 
+/** Whether `e` is an error reply from the server (the command did not run), for ioredis or node-redis. */
+function isErrorReply(e) {
+  if (e === null || typeof e !== 'object') return false;
+  if (e.name === 'ReplyError') return true; // ioredis
+  for (let p = Object.getPrototypeOf(e); p !== null; p = Object.getPrototypeOf(p)) {
+    if (p.constructor && p.constructor.name === 'ErrorReply') return true; // node-redis (SimpleError, BlobError)
+  }
+  return false;
+}
+
+/** A CONFIG GET reply as `[name, value, …]`: RESP2 arrays, RESP3 maps (a Map or a plain object). */
+function pairs(reply) {
+  if (reply instanceof Map) return [...reply].flat();
+  if (reply !== null && typeof reply === 'object' && !Array.isArray(reply)) return Object.entries(reply).flat();
+  return reply;
+}
+
+/** The commands the store sends, over ioredis (a defined Lua command) or node-redis (`sendCommand`). */
+function driverOf(redis) {
+  if (redis === null || typeof redis !== 'object') return null;
+  if (typeof redis.defineCommand === 'function') {
+    if (typeof redis[COMMAND] !== 'function') {
+      // EVALSHA with a fallback to EVAL, cached on the client.
+      redis.defineCommand(COMMAND, { numberOfKeys: 1, lua: COMPARE_AND_SET });
+    }
+    return {
+      hmget: (key) => redis.hmget(key, 'state', 'value', 'version'),
+      cas: (key, args) => redis[COMMAND](key, ...args),
+      nodes: () => (typeof redis.nodes === 'function' ? redis.nodes('master') : [redis]),
+      nodeName: (node) => (node.options && node.options.host !== undefined ? `${node.options.host}:${node.options.port}` : 'redis'),
+      configGet: (node) => node.config('GET', 'maxmemory-policy'),
+    };
+  }
+  if (typeof redis.sendCommand === 'function' && typeof redis.nodeClient !== 'function') {
+    const send = (args) => redis.sendCommand(args);
+    let sha = null;
+    const script = async (key, args) => {
+      const tail = ['1', key, ...args];
+      sha ??= String(await send(['SCRIPT', 'LOAD', COMPARE_AND_SET]));
+      try {
+        return await send(['EVALSHA', sha, ...tail]);
+      } catch (e) {
+        // The server's script cache was flushed (restart, SCRIPT FLUSH): the script did not run.
+        if (isErrorReply(e) && /^NOSCRIPT/.test(e.message)) return send(['EVAL', COMPARE_AND_SET, ...tail]);
+        throw e;
+      }
+    };
+    return {
+      hmget: async (key) => {
+        const r = await send(['HMGET', key, 'state', 'value', 'version']);
+        return r.map((x) => (x === null || x === undefined ? null : String(x)));
+      },
+      cas: async (key, args) => Number(await script(key, args)),
+      nodes: () => [redis],
+      nodeName: (node) => {
+        // host:port as for ioredis: from `socket`, else from `url` (never its password)
+        const o = node.options ?? {};
+        if (o.socket && o.socket.host !== undefined) return `${o.socket.host}:${o.socket.port ?? 6379}`;
+        try {
+          const u = new URL(o.url);
+          return `${u.hostname}:${u.port || 6379}`;
+        } catch {
+          return 'redis';
+        }
+      },
+      configGet: async (node) => pairs(await node.sendCommand(['CONFIG', 'GET', 'maxmemory-policy'])),
+    };
+  }
+  return null;
+}
+
 /** `maxmemory-policy` of one node; STORE_ERROR EVICTION_POLICY_UNKNOWN when the server does not say. */
-async function policyOf(node) {
+async function policyOf(driver, node) {
   let reply;
   try {
-    reply = await node.config('GET', 'maxmemory-policy');
+    reply = await driver.configGet(node);
   } catch (e) {
-    if (!(e && e.name === 'ReplyError')) throw e; // no answer (connection): not cached, asked again next time
+    if (!isErrorReply(e)) throw e; // no answer (connection): not cached, asked again next time
     throw unsafe(
       'EVICTION_POLICY_UNKNOWN',
       `RedisStore cannot read Redis's maxmemory-policy (CONFIG GET answered: ${e.message}), so it cannot tell whether ` +
@@ -94,7 +169,7 @@ async function policyOf(node) {
  * marked `commitUnknown`, because the script may have run (COMMIT_UNKNOWN).
  */
 export class RedisStore {
-  #redis;
+  #driver;
   #prefix;
   #encode;
   #decode;
@@ -104,12 +179,22 @@ export class RedisStore {
   #checking = null;
 
   constructor(redis, options = {}) {
-    if (redis === null || typeof redis !== 'object' || typeof redis.defineCommand !== 'function') {
-      throw new TypeError('RedisStore needs an ioredis client');
+    if (redis !== null && typeof redis === 'object' && typeof redis.sendCommand === 'function' && typeof redis.nodeClient === 'function') {
+      throw new FencegateError('INVALID_ARGUMENT', 'RedisStore does not take a node-redis cluster (createCluster); use an ioredis Cluster', {});
     }
-    this.#redis = redis;
-    this.#prefix = options.prefix ?? 'fencegate:';
-    if (typeof this.#prefix !== 'string') throw new TypeError('prefix must be a string');
+    if (options === null || typeof options !== 'object') {
+      throw new FencegateError('INVALID_ARGUMENT', 'RedisStore options must be an object', { options });
+    }
+    const prefix = options.prefix ?? 'fencegate:';
+    if (typeof prefix !== 'string') throw new FencegateError('INVALID_ARGUMENT', 'prefix must be a string', { prefix });
+    const driver = driverOf(redis);
+    if (driver === null) {
+      throw new FencegateError('INVALID_ARGUMENT', 'RedisStore needs an ioredis client (Redis or Cluster) or a node-redis client (createClient)', {
+        client: redis === null ? 'null' : typeof redis,
+      });
+    }
+    this.#driver = driver;
+    this.#prefix = prefix;
     [this.#encode, this.#decode] = codecOf(options, valueCodec);
     const allow = options.allowEviction ?? false;
     if (typeof allow !== 'boolean') {
@@ -117,10 +202,6 @@ export class RedisStore {
     }
     this.#allowEviction = allow;
     if (allow) this.#checked = []; // opted in: operations never wait for the check
-    if (typeof redis[COMMAND] !== 'function') {
-      // EVALSHA with a fallback to EVAL, cached on the client.
-      redis.defineCommand(COMMAND, { numberOfKeys: 1, lua: COMPARE_AND_SET });
-    }
   }
 
   /** The Redis key of a resource key. */
@@ -137,14 +218,13 @@ export class RedisStore {
    * With `allowEviction: true` it still reads and reports, and never throws for the policy.
    */
   async checkEvictionPolicy() {
-    const r = this.#redis;
-    const nodes = typeof r.nodes === 'function' ? r.nodes('master') : [r];
+    const d = this.#driver;
     const out = [];
-    for (const node of nodes) {
-      const name = node.options && node.options.host !== undefined ? `${node.options.host}:${node.options.port}` : 'redis';
+    for (const node of d.nodes()) {
+      const name = d.nodeName(node);
       let policy;
       try {
-        policy = await policyOf(node);
+        policy = await policyOf(d, node);
       } catch (e) {
         if (this.#allowEviction && e instanceof FencegateError) {
           out.push({ node: name, policy: null });
@@ -179,7 +259,7 @@ export class RedisStore {
   /** `{ state, version, value }` of `key`, or null when the hash does not exist. */
   async load(key) {
     if (this.#checked === null) await this.#ensureChecked();
-    const [state, value, version] = await this.#redis.hmget(this.#prefix + key, 'state', 'value', 'version');
+    const [state, value, version] = await this.#driver.hmget(this.#prefix + key);
     if (state === null && value === null && version === null) return null;
     return {
       state: state ?? undefined,
@@ -194,10 +274,10 @@ export class RedisStore {
     const value = change.kind === 'set' ? encodedOf(this, change) : '';
     const expected = expectedVersion === null || expectedVersion === undefined ? '' : String(expectedVersion);
     try {
-      const r = await this.#redis[COMMAND](this.#prefix + key, expected, JSON.stringify(nextState), change.kind, value);
+      const r = await this.#driver.cas(this.#prefix + key, [expected, JSON.stringify(nextState), change.kind, value]);
       return r === 1;
     } catch (e) {
-      if (!(e && e.name === 'ReplyError') && e && typeof e === 'object') e.commitUnknown = true;
+      if (!isErrorReply(e) && e && typeof e === 'object') e.commitUnknown = true;
       throw e;
     }
   }

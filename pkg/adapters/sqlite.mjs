@@ -12,6 +12,7 @@
 //
 // The client is passed in (an open `Database`); this module imports only the codec.
 import { valueCodec } from '../lib/codec.mjs';
+import { FencegateError } from '../lib/errors.mjs';
 import { codecOf, encodeWith, encodedOf } from './support.mjs';
 
 const IDENT = /^[A-Za-z_][A-Za-z0-9_]{0,62}$/;
@@ -41,11 +42,15 @@ export class SqliteStore {
 
   constructor(db, options = {}) {
     if (db === null || typeof db !== 'object' || typeof db.prepare !== 'function' || typeof db.transaction !== 'function') {
-      throw new TypeError('SqliteStore needs an open better-sqlite3 Database');
+      throw new FencegateError('INVALID_ARGUMENT', 'SqliteStore needs an open better-sqlite3 Database');
     }
     const table = options.table ?? 'fencegate';
     if (typeof table !== 'string' || !IDENT.test(table)) {
-      throw new TypeError(`table must be a plain SQL identifier, got ${typeof table === 'string' ? JSON.stringify(table) : typeof table}`);
+      throw new FencegateError(
+        'INVALID_ARGUMENT',
+        `table must be a plain SQL identifier, got ${typeof table === 'string' ? JSON.stringify(table) : typeof table}`,
+        { table },
+      );
     }
     this.#db = db;
     [this.#encode, this.#decode] = codecOf(options, valueCodec);

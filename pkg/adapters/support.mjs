@@ -1,4 +1,4 @@
-// Shared by the shipped store adapters (sqlite, redis, postgres): the value
+// Shared by the shipped store adapters (sqlite, redis, postgres, mysql): the value
 // codec options and the refusal of a value the codec cannot keep (issue 21).
 import { FencegateError } from '../lib/errors.mjs';
 

@@ -4,11 +4,12 @@
 //   npx fencegate reconcile --sqlite app.db --scope orders --key orders/1 --key orders/2 [--dry-run]
 //   npx fencegate reconcile --redis redis://127.0.0.1:6379 --prefix app: --scope jobs --key a --key b
 //   npx fencegate reconcile --postgres postgres://… --table fencegate --scopes scopes.json
+//   npx fencegate reconcile --mysql mysql://user:password@127.0.0.1:3306/app --scopes scopes.json
 //
 // The issuer's records and the resources' fence records are read from one
 // store (as in docs/issuer.md: the issuer's keys are `issuer:<scope>`), or the
 // issuer's from another one given with --issuer-sqlite / --issuer-redis /
-// --issuer-postgres. Each --key names one resource key of the --scope before
+// --issuer-postgres / --issuer-mysql. Each --key names one resource key of the --scope before
 // it, exactly as given (any character, commas included); --scopes FILE reads
 // `{ "scope": ["key", …] }` (or `[{ "scope", "keys" }]`) as JSON instead. The
 // old comma-separated --keys is refused: it cannot name a key with a comma,
@@ -18,7 +19,7 @@
 // or repaired (see `errors` in the report), 1 failed (JSON error on stderr), 2 usage.
 //
 // No password reaches stdout or stderr: every secret the store URLs (or
-// PGPASSWORD / REDISCLI_AUTH) carry is masked in everything printed, URL
+// PGPASSWORD / REDISCLI_AUTH / MYSQL_PWD) carry is masked in everything printed, URL
 // passwords of any other form too, and the drivers' error events are listened
 // to (no "Unhandled error event" print of a connection string).
 import { parseArgs } from 'node:util';
@@ -27,9 +28,9 @@ import { readFileSync } from 'node:fs';
 import path from 'node:path';
 import { pathToFileURL } from 'node:url';
 
-const USAGE = `usage: fencegate reconcile (--sqlite FILE | --redis URL | --postgres URL)
+const USAGE = `usage: fencegate reconcile (--sqlite FILE | --redis URL | --postgres URL | --mysql URL)
          (--scope SCOPE --key KEY [--key KEY…] [--scope SCOPE --key …] | --scopes FILE.json)
-         [--issuer-sqlite FILE | --issuer-redis URL | --issuer-postgres URL]
+         [--issuer-sqlite FILE | --issuer-redis URL | --issuer-postgres URL | --issuer-mysql URL]
          [--table NAME] [--prefix PREFIX] [--issuer-table NAME] [--issuer-prefix PREFIX]
          [--key-prefix issuer:] [--epochs number|bigint] [--now MS] [--dry-run]
        fencegate --help
@@ -80,7 +81,7 @@ export function secretsIn(args, env) {
       }
     }
   }
-  for (const name of ['PGPASSWORD', 'REDISCLI_AUTH']) {
+  for (const name of ['PGPASSWORD', 'REDISCLI_AUTH', 'MYSQL_PWD']) {
     if (typeof env[name] === 'string' && env[name] !== '') secrets.add(env[name]);
   }
   secrets.delete('');
@@ -155,10 +156,10 @@ async function peer(name) {
   throw new Error(`the ${name} package is needed for this store: npm install ${name}`);
 }
 
-/** Opens the store named by --<pfx>sqlite / --<pfx>redis / --<pfx>postgres, or null. */
+/** Opens the store named by --<pfx>sqlite / --<pfx>redis / --<pfx>postgres / --<pfx>mysql, or null. */
 async function openStore(values, pfx) {
-  const given = ['sqlite', 'redis', 'postgres'].filter((k) => values[pfx + k] !== undefined);
-  if (given.length > 1) usage(`give one of --${pfx}sqlite, --${pfx}redis, --${pfx}postgres`);
+  const given = ['sqlite', 'redis', 'postgres', 'mysql'].filter((k) => values[pfx + k] !== undefined);
+  if (given.length > 1) usage(`give one of --${pfx}sqlite, --${pfx}redis, --${pfx}postgres, --${pfx}mysql`);
   if (given.length === 0) return null;
   const target = values[pfx + given[0]];
   const table = values[`${pfx}table`];
@@ -185,6 +186,12 @@ async function openStore(values, pfx) {
       const client = new Redis(target, { maxRetriesPerRequest: 2, lazyConnect: false, retryStrategy: (n) => (n > 2 ? null : 100) });
       client.on('error', (e) => { lastDriverError = e; }); // reported (masked) with the failure; never ioredis's own print
       return { store: new RedisStore(client, prefix === undefined ? {} : { prefix }), close: () => client.disconnect() };
+    }
+    case 'mysql': {
+      const mysql = await peer('mysql2/promise');
+      const { MysqlStore } = await import('../adapters/mysql.mjs');
+      const pool = mysql.createPool({ uri: target, connectionLimit: 2, connectTimeout: 10000 });
+      return { store: new MysqlStore(pool, table ? { table } : {}), close: () => pool.end() };
     }
     default: {
       const pg = await peer('pg');
@@ -247,11 +254,13 @@ async function main(argv) {
         sqlite: { type: 'string' },
         redis: { type: 'string' },
         postgres: { type: 'string' },
+        mysql: { type: 'string' },
         table: { type: 'string' },
         prefix: { type: 'string' },
         'issuer-sqlite': { type: 'string' },
         'issuer-redis': { type: 'string' },
         'issuer-postgres': { type: 'string' },
+        'issuer-mysql': { type: 'string' },
         'issuer-table': { type: 'string' },
         'issuer-prefix': { type: 'string' },
         'key-prefix': { type: 'string' },
@@ -277,7 +286,7 @@ async function main(argv) {
 
   const { Issuer, Gate, reconcile } = await import('../node.mjs');
   const resources = await openStore(values, '');
-  if (resources === null) usage('name the store: --sqlite FILE, --redis URL or --postgres URL');
+  if (resources === null) usage('name the store: --sqlite FILE, --redis URL, --postgres URL or --mysql URL');
   let issuerStore = null;
   try {
     issuerStore = await openStore(values, 'issuer-');

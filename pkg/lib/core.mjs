@@ -158,6 +158,7 @@ export class MemoryGate {
     const slot = this.#slot(key);
     const raw = this.#raw;
     const meta = options === undefined ? null : metaOf(options);
+    const started = this.#observer.timed ? performance.now() : null;
     let v;
     if (this.#policy !== null || meta !== null) {
       v = this.#slow(slot, key, token, meta, true);
@@ -170,7 +171,7 @@ export class MemoryGate {
     }
     // Same synchronous step as the decision: nothing can run or throw in between.
     if (v.outcome === 'advance' || v.outcome === 'accept') this.#values[slot] = value;
-    this.#observer.record(v, 'write', meta);
+    this.#observer.record(v, 'write', meta, started);
     return v;
   }
 
@@ -179,6 +180,7 @@ export class MemoryGate {
     const slot = this.#slot(key);
     const raw = this.#raw;
     const meta = options === undefined ? null : metaOf(options);
+    const started = this.#observer.timed ? performance.now() : null;
     let v;
     if (this.#policy !== null || meta !== null) {
       v = this.#slow(slot, key, token, meta, false);
@@ -189,7 +191,7 @@ export class MemoryGate {
       else status = raw.establish_any(slot, token);
       v = verdictOf(raw, key, status, token);
     }
-    this.#observer.record(v, 'establish', meta);
+    this.#observer.record(v, 'establish', meta, started);
     return v;
   }
 

@@ -472,12 +472,14 @@ export class Gate {
   }
 
   async #run(key, token, establish, change, meta, operation) {
-    const v = await this.#decideAndCommit(key, token, establish, change, meta);
-    this.#observer.record(v, operation, meta);
+    // time in the host's commit/transaction callbacks, for the audit record (null: none ran)
+    const timing = this.#observer.timed ? { started: performance.now(), commitMs: null } : null;
+    const v = await this.#decideAndCommit(key, token, establish, change, meta, timing);
+    this.#observer.record(v, operation, meta, timing?.started ?? null, timing?.commitMs ?? null);
     return v;
   }
 
-  async #decideAndCommit(key, token, establish, change, meta) {
+  async #decideAndCommit(key, token, establish, change, meta, timing) {
     let policy = null;
     if (this.#policy !== null) {
       // Callbacks of the policy run before the store is touched; the ceiling is
@@ -487,11 +489,11 @@ export class Gate {
       policy = { p, scope: typeof token === 'number' ? '' : p.scopeOf(key), ceiling };
     }
     return this.#transactional
-      ? this.#viaTransaction(key, token, establish, change, policy, meta)
-      : this.#viaCas(key, token, establish, change, policy, meta);
+      ? this.#viaTransaction(key, token, establish, change, policy, meta, timing)
+      : this.#viaCas(key, token, establish, change, policy, meta, timing);
   }
 
-  async #viaCas(key, token, establish, change, policy, meta) {
+  async #viaCas(key, token, establish, change, policy, meta, timing) {
     const store = this.#store;
     for (let attempt = 0; attempt <= this.#maxRetries; attempt++) {
       const record = await this.#load(key);
@@ -499,6 +501,7 @@ export class Gate {
       if (d.next === null) return verdictOf(key, d);
       const expected = record === null || record === undefined ? null : record.version ?? null;
       let committed;
+      const t0 = timing === null ? 0 : performance.now();
       try {
         committed = await withTimeout(store.commit(key, expected, d.next, change), this.#commitTimeoutMs);
       } catch (cause) {
@@ -508,6 +511,7 @@ export class Gate {
       if (committed === TIMED_OUT) {
         throw unknownError(key, 'commit', undefined, `no answer within ${this.#commitTimeoutMs} ms`);
       }
+      if (timing !== null) timing.commitMs = (timing.commitMs ?? 0) + (performance.now() - t0);
       if (committed === true) return verdictOf(key, d);
       if (committed !== false) {
         // Never treat anything but `true` as success; but a commit that answered
@@ -522,7 +526,7 @@ export class Gate {
     );
   }
 
-  async #viaTransaction(key, token, establish, change, policy, meta) {
+  async #viaTransaction(key, token, establish, change, policy, meta, timing) {
     const strict = this.#strict;
     const window = this.#window;
     let decision = null;
@@ -541,6 +545,7 @@ export class Gate {
       }
     };
     let result;
+    const t0 = timing === null ? 0 : performance.now();
     for (let attempt = 0; ; attempt++) {
       try {
         result = await withTimeout(this.#store.transaction(key, fn), this.#commitTimeoutMs);
@@ -557,6 +562,7 @@ export class Gate {
         throw ownStoreError(key, 'transaction', cause) ?? storeError(key, 'transaction', cause);
       }
     }
+    if (timing !== null) timing.commitMs = performance.now() - t0;
     if (result === TIMED_OUT) {
       throw unknownError(key, 'transaction', undefined, `no answer within ${this.#commitTimeoutMs} ms`);
     }

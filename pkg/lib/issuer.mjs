@@ -21,7 +21,7 @@
 // (`keyPrefix`), so one store can hold gate records and issuer records.
 import * as wasm from '../dist/fencegate.js';
 import { FencegateError } from './errors.mjs';
-import { ready } from './runtime.mjs';
+import { ready, randomBytes } from './runtime.mjs';
 import { invalid, checkReady, checkOptions, messageOf, marksCommitUnknown, TIMED_OUT, withTimeout, wellFormed, MAX_TIMER_MS, describe, stateTextOf, checkStateText, MAX_KEY_BYTES, utf8Length, cut } from './common.mjs';
 
 const DEFAULT_MAX_RETRIES = 8;
@@ -66,7 +66,10 @@ function stateOf(scope, key, record) {
 }
 
 const OPS = { acquire: 0, renew: 1, release: 2, raise: 3, raiseRevoking: 4 };
-const KINDS = ['granted', 'held', 'renewed', 'expired', 'released', 'raised'];
+const KINDS = ['granted', 'held', 'renewed', 'expired', 'released', 'raised', 'not-held', 'request-id-reused'];
+const NO_BYTES = new Uint8Array(0);
+/** Random bytes in a lease id (128 bits), drawn from the host's CSPRNG per acquire. */
+const LEASE_KEY_BYTES = 16;
 
 /**
  * The stored state as the JSON text the Wasm decoder reads (undefined: no
@@ -104,6 +107,13 @@ function shape(scope, a) {
     case 'released':
       result = { ok: true, code: null, scope, released: a[5], epoch: a[1] };
       break;
+    case 'not-held':
+      // Nothing about the lease: not its holder, id, epoch or expiry.
+      result = { ok: false, code: 'LEASE_NOT_HELD', scope };
+      break;
+    case 'request-id-reused':
+      result = { ok: false, code: 'REQUEST_ID_REUSED', scope };
+      break;
     default:
       result = { ok: true, code: null, scope, epochBefore: a[6], epoch: a[1], revoked: a[5] };
   }
@@ -114,7 +124,10 @@ function shape(scope, a) {
 function step(scope, key, state, op) {
   const text = stateText(scope, key, state);
   try {
-    return shape(scope, wasm.__issuerStep(text, op.code, scope, op.arg, op.ttlMs, op.now, op.requestId, op.bigint, op.atLeast));
+    return shape(
+      scope,
+      wasm.__issuerStep(text, op.code, scope, op.holder ?? '', op.leaseId ?? '', op.ttlMs, op.now, op.requestId, op.bigint, op.atLeast, op.random ?? NO_BYTES),
+    );
   } catch (e) {
     if (e instanceof FencegateError && e.key === undefined) e.key = key;
     throw e;
@@ -221,7 +234,7 @@ function parseOptions(options) {
  * host store before returning it. Every method returns a Promise.
  *
  * Results (not thrown): `{ ok: true, … }`, or `{ ok: false, code: 'LEASE_HELD'
- * | 'LEASE_EXPIRED', … }`. Thrown FencegateErrors: INVALID_ARGUMENT,
+ * | 'LEASE_EXPIRED' | 'LEASE_NOT_HELD' | 'REQUEST_ID_REUSED', … }`. Thrown FencegateErrors: INVALID_ARGUMENT,
  * CORRUPT_STATE, EPOCH_OVERFLOW, STORE_ERROR, COMMIT_UNKNOWN, COMMIT_CONFLICT;
  * nothing was handed out when one is thrown.
  */
@@ -268,40 +281,59 @@ export class Issuer {
 
   /**
    * Acquires `scope` for `holder` for `ttlMs` from `now`: a new epoch (the
-   * previous + 1) when no lease is live, committed before it is returned.
-   * Retrying with the same `requestId` (after a lost reply, STORE_ERROR or
-   * COMMIT_UNKNOWN) returns the same lease, `replayed: true`, while it is live.
+   * previous + 1) and a new lease id (`<epoch>.<128 random bits>`) when no
+   * lease is live, committed before they are returned. Retrying with the same
+   * `requestId` and the same holder and ttlMs (after a lost reply,
+   * STORE_ERROR or COMMIT_UNKNOWN) returns the same lease, `replayed: true`,
+   * while it is live; the same `requestId` with other arguments answers
+   * REQUEST_ID_REUSED and changes nothing.
    */
   async acquire(args) {
     const { scope, holder, ttlMs, now, requestId } = argsObject(args, 'acquire');
     checkScope(scope);
     return this.#apply(scope, {
       code: OPS.acquire,
-      arg: checkString('holder', holder),
+      holder: checkString('holder', holder),
       ttlMs: checkMs('ttlMs', ttlMs),
       now: checkMs('now', this.#now(now)),
       requestId: requestId === undefined || requestId === null ? undefined : checkString('requestId', requestId),
       bigint: this.#o.epochs === 'bigint',
+      random: randomBytes(LEASE_KEY_BYTES),
     });
   }
 
-  /** Extends the live lease `leaseId` to `now + ttlMs`; its epoch stays. LEASE_EXPIRED otherwise. */
+  /**
+   * Extends the live lease `leaseId` held by `holder` to `now + ttlMs`; its
+   * epoch stays. LEASE_EXPIRED when that lease is over; LEASE_NOT_HELD when
+   * the id and holder are not the scope's current lease.
+   */
   async renew(args) {
-    const { scope, leaseId, ttlMs, now } = argsObject(args, 'renew');
+    const { scope, leaseId, holder, ttlMs, now } = argsObject(args, 'renew');
     checkScope(scope);
     return this.#apply(scope, {
       code: OPS.renew,
-      arg: checkString('leaseId', leaseId),
+      leaseId: checkString('leaseId', leaseId),
+      holder: checkString('holder', holder),
       ttlMs: checkMs('ttlMs', ttlMs),
       now: checkMs('now', this.#now(now)),
     });
   }
 
-  /** Frees `scope` when `leaseId` is its current lease; otherwise changes nothing (`released: false`). */
+  /**
+   * Frees `scope` when `leaseId` held by `holder` is its current lease;
+   * `released: false` when that lease is over already; LEASE_NOT_HELD when
+   * the id and holder are not the scope's current lease (nothing changes).
+   */
   async release(args) {
-    const { scope, leaseId } = argsObject(args, 'release');
+    const { scope, leaseId, holder } = argsObject(args, 'release');
     checkScope(scope);
-    return this.#apply(scope, { code: OPS.release, arg: checkString('leaseId', leaseId), ttlMs: 0, now: 0 });
+    return this.#apply(scope, {
+      code: OPS.release,
+      leaseId: checkString('leaseId', leaseId),
+      holder: checkString('holder', holder),
+      ttlMs: 0,
+      now: 0,
+    });
   }
 
   /**
@@ -318,7 +350,7 @@ export class Issuer {
     checkScope(scope);
     if (revoke !== undefined && typeof revoke !== 'boolean') throw invalid('revoke must be a boolean', { revoke });
     const code = revoke === true ? OPS.raiseRevoking : OPS.raise;
-    return this.#apply(scope, { code, arg: '', ttlMs: 0, now: checkMs('now', this.#now(now)), atLeast });
+    return this.#apply(scope, { code, ttlMs: 0, now: checkMs('now', this.#now(now)), atLeast });
   }
 
   /** `{ scope, epoch, lease: { leaseId, holder, expiresAt, requestId } | null }` as stored (epoch 0: never acquired). */

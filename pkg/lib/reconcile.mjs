@@ -186,7 +186,8 @@ export async function reconcile(options) {
       scope,
       issuer: {
         epoch: cur.epoch,
-        lease: cur.lease === null ? null : { holder: cur.lease.holder, leaseId: cur.lease.leaseId, expiresAt: cur.lease.expiresAt, live: live !== null },
+        // No lease id: with the holder it renews or releases the lease (issue 20), and reports get printed and logged.
+        lease: cur.lease === null ? null : { holder: cur.lease.holder, expiresAt: cur.lease.expiresAt, live: live !== null },
       },
       keys: read,
       conflicts,

@@ -3,6 +3,26 @@
 import glueInit, { initSync as glueInitSync, __setErrorClass, __codes, __marksPtr } from '../dist/fencegate.js';
 import { FencegateError } from './errors.mjs';
 
+/**
+ * The Web Crypto object whose CSPRNG draws the random part of lease ids:
+ * `globalThis.crypto` (browsers, workerd, Deno, Bun, Node ≥ 19). Node 18 has
+ * no global one, so the Node entries pass `node:crypto`'s `webcrypto`.
+ */
+let webCrypto = globalThis.crypto;
+
+/** Uses `c` when the realm has no global Web Crypto (Node 18). */
+export function setWebCrypto(c) {
+  if (typeof webCrypto?.getRandomValues !== 'function') webCrypto = c;
+}
+
+/** `n` bytes from the host's CSPRNG (`crypto.getRandomValues`). */
+export function randomBytes(n) {
+  if (typeof webCrypto?.getRandomValues !== 'function') {
+    throw new FencegateError('NOT_INITIALIZED', 'this runtime has no crypto.getRandomValues (Web Crypto): the Issuer draws its lease ids from it');
+  }
+  return webCrypto.getRandomValues(new Uint8Array(n));
+}
+
 /** True once the module is instantiated; live binding read by core.mjs. */
 export let ready = false;
 /** Code strings indexed like the Rust `Code` discriminants. */

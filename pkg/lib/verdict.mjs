@@ -79,8 +79,18 @@ export class Observer {
     this.#onVerdict = onVerdict;
   }
 
-  /** Counts `v` and reports it to the audit callback (errors and rejections of the callback are swallowed and counted). */
-  record(v, operation, meta) {
+  /** Whether operations should be timed: only when someone receives the audit records. */
+  get timed() {
+    return this.#onVerdict !== null;
+  }
+
+  /**
+   * Counts `v` and reports it to the audit callback (errors and rejections of
+   * the callback are swallowed and counted). `started`: `performance.now()` at
+   * the call (when `timed`); `commitMs`: milliseconds spent in the host's
+   * commit/transaction callbacks, or null when none was asked to commit.
+   */
+  record(v, operation, meta, started = null, commitMs = null) {
     const c = this.#counts;
     c.total++;
     c[v.outcome]++;
@@ -90,6 +100,7 @@ export class Observer {
       key: v.key, operation, outcome: v.outcome, code: v.code, token: v.token,
       markBefore: v.markBefore, markAfter: v.markAfter,
       holder: meta?.holder ?? v.claims?.leaseId ?? null, opId: meta?.opId ?? null,
+      durationMs: started === null ? null : performance.now() - started, commitMs,
     };
     try {
       const r = this.#onVerdict(entry);

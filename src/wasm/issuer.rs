@@ -17,8 +17,8 @@ use wasm_bindgen::prelude::*;
 use super::{epoch_to_js, error, token_from_js};
 use crate::error::Code;
 use crate::issuer::{
-    acquire, lease_id, ms_from_f64, raise, raise_revoking, release, renew, AcquireRequest,
-    EpochLimit, Grant, IssuerError, IssuerResult, IssuerState,
+    acquire, ms_from_f64, raise, raise_revoking, release, renew, AcquireRequest, EpochLimit, Grant,
+    IssuerError, IssuerResult, IssuerState, LEASE_KEY_BYTES,
 };
 
 fn issuer_error(e: &IssuerError, scope: &str) -> JsValue {
@@ -65,6 +65,8 @@ const RENEWED: u8 = 2;
 const EXPIRED: u8 = 3;
 const RELEASED: u8 = 4;
 const RAISED: u8 = 5;
+const NOT_HELD: u8 = 6;
+const REQUEST_ID_REUSED: u8 = 7;
 
 fn grant_row(kind: u8, g: &Grant, flag: bool) -> [JsValue; 7] {
     [
@@ -105,6 +107,19 @@ fn row(result: &IssuerResult) -> [JsValue; 7] {
             JsValue::FALSE,
             none(),
         ],
+        IssuerResult::NotHeld | IssuerResult::RequestIdReused => [
+            JsValue::from(if matches!(result, IssuerResult::NotHeld) {
+                NOT_HELD
+            } else {
+                REQUEST_ID_REUSED
+            }),
+            none(),
+            none(),
+            none(),
+            none(),
+            JsValue::FALSE,
+            none(),
+        ],
         IssuerResult::Released { released, epoch } => [
             JsValue::from(RELEASED),
             epoch_to_js(*epoch),
@@ -132,20 +147,24 @@ fn row(result: &IssuerResult) -> [JsValue; 7] {
 
 /// Applies one issuer transition to one scope's persisted state.
 ///
-/// * `state`: the stored state as JSON text (`{"v":1,"epoch":"41","lease":…}`),
-///   or `undefined`/`null` for a scope with no record.
+/// * `state`: the stored state as JSON text (`{"v":2,"epoch":"41","lease":…}`,
+///   or format 1), or `undefined`/`null` for a scope with no record.
 /// * `op`: 0 acquire, 1 renew, 2 release, 3 raise, 4 raise revoking a live
 ///   lease at or below `at_least` (reconcile).
-/// * `arg`: the holder (acquire) or the lease id (renew, release); ignored by raise.
+/// * `holder`: who asks (acquire, renew, release); ignored by raise.
+/// * `lease_id`: the presented lease id (renew, release); ignored otherwise.
 /// * `ttl_ms`, `now_ms`: host milliseconds (ignored where the operation takes none).
 /// * `request_id`: acquire's request id, or `undefined`.
 /// * `bigint`: epochs may go up to 2^64−1 (else 2^53−1).
 /// * `at_least`: raise's floor (number or bigint).
+/// * `random`: acquire's 16 bytes from the host's CSPRNG (the key of a new
+///   lease id); ignored by the other operations.
 ///
 /// Answers `[kind, epoch, expiresAt, holder, requestId, flag, leaseId|epochBefore, nextState]`:
 /// `kind` 0 granted (flag = replayed), 1 LEASE_HELD, 2 renewed, 3 LEASE_EXPIRED,
-/// 4 released (flag = released), 5 raised (flag = revoked); `nextState` is the JSON text to
-/// commit before the result is handed out, or `null` when nothing changes.
+/// 4 released (flag = released), 5 raised (flag = revoked), 6 LEASE_NOT_HELD,
+/// 7 REQUEST_ID_REUSED (6 and 7 carry nothing else); `nextState` is the JSON
+/// text to commit before the result is handed out, or `null` when nothing changes.
 /// Throws INVALID_ARGUMENT, CORRUPT_STATE, EPOCH_OVERFLOW (nothing changes on any).
 #[allow(clippy::too_many_arguments)]
 #[wasm_bindgen(js_name = "__issuerStep")]
@@ -153,12 +172,14 @@ pub fn issuer_step(
     state: Option<String>,
     op: u8,
     scope: &str,
-    arg: &str,
+    holder: &str,
+    lease_id: &str,
     ttl_ms: f64,
     now_ms: f64,
     request_id: Option<String>,
     bigint: bool,
     at_least: JsValue,
+    random: &[u8],
 ) -> Result<Array, JsValue> {
     let decoded = decode(state, scope)?;
     let step = (|| match op {
@@ -166,7 +187,7 @@ pub fn issuer_step(
             &decoded,
             &AcquireRequest {
                 scope,
-                holder: arg,
+                holder,
                 ttl_ms: ms("ttlMs", ttl_ms)?,
                 now_ms: ms("now", now_ms)?,
                 request_id: request_id.as_deref(),
@@ -175,16 +196,22 @@ pub fn issuer_step(
                 } else {
                     EpochLimit::Number
                 },
+                random: <[u8; LEASE_KEY_BYTES]>::try_from(random).map_err(|_| {
+                    IssuerError::InvalidArgument(format!(
+                        "acquire needs {LEASE_KEY_BYTES} random bytes for the lease id"
+                    ))
+                })?,
             },
         ),
         1 => renew(
             &decoded,
             scope,
-            arg,
+            lease_id,
+            holder,
             ms("ttlMs", ttl_ms)?,
             ms("now", now_ms)?,
         ),
-        2 => release(&decoded, scope, arg),
+        2 => release(&decoded, scope, lease_id, holder),
         3 => {
             let floor = token_from_js(&at_least).map_err(|e| {
                 IssuerError::InvalidArgument(format!("atLeast must be an epoch: {e}"))
@@ -232,7 +259,7 @@ pub fn issuer_decode(state: Option<String>, scope: &str) -> Result<Array, JsValu
             out.push(&JsValue::from_str(&l.holder));
             out.push(&JsValue::from_f64(l.expires_at as f64));
             out.push(&opt_str(l.request_id.as_deref()));
-            out.push(&JsValue::from_str(&lease_id(scope, decoded.epoch)));
+            out.push(&JsValue::from_str(&l.id(scope, decoded.epoch)));
         }
     }
     Ok(out)

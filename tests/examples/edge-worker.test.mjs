@@ -11,7 +11,10 @@ import http from 'node:http';
 import net from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { root, scratchProject, request, freePort, waitFor, stopGroup, parseJsonc } from './helpers.mjs';
+import { root, scratchProject, request as rawRequest, freePort, waitFor, stopGroup, parseJsonc, fencedBody as fenced, withoutDetail } from './helpers.mjs';
+
+// every answer with a problem body's prose `detail` taken out (checked to be there)
+const request = async (...args) => withoutDetail(await rawRequest(...args));
 
 const example = join(root, 'examples/edge-worker');
 const wrangler = join(root, 'node_modules/.bin/wrangler');
@@ -71,7 +74,6 @@ after(async () => {
 const put = (key, token, body) =>
   request(base, 'PUT', `/resources/${key}`, { headers: token === undefined ? {} : { 'Fencing-Token': token }, body });
 const read = (key) => request(base, 'GET', `/resources/${key}`);
-const fenced = (key, outcome, code, token, markBefore, mark) => ({ key, outcome, code, token, markBefore, mark });
 
 test('wrangler.jsonc: one Durable Object class bound and migrated (SQLite-backed), main is the example', () => {
   assert.equal(config.main, 'src/worker.mjs');
@@ -79,7 +81,7 @@ test('wrangler.jsonc: one Durable Object class bound and migrated (SQLite-backed
   assert.deepEqual(config.migrations, [{ tag: 'v1', new_sqlite_classes: ['FencedResource'] }]);
 });
 
-test('issue 8 cases: key k at mark 3; "3" accepts; "2" is 409 STALE_TOKEN; "03", "3.0", "", no header are 400; nothing changes on refusal', async () => {
+test('issue 8 cases: key k at mark 3; "3" accepts; "2" is 409 STALE_TOKEN; "03", "3.0", "" are 400, no header 428; nothing changes on refusal', async () => {
   assert.deepEqual(await put('k', '3', 'v3'), { status: 200, body: fenced('k', 'advance', null, '3', '0', '3') });
   assert.deepEqual(await put('k', '3', 'three'), { status: 200, body: fenced('k', 'accept', null, '3', '3', '3') });
   const kept = { status: 200, body: { key: 'k', mark: '3', value: 'three' } };
@@ -92,7 +94,7 @@ test('issue 8 cases: key k at mark 3; "3" accepts; "2" is 409 STALE_TOKEN; "03",
     assert.deepEqual(await put('k', bad, 'bad'), { status: 400, body: fenced('k', 'reject', 'MALFORMED_TOKEN', bad, '3', '3') }, JSON.stringify(bad));
     assert.deepEqual(await read('k'), kept);
   }
-  assert.deepEqual(await put('k', undefined, 'none'), { status: 400, body: fenced('k', 'reject', 'MISSING_TOKEN', null, '3', '3') });
+  assert.deepEqual(await put('k', undefined, 'none'), { status: 428, body: fenced('k', 'reject', 'MISSING_TOKEN', null, '3', '3') });
   assert.deepEqual(await read('k'), kept);
   // fenced delete and establish go through the same check
   assert.deepEqual(
@@ -131,7 +133,7 @@ test('an empty Fencing-Token header, written byte for byte on a raw socket, is M
     body = out;
   }
   assert.match(head, /^HTTP\/1\.1 400 /);
-  assert.deepEqual(JSON.parse(body), fenced('k', 'reject', 'MALFORMED_TOKEN', '', '3', '3'));
+  assert.deepEqual(withoutDetail({ body: JSON.parse(body) }).body, fenced('k', 'reject', 'MALFORMED_TOKEN', '', '3', '3'));
   assert.deepEqual(await read('k'), { status: 200, body: { key: 'k', mark: '3', value: 'three' } });
 });
 
@@ -184,7 +186,7 @@ function heldPut(key, token, body) {
     const req = http.request({ host: hostname, port, method: 'PUT', path: `/resources/${key}`, headers: { 'Fencing-Token': token } }, (res) => {
       let t = '';
       res.on('data', (c) => (t += c));
-      res.on('end', () => resolve({ status: res.statusCode, body: JSON.parse(t) }));
+      res.on('end', () => resolve(withoutDetail({ status: res.statusCode, body: JSON.parse(t) })));
     });
     req.on('error', reject);
     req.flushHeaders();
@@ -232,7 +234,7 @@ test('restart: a new Miniflare instance on the persisted Durable Object storage 
   assert.deepEqual(await read('k'), { status: 200, body: { key: 'k', mark: '3', value: 'after restart' } });
 });
 
-test('signed tokens (FENCE_KEYS set): only fg1 tokens minted for this key move the mark; forged numbers, other keys\' tokens and bad signatures are 400', async () => {
+test('signed tokens (FENCE_KEYS set): only fg1 tokens minted for this key move the mark; forged numbers, other keys\' tokens and bad signatures are 403', async () => {
   const { Miniflare } = await import(join(root, 'node_modules/miniflare/dist/src/index.js'));
   const { mintToken } = await import(join(project, 'node_modules/fencegate/node.mjs'));
   const secret = new Uint8Array(32).map((_, i) => i * 7 + 1);
@@ -252,9 +254,10 @@ test('signed tokens (FENCE_KEYS set): only fg1 tokens minted for this key move t
     ['fg1.garbage', 'MALFORMED_TOKEN'],
     [undefined, 'MISSING_TOKEN'],
   ];
+  const status = { MALFORMED_TOKEN: 400, MISSING_TOKEN: 428 };
   for (const [token, code] of refused) {
     const r = await send(token, 'x');
-    assert.deepEqual([r.status, r.body.code, r.body.mark], [400, code, '3'], `${token}: ${JSON.stringify(r.body)}`);
+    assert.deepEqual([r.status, r.body.status, r.body.code, r.body.mark], [status[code] ?? 403, status[code] ?? 403, code, '3'], `${token}: ${JSON.stringify(r.body)}`);
   }
   assert.deepEqual(await request(sbase, 'GET', '/resources/doc'), { status: 200, body: { key: 'doc', mark: '3', value: 'three' } });
   assert.deepEqual(await send(mint('doc', 4), 'four'), { status: 200, body: fenced('doc', 'advance', null, '4', '3', '4') });

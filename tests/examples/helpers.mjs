@@ -99,3 +99,33 @@ export async function stopGroup(child, signal = 'SIGTERM') {
 export function parseJsonc(text) {
   return JSON.parse(text.replace(/^\s*\/\/.*$/gm, ''));
 }
+
+// fencegate/http answers (docs/http.md), as the examples send them.
+const TITLES = {
+  MISSING_TOKEN: 'Fencing token required',
+  MALFORMED_TOKEN: 'Malformed fencing token',
+  STALE_TOKEN: 'Stale fencing token',
+};
+const STATUS = { MISSING_TOKEN: 428, MALFORMED_TOKEN: 400, STALE_TOKEN: 409 };
+
+/**
+ * The expected body of a fenced answer: applied → `{ key, outcome, code: null,
+ * token, markBefore, mark }`; refused → the RFC 9457 problem body without its
+ * `detail` (prose, checked exactly in tests/js/http.test.mjs; see withoutDetail).
+ */
+export function fencedBody(key, outcome, code, token, markBefore, mark) {
+  if (code === null) return { key, outcome, code, token, markBefore, mark };
+  return {
+    type: `urn:fencegate:problem:${code.toLowerCase().replaceAll('_', '-')}`,
+    title: TITLES[code], status: STATUS[code], code, key, outcome, token, markBefore, mark,
+  };
+}
+
+/** `{ status, body }` with a problem body's `detail` removed; throws unless it was a non-empty string. */
+export function withoutDetail(answer) {
+  const { body } = answer;
+  if (body === null || typeof body !== 'object' || !('type' in body)) return answer;
+  const { detail, ...rest } = body;
+  if (typeof detail !== 'string' || detail.length === 0) throw new Error(`problem body without detail: ${JSON.stringify(body)}`);
+  return { ...answer, body: rest };
+}

@@ -140,6 +140,7 @@ test('--scopes FILE.json names keys of any form; --key needs its --scope; a scop
 
 const pg = process.env.FENCEGATE_PG_URL ? new URL(process.env.FENCEGATE_PG_URL) : null;
 const redis = process.env.FENCEGATE_REDIS_URL ? new URL(process.env.FENCEGATE_REDIS_URL) : null;
+const mysqlUrl = process.env.FENCEGATE_MYSQL_URL ? new URL(process.env.FENCEGATE_MYSQL_URL) : null;
 const pgEnv = pg && { PGHOST: pg.hostname, PGPORT: pg.port, PGUSER: pg.username || 'postgres' };
 
 /** [what, arguments, environment, the secrets that must not appear, exit status]. */
@@ -154,6 +155,10 @@ const CASES = [
   ['postgres: a URL that does not parse', ['--postgres', 'postgres://u:Br0kenPW@[::1/db'], {}, ['Br0kenPW'], 1],
   ['postgres: PGPASSWORD in the environment', ['--postgres', 'postgres://u@127.0.0.1:1/db'], { PGPASSWORD: 'EnvS3cret' }, ['EnvS3cret'], 1],
   ['postgres: --postgres=URL form', ['--postgres=postgresql://appuser:EqS3cret@127.0.0.1:1/db'], {}, ['EqS3cret'], 1],
+  ['mysql: nothing listens on the port', ['--mysql', 'mysql://app:MyS3cretPW@127.0.0.1:1/db'], {}, ['MyS3cretPW'], 1],
+  ['mysql: a percent-encoded password', ['--mysql', 'mysql://app:my%40pw%2F1@127.0.0.1:1/db'], {}, ['my%40pw%2F1', 'my@pw/1'], 1],
+  ['mysql: MYSQL_PWD in the environment', ['--mysql', 'mysql://app@127.0.0.1:1/db'], { MYSQL_PWD: 'MyEnvS3cret' }, ['MyEnvS3cret'], 1],
+  ['mysql: the issuer store', ['--sqlite', '/nonexistent/x.db', '--issuer-mysql', 'mysql://app:IssMyPW@127.0.0.1:1/db'], {}, ['IssMyPW'], 1],
   ['usage: a URL as an unknown command', null, {}, ['CmdS3cret'], 2],
   ['usage: a URL in a misspelled option', ['--postgress', 'postgres://u:OptS3cret@127.0.0.1:1/db'], {}, ['OptS3cret'], 2],
   ...(pg
@@ -162,6 +167,13 @@ const CASES = [
         ['postgres (real): a malformed URL becomes a database name', ['--postgres', 'postgresql:/appuser:supersecret@localhost:5432/db'], pgEnv, ['supersecret'], 1],
         ['postgres (real): a password the server ignores, no table', ['--postgres', `postgres://${pgEnv.PGUSER}:Tru5tIgnored@${pg.host}/postgres`, '--table', 'fg_no_such_table'], {}, ['Tru5tIgnored'], 1],
         ['postgres (real): a database that does not exist', ['--postgres', `postgres://${pgEnv.PGUSER}:DbS3cret@${pg.host}/no_such_db`], {}, ['DbS3cret'], 1],
+      ]
+    : []),
+  ...(mysqlUrl
+    ? [
+        // The real server refuses the wrong password (1045 access denied) and the right user with no such database.
+        ['mysql (real): a wrong password', ['--mysql', `mysql://${mysqlUrl.username}:Wr0ngMyPW@${mysqlUrl.host}/fencegate`], {}, ['Wr0ngMyPW'], 1],
+        ['mysql (real): a table that does not exist', ['--mysql', process.env.FENCEGATE_MYSQL_URL, '--table', 'fg_no_such_table'], {}, [mysqlUrl.password], 1],
       ]
     : []),
   ...(redis
@@ -174,7 +186,9 @@ const CASES = [
 ];
 
 test('no password reaches stdout or stderr, whatever fails (bad URLs, refused connections, driver errors)', { timeout: 240_000 }, () => {
-  if (process.env.FENCEGATE_REQUIRE_SERVICES === '1') assert.ok(pg && redis, 'the real-service cases need FENCEGATE_PG_URL and FENCEGATE_REDIS_URL');
+  if (process.env.FENCEGATE_REQUIRE_SERVICES === '1') {
+    assert.ok(pg && redis && mysqlUrl, 'the real-service cases need FENCEGATE_PG_URL, FENCEGATE_REDIS_URL and FENCEGATE_MYSQL_URL');
+  }
   for (const [what, args, env, secrets, status] of CASES) {
     const argv = args === null ? ['postgres://u:CmdS3cret@127.0.0.1/db'] : ['reconcile', ...args, '--scope', 's', '--key', 'k', '--now', '1'];
     const r = cli(argv, env);
@@ -187,5 +201,33 @@ test('no password reaches stdout or stderr, whatever fails (bad URLs, refused co
       assert.equal(typeof error.message, 'string', what);
       assert.equal(r.stdout, '', what);
     }
+  }
+});
+
+test('--mysql reads back what MysqlStore wrote: the issuer is raised to the key\'s mark, the password never printed', { skip: !mysqlUrl && 'FENCEGATE_MYSQL_URL is not set' }, async () => {
+  const mysql = require('mysql2/promise');
+  const { MysqlStore } = await import('../../pkg/adapters/mysql.mjs');
+  const table = `fg_cli_${process.pid}`;
+  const pool = mysql.createPool(process.env.FENCEGATE_MYSQL_URL);
+  try {
+    const store = await new MysqlStore(pool, { table }).init();
+    await new Issuer(store).raise({ scope: 'orders', atLeast: 5, now: T });
+    await new Gate(store).write('orders/1', 7, 'paid');
+    const args = ['reconcile', '--mysql', process.env.FENCEGATE_MYSQL_URL, '--table', table, '--scope', 'orders', '--key', 'orders/1', '--now', '1'];
+    const dry = cli([...args, '--dry-run']);
+    assert.equal(dry.status, 0, dry.stderr);
+    assert.equal((await new Issuer(store).current('orders')).epoch, 5, 'a dry run changes nothing');
+    const r = cli(args);
+    assert.equal(r.status, 0, r.stderr);
+    assert.deepEqual(JSON.parse(r.stdout).changes, [
+      { scope: 'orders', target: 'issuer', action: 'raise', epochBefore: 5, epochAfter: 7, revoked: null },
+    ]);
+    assert.ok(!(r.stdout + r.stderr + dry.stdout + dry.stderr).includes(mysqlUrl.password));
+    assert.equal((await new Issuer(store).current('orders')).epoch, 7);
+    assert.deepEqual(await new Gate(store).read('orders/1'), { mark: 7, value: 'paid', hasValue: true });
+    assert.equal(JSON.parse(cli(args).stdout).changed, false);
+  } finally {
+    await pool.query(`DROP TABLE IF EXISTS ${table}`);
+    await pool.end();
   }
 });

@@ -2,7 +2,7 @@
 // package.json with "type": "module", node_modules/fencegate = the built
 // package (its exports map decides what each import gets), nothing injected
 // into the environment. The directory is inside the repository's build/ so the
-// clients (better-sqlite3, ioredis, pg) resolve from the repository's
+// clients (better-sqlite3, ioredis, redis, pg, postgres, mysql2) resolve from the repository's
 // node_modules, as they would from the project's own.
 import { execFileSync } from 'node:child_process';
 import { mkdirSync, mkdtempSync, rmSync, symlinkSync, writeFileSync } from 'node:fs';

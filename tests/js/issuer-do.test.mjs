@@ -34,14 +34,19 @@ test('Durable Object: acquire/renew/release over DO storage transactions; the co
   const call = async (mf, method, args) => (await mf.dispatchFetch('http://localhost/', { method: 'POST', body: JSON.stringify({ method, args }) })).json();
 
   let mf = await start();
+  let b;
   try {
     const a = await call(mf, 'acquire', { scope: 'jobs', holder: 'A', ttlMs: 1000, now: 0, requestId: 'a1' });
-    assert.deepEqual(a, { ok: true, code: null, scope: 'jobs', epoch: 1, leaseId: 'jobs#1', holder: 'A', expiresAt: 1000, requestId: 'a1', replayed: false });
+    assert.match(a.leaseId, /^1\.XZoXy3C5[A-Za-z0-9_-]{21}[AQgw]$/); // drawn from workerd's crypto.getRandomValues
+    assert.deepEqual(a, { ok: true, code: null, scope: 'jobs', epoch: 1, leaseId: a.leaseId, holder: 'A', expiresAt: 1000, requestId: 'a1', replayed: false });
     assert.equal((await call(mf, 'acquire', { scope: 'jobs', holder: 'B', ttlMs: 1000, now: 10 })).code, 'LEASE_HELD');
     assert.equal((await call(mf, 'acquire', { scope: 'jobs', holder: 'A', ttlMs: 1000, now: 20, requestId: 'a1' })).replayed, true);
-    assert.equal((await call(mf, 'renew', { scope: 'jobs', leaseId: 'jobs#1', ttlMs: 1000, now: 500 })).expiresAt, 1500);
-    assert.equal((await call(mf, 'release', { scope: 'jobs', leaseId: 'jobs#1' })).released, true);
-    assert.equal((await call(mf, 'acquire', { scope: 'jobs', holder: 'B', ttlMs: 1000, now: 600 })).epoch, 2);
+    assert.deepEqual(await call(mf, 'renew', { scope: 'jobs', leaseId: 'jobs#1', holder: 'A', ttlMs: 1000, now: 500 }), { ok: false, code: 'LEASE_NOT_HELD', scope: 'jobs' });
+    assert.equal((await call(mf, 'renew', { scope: 'jobs', leaseId: a.leaseId, holder: 'A', ttlMs: 1000, now: 500 })).expiresAt, 1500);
+    assert.equal((await call(mf, 'release', { scope: 'jobs', leaseId: a.leaseId, holder: 'B' })).code, 'LEASE_NOT_HELD');
+    assert.equal((await call(mf, 'release', { scope: 'jobs', leaseId: a.leaseId, holder: 'A' })).released, true);
+    b = await call(mf, 'acquire', { scope: 'jobs', holder: 'B', ttlMs: 1000, now: 600 });
+    assert.equal(b.epoch, 2);
     // Concurrent acquires into one object: exactly one is granted.
     const racing = await Promise.all(['C', 'D', 'E', 'F'].map((h) => call(mf, 'acquire', { scope: 'race', holder: h, ttlMs: 1000, now: 0 })));
     assert.deepEqual(racing.filter((r) => r.ok).map((r) => r.epoch), [1]);
@@ -53,7 +58,7 @@ test('Durable Object: acquire/renew/release over DO storage transactions; the co
   mf = await start();
   try {
     assert.deepEqual(await call(mf, 'current', 'jobs'), {
-      scope: 'jobs', epoch: 2, lease: { leaseId: 'jobs#2', holder: 'B', expiresAt: 1600, requestId: null },
+      scope: 'jobs', epoch: 2, lease: { leaseId: b.leaseId, holder: 'B', expiresAt: 1600, requestId: null },
     });
     assert.equal((await call(mf, 'acquire', { scope: 'jobs', holder: 'A', ttlMs: 1000, now: 1600 })).epoch, 3);
   } finally {

@@ -66,7 +66,7 @@ for (const [flavour, make] of Object.entries(FLAVOURS)) {
       for (let i = 1; i <= 3; i++) {
         const g = l.take(await issuer.acquire({ scope: 's', holder: 'A', ttlMs: 100, now: i, requestId: `r${i}` }));
         assert.equal(g.epoch, i);
-        await issuer.release({ scope: 's', leaseId: g.leaseId });
+        await issuer.release({ scope: 's', leaseId: g.leaseId, holder: 'A' });
       }
       store.plan.push(fault);
       await assert.rejects(issuer.acquire({ scope: 's', holder: 'A', ttlMs: 100, now: 10, requestId: 'r4' }), { code: expected, scope: 's' });
@@ -199,11 +199,11 @@ for (const [flavour, make] of [
         const mine = held.get(scope);
         let r;
         if (mine && Math.random() < 0.5) {
-          r = await issuer.renew({ scope, leaseId: mine, ttlMs: 5, now });
+          r = await issuer.renew({ scope, leaseId: mine, holder: `w${w}`, ttlMs: 5, now });
           events.push({ w, op: 'renew', scope, now, ...r });
           if (!r.ok) held.delete(scope);
         } else if (mine && Math.random() < 0.5) {
-          r = await issuer.release({ scope, leaseId: mine });
+          r = await issuer.release({ scope, leaseId: mine, holder: `w${w}` });
           events.push({ w, op: 'release', scope, now, ...r, leaseId: mine });
           held.delete(scope);
         } else {

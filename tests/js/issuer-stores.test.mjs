@@ -10,6 +10,7 @@ import path from 'node:path';
 import { Issuer, Gate } from '../../pkg/node.mjs';
 import { openStore, storeSpecs } from './issuer/open-store.mjs';
 import { FaultyStore } from './issuer/stores.mjs';
+import { leaseIdOf } from './issuer/lease-id.mjs';
 
 const tmpdir = (name) => fs.mkdtempSync(path.join(os.tmpdir(), `fencegate-${name}-`));
 const unique = (name) => `${name}-${process.pid}-${Date.now().toString(36)}-${Math.random().toString(36).slice(2, 7)}`;
@@ -21,9 +22,10 @@ for (const spec of await storeSpecs(tmpdir)) {
       const issuer = new Issuer(store);
       const scope = unique('basic');
       const a = await issuer.acquire({ scope, holder: 'A', ttlMs: 100, now: 1000, requestId: 'r' });
-      assert.deepEqual([a.ok, a.epoch, a.leaseId, a.expiresAt], [true, 1, `${scope}#1`, 1100]);
+      assert.deepEqual([a.ok, a.epoch, a.expiresAt], [true, 1, 1100]);
+      assert.match(a.leaseId, leaseIdOf(1, scope));
       assert.equal((await issuer.acquire({ scope, holder: 'B', ttlMs: 100, now: 1099 })).code, 'LEASE_HELD');
-      assert.equal((await issuer.renew({ scope, leaseId: a.leaseId, ttlMs: 100, now: 1050 })).expiresAt, 1150);
+      assert.equal((await issuer.renew({ scope, leaseId: a.leaseId, holder: 'A', ttlMs: 100, now: 1050 })).expiresAt, 1150);
       assert.deepEqual(await issuer.current(scope), {
         scope, epoch: 1, lease: { leaseId: a.leaseId, holder: 'A', expiresAt: 1150, requestId: 'r' },
       });
@@ -37,8 +39,9 @@ for (const spec of await storeSpecs(tmpdir)) {
       assert.equal((await gate.write(res, a.epoch, 'late A')).code, 'STALE_TOKEN');
       assert.deepEqual(await gate.read(res), { mark: 2, value: 'A', hasValue: true });
       assert.equal((await issuer.current(scope)).epoch, 2);
-      assert.equal((await issuer.renew({ scope, leaseId: a.leaseId, ttlMs: 100, now: 1151 })).code, 'LEASE_EXPIRED');
-      assert.equal((await issuer.release({ scope, leaseId: b.leaseId })).released, true);
+      assert.equal((await issuer.renew({ scope, leaseId: a.leaseId, holder: 'A', ttlMs: 100, now: 1151 })).code, 'LEASE_EXPIRED');
+      assert.equal((await issuer.release({ scope, leaseId: b.leaseId, holder: 'A' })).code, 'LEASE_NOT_HELD');
+      assert.equal((await issuer.release({ scope, leaseId: b.leaseId, holder: 'B' })).released, true);
       assert.equal((await issuer.acquire({ scope, holder: 'A', ttlMs: 100, now: 1152 })).epoch, 3);
     } finally {
       await close();
@@ -70,7 +73,7 @@ for (const spec of await storeSpecs(tmpdir)) {
       for (let i = 1; i <= 3; i++) {
         const g = await issuer.acquire({ scope, holder: 'A', ttlMs: 100, now: i });
         assert.equal(g.epoch, i);
-        await issuer.release({ scope, leaseId: g.leaseId });
+        await issuer.release({ scope, leaseId: g.leaseId, holder: 'A' });
       }
       faulty.plan.push('throw-after');
       await assert.rejects(issuer.acquire({ scope, holder: 'A', ttlMs: 100, now: 10, requestId: 'r4' }), { code: 'STORE_ERROR' });

@@ -5,6 +5,7 @@ import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { Issuer, MemoryHostStore, MemoryGate, FencegateError } from '../../pkg/node.mjs';
 import { SpyStore } from './issuer/stores.mjs';
+import { leaseIdOf, scopeTag } from './issuer/lease-id.mjs';
 
 const T0 = 1_700_000_000_000;
 const MAX_SAFE = Number.MAX_SAFE_INTEGER;
@@ -18,12 +19,13 @@ test('acquire, held, renew, release: exact results and stored state', async () =
   assert.deepEqual(await issuer.current('jobs'), { scope: 'jobs', epoch: 0, lease: null });
 
   const a = await issuer.acquire({ scope: 'jobs', holder: 'A', ttlMs: 1000, now: T0, requestId: 'a-1' });
+  assert.match(a.leaseId, leaseIdOf(1, 'jobs'));
   assert.deepEqual(a, {
-    ok: true, code: null, scope: 'jobs', epoch: 1, leaseId: 'jobs#1', holder: 'A',
+    ok: true, code: null, scope: 'jobs', epoch: 1, leaseId: a.leaseId, holder: 'A',
     expiresAt: T0 + 1000, requestId: 'a-1', replayed: false,
   });
   assert.deepEqual(JSON.parse(store.raw('issuer:jobs')), {
-    v: 1, epoch: '1', lease: { holder: 'A', expiresAt: String(T0 + 1000), requestId: 'a-1' },
+    v: 2, epoch: '1', lease: { id: a.leaseId, holder: 'A', expiresAt: String(T0 + 1000), ttlMs: '1000', requestId: 'a-1' },
   });
 
   // Another holder, and the same holder, while the lease is live: LEASE_HELD, nothing written.
@@ -35,24 +37,26 @@ test('acquire, held, renew, release: exact results and stored state', async () =
   }
   assert.equal(store.commits, commits);
 
-  const r = await issuer.renew({ scope: 'jobs', leaseId: a.leaseId, ttlMs: 5000, now: T0 + 500 });
+  const r = await issuer.renew({ scope: 'jobs', leaseId: a.leaseId, holder: 'A', ttlMs: 5000, now: T0 + 500 });
   assert.deepEqual(r, {
-    ok: true, code: null, scope: 'jobs', epoch: 1, leaseId: 'jobs#1', holder: 'A', expiresAt: T0 + 5500, requestId: 'a-1',
+    ok: true, code: null, scope: 'jobs', epoch: 1, leaseId: a.leaseId, holder: 'A', expiresAt: T0 + 5500, requestId: 'a-1',
   });
   assert.deepEqual(await issuer.current('jobs'), {
-    scope: 'jobs', epoch: 1, lease: { leaseId: 'jobs#1', holder: 'A', expiresAt: T0 + 5500, requestId: 'a-1' },
+    scope: 'jobs', epoch: 1, lease: { leaseId: a.leaseId, holder: 'A', expiresAt: T0 + 5500, requestId: 'a-1' },
   });
+  // A renewal keeps the acquiring request's ttlMs in the record (its fingerprint).
+  assert.equal(JSON.parse(store.raw('issuer:jobs')).lease.ttlMs, '1000');
 
-  assert.deepEqual(await issuer.release({ scope: 'jobs', leaseId: a.leaseId }), {
+  assert.deepEqual(await issuer.release({ scope: 'jobs', leaseId: a.leaseId, holder: 'A' }), {
     ok: true, code: null, scope: 'jobs', released: true, epoch: 1,
   });
-  assert.deepEqual(JSON.parse(store.raw('issuer:jobs')), { v: 1, epoch: '1', lease: null });
+  assert.deepEqual(JSON.parse(store.raw('issuer:jobs')), { v: 2, epoch: '1', lease: null });
   // Releasing again, or renewing a released lease: nothing changes.
   const bytes = store.raw('issuer:jobs');
-  assert.deepEqual(await issuer.release({ scope: 'jobs', leaseId: a.leaseId }), {
+  assert.deepEqual(await issuer.release({ scope: 'jobs', leaseId: a.leaseId, holder: 'A' }), {
     ok: true, code: null, scope: 'jobs', released: false, epoch: 1,
   });
-  assert.deepEqual(await issuer.renew({ scope: 'jobs', leaseId: a.leaseId, ttlMs: 1, now: T0 + 600 }), {
+  assert.deepEqual(await issuer.renew({ scope: 'jobs', leaseId: a.leaseId, holder: 'A', ttlMs: 1, now: T0 + 600 }), {
     ok: false, code: 'LEASE_EXPIRED', scope: 'jobs', epoch: 1,
   });
   assert.equal(store.raw('issuer:jobs'), bytes);
@@ -62,8 +66,9 @@ test('acquire, held, renew, release: exact results and stored state', async () =
   // Scopes are independent, and a lease id of one scope means nothing in another.
   const other = await issuer.acquire({ scope: 'mail', holder: 'B', ttlMs: 1000, now: T0 });
   assert.equal(other.epoch, 1);
-  assert.equal((await issuer.release({ scope: 'mail', leaseId: 'jobs#1' })).released, false);
-  assert.equal((await issuer.renew({ scope: 'jobs', leaseId: 'mail#2', ttlMs: 1, now: T0 })).code, 'LEASE_EXPIRED');
+  assert.equal((await issuer.release({ scope: 'mail', leaseId: b.leaseId, holder: 'B' })).code, 'LEASE_NOT_HELD');
+  assert.equal((await issuer.renew({ scope: 'jobs', leaseId: other.leaseId, holder: 'B', ttlMs: 1, now: T0 })).code, 'LEASE_NOT_HELD');
+  assert.equal((await issuer.renew({ scope: 'jobs', leaseId: b.leaseId, holder: 'B', ttlMs: 1, now: T0 + 700 })).ok, true);
 });
 
 test('new Issuer() works over its own in-memory store', async () => {
@@ -111,9 +116,9 @@ test('issue 4: a superseded holder cannot renew back into validity; its next acq
   const a = await issuer.acquire({ scope: 's', holder: 'A', ttlMs: 100, now: 0 });
   const b = await issuer.acquire({ scope: 's', holder: 'B', ttlMs: 100, now: 100 });
   for (const now of [50, 100, 150, 250]) {
-    assert.equal((await issuer.renew({ scope: 's', leaseId: a.leaseId, ttlMs: 1000, now })).code, 'LEASE_EXPIRED');
+    assert.equal((await issuer.renew({ scope: 's', leaseId: a.leaseId, holder: 'A', ttlMs: 1000, now })).code, 'LEASE_EXPIRED');
   }
-  assert.equal((await issuer.release({ scope: 's', leaseId: a.leaseId })).released, false);
+  assert.equal((await issuer.release({ scope: 's', leaseId: a.leaseId, holder: 'A' })).released, false);
   assert.equal((await issuer.current('s')).lease.holder, 'B');
   const again = await issuer.acquire({ scope: 's', holder: 'A', ttlMs: 100, now: 200 });
   assert.ok(again.epoch > b.epoch);
@@ -123,7 +128,7 @@ test('issue 4: a superseded holder cannot renew back into validity; its next acq
 test('issue 4: clock going backwards never gives a smaller epoch', async () => {
   const issuer = new Issuer();
   const a = await issuer.acquire({ scope: 's', holder: 'A', ttlMs: 1000, now: 1_700_000_000_000 });
-  await issuer.release({ scope: 's', leaseId: a.leaseId });
+  await issuer.release({ scope: 's', leaseId: a.leaseId, holder: 'A' });
   const b = await issuer.acquire({ scope: 's', holder: 'B', ttlMs: 1000, now: 1_699_999_998_000 });
   assert.ok(b.epoch > a.epoch);
   assert.deepEqual([a.epoch, b.epoch, b.expiresAt], [1, 2, 1_699_999_999_000]);
@@ -137,8 +142,18 @@ test('idempotent acquire: the same request id returns the same lease and epoch w
   const again = await issuer.acquire({ scope: 's', holder: 'A', ttlMs: 100, now: 50, requestId: 'r1' });
   assert.deepEqual(again, { ...first, replayed: true });
   assert.equal(store.commits, commits);
-  // The same request id from another holder is another request.
-  assert.equal((await issuer.acquire({ scope: 's', holder: 'B', ttlMs: 100, now: 50, requestId: 'r1' })).code, 'LEASE_HELD');
+  // The same request id with other arguments (issue 13 item 2): another
+  // holder, another ttlMs — refused while live and after expiry, nothing written.
+  const bytes = store.raw('issuer:s');
+  for (const now of [50, 100, 5000]) {
+    for (const [holder, ttlMs] of [['A', 60_000], ['B', 100], ['B', 60_000]]) {
+      assert.deepEqual(await issuer.acquire({ scope: 's', holder, ttlMs, now, requestId: 'r1' }), {
+        ok: false, code: 'REQUEST_ID_REUSED', scope: 's',
+      });
+    }
+  }
+  assert.equal(store.raw('issuer:s'), bytes);
+  assert.equal(store.commits, commits);
   // After expiry the same request does not silently get a new epoch.
   assert.deepEqual(await issuer.acquire({ scope: 's', holder: 'A', ttlMs: 100, now: 100, requestId: 'r1' }), {
     ok: false, code: 'LEASE_EXPIRED', scope: 's', epoch: 1,
@@ -152,7 +167,7 @@ test('EPOCH_OVERFLOW at 2^53−1 for number epochs, at 2^64−1 for bigint; neve
   await numbers.raise({ scope: 's', atLeast: MAX_SAFE - 1, now: 0 });
   const last = await numbers.acquire({ scope: 's', holder: 'A', ttlMs: 10, now: 0 });
   assert.equal(last.epoch, MAX_SAFE);
-  assert.equal(last.leaseId, `s#${MAX_SAFE}`);
+  assert.match(last.leaseId, leaseIdOf(MAX_SAFE, 's'));
   // While it is live the answer is LEASE_HELD; once free, EPOCH_OVERFLOW with nothing written.
   assert.equal((await numbers.acquire({ scope: 's', holder: 'B', ttlMs: 10, now: 5 })).code, 'LEASE_HELD');
   const bytes = store.raw('issuer:s');
@@ -170,7 +185,7 @@ test('EPOCH_OVERFLOW at 2^53−1 for number epochs, at 2^64−1 for bigint; neve
   const bigints = new Issuer(store, { epochs: 'bigint' });
   const next = await bigints.acquire({ scope: 's', holder: 'B', ttlMs: 10, now: 10 });
   assert.equal(next.epoch, 2n ** 53n);
-  assert.equal(next.leaseId, 's#9007199254740992');
+  assert.match(next.leaseId, leaseIdOf('9007199254740992', 's'));
   const gate = new MemoryGate();
   assert.equal(gate.write('r', last.epoch, 1).outcome, 'advance');
   assert.equal(gate.write('r', next.epoch, 2).outcome, 'advance');
@@ -185,10 +200,18 @@ test('EPOCH_OVERFLOW at 2^53−1 for number epochs, at 2^64−1 for bigint; neve
   assert.deepEqual(JSON.parse(store.raw('issuer:u')).epoch, '18446744073709551615');
 });
 
-test('stored issuer state is strict: anything but format v1 is CORRUPT_STATE and nothing is written', async () => {
+test('stored issuer state is strict: anything but format v1 or v2 is CORRUPT_STATE and nothing is written', async () => {
   const lease = { holder: 'A', expiresAt: '5', requestId: null };
+  const lease2 = { id: `1.${scopeTag('s')}${'A'.repeat(22)}`, holder: 'A', expiresAt: '5', ttlMs: '5', requestId: null };
   const bad = [
-    { v: 2, epoch: '1', lease: null },
+    { v: 3, epoch: '1', lease: null },
+    { v: 2, epoch: '1', lease },
+    { v: 1, epoch: '1', lease: lease2 },
+    { v: 2, epoch: '2', lease: lease2 },
+    { v: 2, epoch: '1', lease: { ...lease2, id: `${lease2.id.slice(0, -1)}B` } },
+    { v: 2, epoch: '1', lease: { ...lease2, id: 's#1' } },
+    { v: 2, epoch: '1', lease: { ...lease2, ttlMs: '0' } },
+    { v: 2, epoch: '1', lease: { ...lease2, ttlMs: 5 } },
     { v: 1, epoch: 1, lease: null },
     { v: 1, epoch: '01', lease: null },
     { v: 1, epoch: '-1', lease: null },
@@ -215,7 +238,7 @@ test('stored issuer state is strict: anything but format v1 is CORRUPT_STATE and
     const issuer = new Issuer(store);
     for (const call of [
       () => issuer.acquire({ scope: 's', holder: 'A', ttlMs: 1, now: 100 }),
-      () => issuer.release({ scope: 's', leaseId: 's#1' }),
+      () => issuer.release({ scope: 's', leaseId: 's#1', holder: 'A' }),
       () => issuer.current('s'),
     ]) {
       await assert.rejects(call(), (e) => e.code === 'CORRUPT_STATE' && e.scope === 's', JSON.stringify(state));
@@ -223,7 +246,7 @@ test('stored issuer state is strict: anything but format v1 is CORRUPT_STATE and
     assert.equal(store.commits, 0, JSON.stringify(state));
   }
   // Text and object forms of a good state both decode.
-  for (const state of [{ v: 1, epoch: '7', lease: null }, '{"v":1,"epoch":"7","lease":null}']) {
+  for (const state of [{ v: 1, epoch: '7', lease: null }, '{"v":1,"epoch":"7","lease":null}', { v: 2, epoch: '7', lease: null }]) {
     const store = new SpyStore();
     store.put('issuer:s', state);
     assert.equal((await new Issuer(store).acquire({ scope: 's', holder: 'A', ttlMs: 1, now: 0 })).epoch, 8);
@@ -247,8 +270,13 @@ test('bad arguments throw INVALID_ARGUMENT and write nothing', async () => {
   }
   await assert.rejects(issuer.acquire(null), { code: 'INVALID_ARGUMENT' });
   await assert.rejects(issuer.acquire({ scope: 's', holder: 'A', ttlMs: 1 }), { code: 'INVALID_ARGUMENT' });
-  await assert.rejects(issuer.renew({ scope: 's', leaseId: 5, ttlMs: 1, now: 0 }), { code: 'INVALID_ARGUMENT' });
-  await assert.rejects(issuer.release({ scope: 's' }), { code: 'INVALID_ARGUMENT' });
+  await assert.rejects(issuer.renew({ scope: 's', leaseId: 5, holder: 'A', ttlMs: 1, now: 0 }), { code: 'INVALID_ARGUMENT' });
+  await assert.rejects(issuer.release({ scope: 's', holder: 'A' }), { code: 'INVALID_ARGUMENT' });
+  // renew and release take the holder (issue 20).
+  for (const holder of [undefined, '', 7]) {
+    await assert.rejects(issuer.renew({ scope: 's', leaseId: 's#1', holder, ttlMs: 1, now: 0 }), { code: 'INVALID_ARGUMENT' });
+    await assert.rejects(issuer.release({ scope: 's', leaseId: 's#1', holder }), { code: 'INVALID_ARGUMENT' });
+  }
   await assert.rejects(issuer.raise({ scope: 's', atLeast: 0, now: 0 }), { code: 'INVALID_ARGUMENT' });
   await assert.rejects(issuer.raise({ scope: 's', atLeast: '5', now: 0 }), { code: 'INVALID_ARGUMENT' });
   assert.equal(store.commits, 0);
@@ -273,15 +301,17 @@ test('a clock option supplies now when a call omits it; fencegate reads no clock
 test('raise repairs a restored issuer: detection through a lease id above the stored epoch, then no reuse', async () => {
   const store = new SpyStore();
   const issuer = new Issuer(store);
+  let seven;
   for (let i = 0; i < 7; i++) {
     const l = await issuer.acquire({ scope: 's', holder: 'A', ttlMs: 10, now: i * 10 });
     if (i === 4) store.snapshot('issuer:s');
-    if (i < 6) await issuer.release({ scope: 's', leaseId: l.leaseId });
+    if (i < 6) await issuer.release({ scope: 's', leaseId: l.leaseId, holder: 'A' });
+    if (i === 6) seven = l;
   }
-  // The issuer state is restored from the backup taken at epoch 5; the live lease is s#7.
+  // The issuer state is restored from the backup taken at epoch 5; the live lease is epoch 7's.
   store.restore('issuer:s');
-  await assert.rejects(issuer.renew({ scope: 's', leaseId: 's#7', ttlMs: 10, now: 61 }), { code: 'CORRUPT_STATE' });
-  await assert.rejects(issuer.release({ scope: 's', leaseId: 's#7' }), { code: 'CORRUPT_STATE' });
+  await assert.rejects(issuer.renew({ scope: 's', leaseId: seven.leaseId, holder: 'A', ttlMs: 10, now: 61 }), { code: 'CORRUPT_STATE' });
+  await assert.rejects(issuer.release({ scope: 's', leaseId: seven.leaseId, holder: 'A' }), { code: 'CORRUPT_STATE' });
   // Repair: raise above every epoch a resource has seen (the gate's mark), then acquire.
   assert.deepEqual(await issuer.raise({ scope: 's', atLeast: 7, now: 100 }), {
     ok: true, code: null, scope: 's', epochBefore: 5, epoch: 7, revoked: false,

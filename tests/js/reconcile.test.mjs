@@ -15,9 +15,9 @@ const require = createRequire(import.meta.url);
 const CLI = new URL('../../pkg/bin/fencegate.mjs', import.meta.url).pathname;
 const T = 1_700_000_000_000;
 
-test('QUARANTINED and OP_ID_REUSED (issue 13) are the last codes', () => {
-  assert.deepEqual(errorCodes().slice(-2), ['QUARANTINED', 'OP_ID_REUSED']);
-  assert.equal(errorCodes().length, 24);
+test('QUARANTINED and OP_ID_REUSED (issue 13), then the issuer codes of issues 20 and 13 are the last codes', () => {
+  assert.deepEqual(errorCodes().slice(22), ['QUARANTINED', 'OP_ID_REUSED', 'LEASE_NOT_HELD', 'REQUEST_ID_REUSED']);
+  assert.equal(errorCodes().length, 26);
 });
 
 test('MemoryGate.quarantine: never lowers, refuses up to the floor, lifted by a larger epoch; bigint floors', () => {
@@ -79,7 +79,9 @@ test('reconcile: a healthy scope changes nothing; a corrupt record is reported a
   const r = await reconcile({ issuer, gate, scopes: [{ scope: 's', keys: ['k1', 'bad'] }], now: T + 1 });
   assert.deepEqual(r.changes, []);
   assert.equal(r.changed, false);
-  assert.deepEqual(r.scopes[0].issuer, { epoch: 1, lease: { holder: 'A', leaseId: 's#1', expiresAt: T + 1000, live: true } });
+  // The report names the lease's holder, never its lease id (issue 20: that id renews and releases it).
+  assert.deepEqual(r.scopes[0].issuer, { epoch: 1, lease: { holder: 'A', expiresAt: T + 1000, live: true } });
+  assert.ok(!JSON.stringify(r).includes(a.leaseId));
   assert.deepEqual(r.scopes[0].errors.map((e) => [e.key, e.code]), [['bad', 'CORRUPT_STATE']]);
   assert.equal(r.errors, 1);
   assert.deepEqual(JSON.parse(store.load('bad').state), { v: 9 });

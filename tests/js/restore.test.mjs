@@ -38,6 +38,19 @@ for (const target of targets()) {
       assert.deepEqual(await h.issuer().current(S), { scope: S, epoch: 40, lease: null });
       const b = await acquire(h.issuer(), 'B', T + 1);
       assert.equal(b.epoch, 41); // the restored issuer hands 41 out again
+      // …but not A's lease id (issue 20): A's renew and release with its old
+      // id of 41 are refused, say nothing about B, and B's lease is unchanged.
+      assert.notEqual(b.leaseId, a.leaseId);
+      const issuedToB = { scope: S, epoch: 41, lease: { leaseId: b.leaseId, holder: 'B', expiresAt: T + 1 + TTL, requestId: null } };
+      assert.deepEqual(await h.issuer().current(S), issuedToB);
+      assert.deepEqual(await h.issuer().renew({ scope: S, leaseId: a.leaseId, holder: 'A', ttlMs: 10 * TTL, now: T + 1 }), {
+        ok: false, code: 'LEASE_NOT_HELD', scope: S,
+      });
+      assert.deepEqual(await h.issuer().release({ scope: S, leaseId: a.leaseId, holder: 'A' }), { ok: false, code: 'LEASE_NOT_HELD', scope: S });
+      // Nor with B's name on A's id, or A's name on B's id.
+      assert.equal((await h.issuer().renew({ scope: S, leaseId: a.leaseId, holder: 'B', ttlMs: TTL, now: T + 1 })).code, 'LEASE_NOT_HELD');
+      assert.equal((await h.issuer().release({ scope: S, leaseId: b.leaseId, holder: 'A' })).code, 'LEASE_NOT_HELD');
+      assert.deepEqual(await h.issuer().current(S), issuedToB);
       // Detected: B cannot become the owner of 41 at the resource; A keeps writing.
       const g = h.gate();
       assert.deepEqual(await g.establish('k', b.epoch, { holder: b.holder }), {
@@ -56,12 +69,35 @@ for (const target of targets()) {
       assert.deepEqual([again.changed, again.changes], [false, []]);
 
       const issuer = h.issuer();
-      assert.equal((await issuer.renew({ scope: S, leaseId: b.leaseId, ttlMs: TTL, now: T + 3 })).code, 'LEASE_EXPIRED');
+      assert.equal((await issuer.renew({ scope: S, leaseId: b.leaseId, holder: b.holder, ttlMs: TTL, now: T + 3 })).code, 'LEASE_EXPIRED');
       const c = await acquire(issuer, 'C', T + 4);
       assert.equal(c.epoch, 42);
       assert.equal((await g.establish('k', c.epoch, { holder: c.holder })).outcome, 'advance');
       assert.equal((await g.write('k', a.epoch, 'a3', { holder: a.holder })).code, 'STALE_TOKEN');
       assert.deepEqual(await g.read('k'), { mark: 42, value: 'a2', hasValue: true });
+    } finally {
+      await h.close();
+    }
+  });
+
+  test(`${target.name}: two issuers restored from one backup each grant 1,000 leases on one scope: the epochs repeat, the 2,000 lease ids do not`, async () => {
+    const h = await target.open();
+    try {
+      await h.issuer().raise({ scope: S, atLeast: 40, now: T });
+      const backup = await h.issuerSide.backup();
+      const ids = new Set();
+      for (const copy of ['X', 'Y']) {
+        await h.issuerSide.restore(backup);
+        const issuer = h.issuer();
+        for (let i = 0; i < 1000; i++) {
+          // ttlMs 1: each lease has ended when the next acquisition comes.
+          const l = await issuer.acquire({ scope: S, holder: copy, ttlMs: 1, now: T + i });
+          assert.deepEqual([l.ok, l.epoch], [true, 41 + i]);
+          ids.add(l.leaseId);
+        }
+      }
+      assert.equal(ids.size, 2000);
+      for (const id of ids) assert.match(id, /^\d+\.[A-Za-z0-9_-]{30}$/);
     } finally {
       await h.close();
     }
@@ -102,10 +138,10 @@ for (const target of targets()) {
       await gate.establish('k', a.epoch, { holder: a.holder });
       await gate.write('k', a.epoch, 'a', { holder: a.holder });
       const resourcesAt1 = await h.resourceSide.backup();
-      await issuer.release({ scope: S, leaseId: a.leaseId });
+      await issuer.release({ scope: S, leaseId: a.leaseId, holder: a.holder });
       const b = await acquire(issuer, 'B', T + 1);
       await h.gate().establish('k', b.epoch, { holder: b.holder });
-      await issuer.release({ scope: S, leaseId: b.leaseId });
+      await issuer.release({ scope: S, leaseId: b.leaseId, holder: b.holder });
       const c = await acquire(issuer, 'C', T + 2);
       assert.equal(c.epoch, 3);
       await h.gate().write('k', c.epoch, 'c', { holder: c.holder });
@@ -136,7 +172,7 @@ for (const target of targets()) {
       const a = await acquire(h.issuer(), 'A', T);
       assert.equal(a.epoch, 9);
       await h.gate().write('k', a.epoch, 'a', { holder: a.holder });
-      await h.issuer().release({ scope: S, leaseId: a.leaseId });
+      await h.issuer().release({ scope: S, leaseId: a.leaseId, holder: a.holder });
       await h.resourceSide.lose('k');
       const g = h.gate();
       assert.deepEqual(await g.inspect('k'), { key: 'k', exists: false, mark: 0, holder: null, quarantine: null });
@@ -171,7 +207,7 @@ for (const target of targets()) {
         const l = await acquire(h.issuer(), `H${e}`, now);
         assert.equal(l.epoch, e);
         for (const k of e === 7 ? ['k1'] : keys) await h.gate().write(k, l.epoch, `v${e}`, { holder: l.holder });
-        await h.issuer().release({ scope: S, leaseId: l.leaseId });
+        await h.issuer().release({ scope: S, leaseId: l.leaseId, holder: l.holder });
         if (e === 2) resourcesAt2 = await h.resourceSide.backup();
         if (e === 5) issuerAt5 = await h.issuerSide.backup();
       }
@@ -201,7 +237,7 @@ for (const target of targets()) {
       for (let e = 1, now = T; e <= 6; e++, now++) {
         const l = await acquire(h.issuer(), `H${e}`, now);
         for (const k of keys) await h.gate().write(k, l.epoch, `v${e}`, { holder: l.holder });
-        await h.issuer().release({ scope: S, leaseId: l.leaseId });
+        await h.issuer().release({ scope: S, leaseId: l.leaseId, holder: l.holder });
         if (e === 2) issuerAt2 = await h.issuerSide.backup();
         if (e === 4) resourcesAt4 = await h.resourceSide.backup();
       }

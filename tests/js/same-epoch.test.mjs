@@ -74,6 +74,13 @@ test('audit trail and counters (MemoryGate): every verdict reported; a failing c
   g.write('k', 3, 'c', { opId: 'o1', holder: 'H' });
   fail = true;
   assert.equal(g.write('k', 4, 'd').outcome, 'advance');
+  // timings (issue 18): a duration ≥ 0 per record; a MemoryGate has no host commit
+  for (const r of records) {
+    assert.ok(typeof r.durationMs === 'number' && r.durationMs >= 0, JSON.stringify(r));
+    assert.equal(r.commitMs, null);
+    delete r.durationMs;
+    delete r.commitMs;
+  }
   assert.deepEqual(records, [
     { key: 'k', operation: 'write', outcome: 'advance', code: null, token: 3, markBefore: 0, markAfter: 3, holder: 'H', opId: 'o1' },
     { key: 'k', operation: 'write', outcome: 'reject', code: 'STALE_TOKEN', token: 2, markBefore: 3, markAfter: 3, holder: null, opId: null },

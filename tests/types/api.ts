@@ -85,6 +85,10 @@ import {
   type IssuerOptions,
   type IssuerCasStore,
   type PersistedIssuerState,
+  type PersistedIssuerStateV1,
+  type PersistedIssuerStateV2,
+  type LeaseNotHeld,
+  type RequestIdReused,
 } from 'fencegate';
 
 import { SqliteStore, type SqliteDatabase } from 'fencegate/sqlite';
@@ -114,27 +118,39 @@ export async function useIssuer(): Promise<void> {
     const gate = new MemoryGate();
     gate.establish('jobs', a.epoch);
     await shared.establish('jobs', a.epoch);
-    const r = await issuer.renew({ scope: 'jobs', leaseId: a.leaseId, ttlMs: 10_000, now: 2 });
+    const r = await issuer.renew({ scope: 'jobs', leaseId: a.leaseId, holder: a.holder, ttlMs: 10_000, now: 2 });
     if (!r.ok) {
-      const c: 'LEASE_EXPIRED' = r.code;
-      void c;
+      const c: 'LEASE_EXPIRED' | 'LEASE_NOT_HELD' = r.code;
+      const notHeld: LeaseNotHeld | null = r.code === 'LEASE_NOT_HELD' ? r : null;
+      void [c, notHeld];
     }
-    const rel: boolean = (await issuer.release({ scope: 'jobs', leaseId: id })).released;
-    void [epoch, expires, replayed, rel];
+    const rel = await issuer.release({ scope: 'jobs', leaseId: id, holder: 'node-a' });
+    const released: boolean = rel.ok ? rel.released : false;
+    // @ts-expect-error renew and release take the holder (issue 20)
+    await issuer.release({ scope: 'jobs', leaseId: id });
+    void [epoch, expires, replayed, released];
   } else if (a.code === 'LEASE_HELD') {
     const until: number = a.expiresAt;
     const by: string = a.holder;
     void [until, by];
+  } else if (a.code === 'REQUEST_ID_REUSED') {
+    const reused: RequestIdReused = a;
+    void reused;
   }
   const cur = await plain.current('jobs');
   const holder: string | undefined = cur.lease?.holder;
   const raised = await issuer.raise({ scope: 'jobs', atLeast: 10n, now: 3 });
   const s: PersistedIssuerState = { v: 1, epoch: '3', lease: null };
+  const s2: PersistedIssuerStateV2 = {
+    v: 2, epoch: '3', lease: { id: '3.AAAAAAAAAAAAAAAAAAAAAA', holder: 'a', expiresAt: '9', ttlMs: '5', requestId: null },
+  };
+  const s1: PersistedIssuerStateV1 = { v: 1, epoch: '3', lease: { holder: 'a', expiresAt: '9', requestId: null } };
+  const codes: ErrorCode[] = ['LEASE_NOT_HELD', 'REQUEST_ID_REUSED'];
   // @ts-expect-error ttlMs is a number of ms
   await issuer.acquire({ scope: 'jobs', holder: 'a', ttlMs: '10s' });
   // @ts-expect-error unknown epoch range
   new Issuer(null, { epochs: 'u64' });
-  void [holder, raised, s];
+  void [holder, raised, s, s2, s1, codes];
 }
 
 /** Signed tokens and gate policies (issue 5, docs/signed-tokens.md). */
@@ -307,8 +323,7 @@ export async function useRuntimeAdapters(storage: DurableObjectStorageLike, kv: 
   const doKey: string = doStore.storageKey('k');
   const doGate = new Gate(doStore);
   const object = new MyFenced({ storage }, { FENCE_KEYS: '{}' });
-  const signed: boolean = object.signed;
-  const fetchOptions: FencedFetchOptions = { key: 'k', action: 'establish', signed: false };
+  const fetchOptions: FencedFetchOptions = { key: 'k', action: 'establish', headers: { token: 'X-Fence' }, typeBase: 'https://example.com/problems/', retryAfter: 2 };
   const answer: Response = await fencedFetch(object.gate, new Request('http://x/resources/k', { method: 'PUT', body: 'v' }), fetchOptions);
   const worker = fencedWorker('RESOURCES');
   const routed: Response = await worker.fetch(new Request('http://x/resources/k'), { RESOURCES: ns });
@@ -334,4 +349,102 @@ export async function useRuntimeAdapters(storage: DurableObjectStorageLike, kv: 
   // @ts-expect-error the prefix is an array of key parts
   new DenoKvStore(kv, { prefix: 'app' });
   void [doKey, doGate, answer, routed, gateOptions, wrote, idbGate, kvKey, committed, kvGate, doStore.encodeValue({ n: 1 }), idb.encodeValue('x'), kvStore.encodeValue(1), await doStore.load('k'), await idb.load('k'), await kvStore.load('k')];
+}
+
+// MySQL, node-redis and postgres.js (issue 15 items 4 and 5).
+import { MysqlStore, RETRY_ERRNOS, type MysqlClient, type MysqlStoreOptions } from 'fencegate/mysql';
+import type { PostgresJsSql } from 'fencegate/postgres';
+import type { NodeRedisClient } from 'fencegate/redis';
+
+export async function useOtherClients(my: MysqlClient, sql: PostgresJsSql, nodeRedis: NodeRedisClient): Promise<unknown[]> {
+  const options: MysqlStoreOptions<string> = { table: 'fenced', encode: (v) => JSON.stringify(v), decode: (t) => String(JSON.parse(t)) };
+  const mysqlStore: MysqlStore<string> = await new MysqlStore<string>(my, options).init();
+  const text: string = mysqlStore.encodeValue('v');
+  const loaded: { state: string; version: string; value?: string } | null = await mysqlStore.load('k');
+  const ok: boolean = await mysqlStore.commit('k', loaded?.version ?? null, { v: 1, mark: '1' }, { kind: 'set', value: 'v', encoded: text });
+  const retry: readonly number[] = RETRY_ERRNOS;
+  const pgJs = await new PgStore<string>(sql, { table: 'fenced' }).init();
+  const nr = new RStore<string>(nodeRedis, { prefix: 'app:' });
+  const policies: { node: string; policy: string | null }[] = await nr.checkEvictionPolicy();
+  // @ts-expect-error a table name is a string
+  new MysqlStore(my, { table: 1 });
+  // @ts-expect-error MysqlStore needs a client
+  new MysqlStore({});
+  const issuer = new Issuer(mysqlStore);
+  void [ok, retry, policies, issuer];
+  return [new Gate(mysqlStore), new Gate(pgJs), new Gate(nr)];
+}
+
+// ───────────── fencegate/http, /hono, /express (issue 18, docs/http.md) ─────────────
+import {
+  fence, fenceReply, readFencing, statusFor, verdictReply, errorReply, tokenProblemReply, toResponse,
+  TOKEN_HEADER, OP_ID_HEADER, HOLDER_HEADER, PROBLEM_JSON, PROBLEM_TYPE_BASE,
+  type FencingInput, type Reply, type RefusalProblem, type ErrorProblem, type FencedBody, type FenceOptions, type FencedRun, type HeaderNames,
+} from 'fencegate/http';
+import { fencing as honoFencing, fenced as honoFenced, type FencingEnv } from 'fencegate/hono';
+import { fencing as expressFencing, fenced as expressFenced, type ResponseLike } from 'fencegate/express';
+import { Hono } from 'hono';
+
+export async function useHttp(request: Request): Promise<Response> {
+  const gate = new MemoryGate<string>();
+  const names: HeaderNames = { token: TOKEN_HEADER, opId: OP_ID_HEADER, holder: HOLDER_HEADER };
+  const options: FenceOptions = { headers: names, typeBase: PROBLEM_TYPE_BASE, retryAfter: 2 };
+  const input: FencingInput = readFencing(request, names);
+  const t: Epoch | string | undefined = input.token;
+  const problem: 'MISSING_TOKEN' | 'MALFORMED_TOKEN' | null = input.problem;
+  const status: number = statusFor('STALE_TOKEN');
+  const run: FencedRun = (token, o) => gate.write('k', token, 'v', o);
+  const reply: Reply = await fenceReply({ 'fencing-token': '3' }, 'k', run, options);
+  const ok = verdictReply(gate.write('k', 4, 'v'), input);
+  if (ok.status !== 200) {
+    const body = ok.body as RefusalProblem;
+    const mark: string = body.mark;
+    void mark;
+  } else {
+    const body = ok.body as FencedBody;
+    const outcome: 'advance' | 'accept' | 'duplicate' = body.outcome;
+    void outcome;
+  }
+  const err: Reply<ErrorProblem> | null = errorReply(new Error('x'), 'k');
+  const tp: Reply<RefusalProblem> = tokenProblemReply('k', input, 0);
+  const contentType: string = PROBLEM_JSON;
+  // @ts-expect-error statusFor takes a code
+  statusFor(404);
+  void [t, problem, status, reply, err, tp, contentType, toResponse(tp)];
+  return fence(request, 'k', (token, o) => gate.write('k', token, 'v', o));
+}
+
+export function useHono(): Hono<FencingEnv> {
+  const gate = new MemoryGate<string>();
+  const app = new Hono<FencingEnv>();
+  app.put('/r/:key', honoFencing({ gate, key: (c) => c.req.param('key') ?? '' }), async (c) => {
+    const value = await c.req.text();
+    const key: string = c.var.fencing.key;
+    return honoFenced(c, (token, options) => gate.write(key, token, value, options));
+  });
+  return app;
+}
+
+export function useExpress(): void {
+  const gate = new Gate<string>(new MemoryHostStore());
+  const mw = expressFencing<{ headers: Record<string, string | string[] | undefined>; params: { key: string } }>({ gate, key: (req) => req.params.key });
+  const handler = (req: { params: { key: string }; body: string }, res: ResponseLike) =>
+    expressFenced(res, (token, options) => gate.write(req.params.key, token, req.body, options));
+  void [mw, handler];
+}
+
+// ───────────── fencegate/otel, fencegate/prometheus (issue 18) ─────────────
+import { otelAudit, type OtelAuditOptions } from 'fencegate/otel';
+import { prometheusAudit, DURATION_BUCKETS, type PrometheusAuditOptions } from 'fencegate/prometheus';
+import { metrics } from '@opentelemetry/api';
+import { Registry } from 'prom-client';
+
+export function useObservability(): void {
+  const o: OtelAuditOptions = { meter: metrics.getMeter('fencegate'), spanEvents: false };
+  const p: PrometheusAuditOptions = { registry: new Registry(), prefix: 'app_fencegate_', buckets: DURATION_BUCKETS };
+  const gate = new MemoryGate({ onVerdict: otelAudit({ ...o, next: prometheusAudit(p) }) });
+  const timed = (r: AuditRecord): number => r.durationMs - (r.commitMs ?? 0);
+  // @ts-expect-error buckets are numbers
+  prometheusAudit({ buckets: ['1'] });
+  void [gate, timed];
 }

@@ -10,16 +10,19 @@
 //   DELETE /resources/<key>            fenced delete: clears the value, keeps the mark
 //   GET    /resources/<key>            { key, mark, value }
 //
-// Answers: 200 applied (advance/accept), 409 STALE_TOKEN (token < mark),
-// 400 MISSING_TOKEN / MALFORMED_TOKEN. Every fenced answer is JSON
-// { key, outcome, code, token, markBefore, mark }; epochs are decimal text
-// (exact up to 2^64−1). On 400, `token` is the header as received (null when absent).
+// Answers (fencegate/http, docs/http.md): 200 applied (advance/accept) with
+// { key, outcome, code, token, markBefore, mark }; refusals as RFC 9457 problem
+// bodies { type, title, status, detail, code, key, outcome, token, markBefore, mark }:
+// 409 STALE_TOKEN (token < mark), 428 MISSING_TOKEN, 400 MALFORMED_TOKEN. Epochs
+// are decimal text (exact up to 2^64−1); `token` is the header as received
+// (null when absent) when it is not a valid epoch. Fencing-Op-Id and
+// Fencing-Holder headers are passed on as opId and holder.
 //
 // Signed tokens (optional): with the secret FENCE_KEYS set (JSON
 // { "<key id>": "<base64url of a 32-byte HMAC secret>" }, `wrangler secret put
 // FENCE_KEYS`), the objects accept only `fg1.…` tokens minted by the issuer for
 // this resource key, so nobody can push a mark up with a made-up number (DESIGN
-// R9); UNSIGNED_TOKEN, BAD_SIGNATURE, UNKNOWN_KEY, WRONG_SCOPE, … are 400.
+// R9); UNSIGNED_TOKEN, BAD_SIGNATURE, UNKNOWN_KEY, WRONG_SCOPE, … are 403.
 import { FencedObject, fencedWorker } from 'fencegate/durable-object';
 
 // The Durable Object class bound as RESOURCES in wrangler.jsonc: one fenced resource per object.

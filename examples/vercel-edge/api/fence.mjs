@@ -6,25 +6,16 @@
 // entry and the token handling, not durable fencing. For durable marks, fence at
 // the resource: a store with a compare-and-set or a transaction (docs/stores.md),
 // or forward to the Durable Object in examples/edge-worker.
-import { MemoryGate, parseToken, FencegateError } from 'fencegate';
+import { MemoryGate } from 'fencegate';
+import { fence } from 'fencegate/http';
 
 export const config = { runtime: 'edge' };
 
 const gate = new MemoryGate();
 
+// Fencing-Token header → 200 applied, 409 stale, 428 missing, 400 malformed (RFC 9457 bodies)
 export default async function handler(request) {
   const key = new URL(request.url).searchParams.get('key') ?? 'default';
-  const header = request.headers.get('Fencing-Token');
-  let token;
-  try {
-    token = parseToken(header);
-  } catch (e) {
-    if (!(e instanceof FencegateError)) throw e;
-    return Response.json({ key, code: e.code, token: header, mark: String(gate.mark(key)) }, { status: 400 });
-  }
-  const v = gate.write(key, token, await request.text());
-  return Response.json(
-    { key, outcome: v.outcome, code: v.code, token: String(v.token), mark: String(v.markAfter) },
-    { status: v.ok ? 200 : 409 },
-  );
+  const value = await request.text();
+  return fence(request, key, (token, options) => gate.write(key, token, value, options));
 }

@@ -5,7 +5,8 @@
 //   * at most one live lease per scope at any instant: lease e lives from its
 //     grant's `now` to its last committed expiry; lease e+1 is granted only at
 //     or after that expiry, unless e was released first;
-//   * renewals and releases that succeeded name the scope's newest lease at the time.
+//   * renewals and releases that succeeded name the scope's newest lease at the time,
+//     by its lease id, for its holder; every granted lease id is distinct (issue 20).
 // Returns { grants, scopes } and throws an AssertionError naming the first violation.
 import assert from 'node:assert/strict';
 
@@ -18,13 +19,16 @@ export function checkHistory(events, { contiguous = false } = {}) {
   };
   const lastSeen = new Map(); // `${w}/${scope}` → last epoch this worker was granted
   let grants = 0;
+  const leaseIds = new Set();
   for (const e of events) {
     if (!e.ok) continue;
     const s = scopeOf(e.scope);
     if (e.op === 'acquire' && !e.replayed) {
       grants += 1;
       assert.ok(!s.leases.has(e.epoch), `${e.scope}: epoch ${e.epoch} granted twice (${e.holder} and ${s.leases.get(e.epoch)?.holder})`);
-      s.leases.set(e.epoch, { holder: e.holder, start: e.now, end: e.expiresAt, released: false });
+      s.leases.set(e.epoch, { holder: e.holder, leaseId: e.leaseId, start: e.now, end: e.expiresAt, released: false });
+      assert.ok(!leaseIds.has(e.leaseId), `lease id ${e.leaseId} granted twice`);
+      leaseIds.add(e.leaseId);
       const k = `${e.w}/${e.scope}`;
       assert.ok(!lastSeen.has(k) || lastSeen.get(k) < e.epoch, `${k}: epoch went from ${lastSeen.get(k)} to ${e.epoch}`);
       lastSeen.set(k, e.epoch);
@@ -37,11 +41,12 @@ export function checkHistory(events, { contiguous = false } = {}) {
       const l = s.leases.get(e.epoch);
       assert.ok(l, `${e.scope}: renewed epoch ${e.epoch} was never granted`);
       assert.equal(l.holder, e.holder);
+      assert.equal(l.leaseId, e.leaseId);
       l.end = Math.max(l.end, e.expiresAt);
     } else if (e.op === 'release' && e.released) {
       const l = s.leases.get(e.epoch);
       assert.ok(l, `${e.scope}: released epoch ${e.epoch} was never granted`);
-      assert.equal(e.leaseId, `${e.scope}#${e.epoch}`);
+      assert.equal(e.leaseId, l.leaseId);
       l.released = true;
     }
   }

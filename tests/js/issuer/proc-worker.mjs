@@ -24,11 +24,11 @@ if (mode === 'race') {
     const now = Date.now();
     try {
       if (mine && Math.random() < 0.6) {
-        const r = await issuer.renew({ scope, leaseId: mine, ttlMs, now });
+        const r = await issuer.renew({ scope, leaseId: mine, holder: `w${w}`, ttlMs, now });
         out({ w, op: 'renew', scope, now, ...r });
         if (!r.ok) held.delete(scope);
       } else if (mine && Math.random() < 0.5) {
-        const r = await issuer.release({ scope, leaseId: mine });
+        const r = await issuer.release({ scope, leaseId: mine, holder: `w${w}` });
         out({ w, op: 'release', scope, now, ...r, leaseId: mine });
         held.delete(scope);
       } else {
@@ -58,7 +58,7 @@ if (mode === 'race') {
   for (let i = 0; i < before; i++) {
     const r = await issuer.acquire({ scope, holder: 'victim', ttlMs, now: config.now, requestId: `v${i}` });
     out({ op: 'acquire', ...r });
-    await issuer.release({ scope, leaseId: r.leaseId });
+    await issuer.release({ scope, leaseId: r.leaseId, holder: 'victim' });
   }
   // Dies between the host's commit and the reply, in either callback shape.
   const killing =

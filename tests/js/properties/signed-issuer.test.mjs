@@ -76,8 +76,9 @@ test('property 5: issuer epochs strictly increase across successful acquires, un
         let r;
         try {
           if (s.op === 'acquire') r = await issuer.acquire({ scope: 's', holder: s.holder, ttlMs: s.ttlMs, now: s.now, requestId: s.requestId });
-          else if (s.op === 'renew') r = await issuer.renew({ scope: 's', leaseId: leases.at(-1) ?? 'none', ttlMs: s.ttlMs, now: s.now });
-          else if (s.op === 'release') r = await issuer.release({ scope: 's', leaseId: leases.at(-1) ?? 'none' });
+          // renew/release take the holder (issue 20): the step's holder, which may or may not be the lease's.
+          else if (s.op === 'renew') r = await issuer.renew({ scope: 's', leaseId: leases.at(-1) ?? 'none', holder: s.holder, ttlMs: s.ttlMs, now: s.now });
+          else if (s.op === 'release') r = await issuer.release({ scope: 's', leaseId: leases.at(-1) ?? 'none', holder: s.holder });
           else r = await issuer.raise({ scope: 's', atLeast: s.atLeast, now: s.now, revoke: s.holder === 'c' });
         } catch (e) {
           // Only documented refusals (an expiry beyond 2^53−1 ms is INVALID_ARGUMENT).

@@ -17,7 +17,8 @@ import { Gate } from '../../../pkg/node.mjs';
 import { SqliteStore } from '../../../pkg/adapters/sqlite.mjs';
 import { RedisStore } from '../../../pkg/adapters/redis.mjs';
 import { PostgresStore } from '../../../pkg/adapters/postgres.mjs';
-import { REDIS_URL, PG_URL, openSqlite, redisClient, pgPool, uniqueKey } from './targets.mjs';
+import { MysqlStore } from '../../../pkg/adapters/mysql.mjs';
+import { REDIS_URL, PG_URL, MYSQL_URL, openSqlite, redisClient, pgPool, nodeRedisClient, postgresJs, mysqlPool, uniqueKey } from './targets.mjs';
 
 const WORKERS = 4;
 const OPS = 60;
@@ -162,6 +163,46 @@ describe(`concurrency: ${WORKERS} processes × ${OPS} operations on 3 keys`, () 
     const result = await race('postgres', { table }, async () => {
       const p = await pgPool();
       return { gate: new Gate(new PostgresStore(p, { table })), close: () => p.end() };
+    });
+    const stats = check(result);
+    assertMeaningful(stats);
+    t.diagnostic(JSON.stringify(stats));
+  });
+
+  test('redis (node-redis, Lua compare-and-set through EVALSHA)', { skip: !REDIS_URL && 'FENCEGATE_REDIS_URL is not set' }, async (t) => {
+    const prefix = `${uniqueKey('race-nr')}:`;
+    const result = await race('node-redis', { prefix }, async () => {
+      const client = await nodeRedisClient();
+      return { gate: new Gate(new RedisStore(client, { prefix })), close: () => client.close() };
+    });
+    const stats = check(result);
+    assertMeaningful(stats);
+    assert.ok(stats.conflicts > 0, 'the race produced compare-and-set conflicts');
+    t.diagnostic(JSON.stringify(stats));
+  });
+
+  test('postgresql (postgres.js, conditional UPDATE on a version)', { skip: !PG_URL && 'FENCEGATE_PG_URL is not set' }, async (t) => {
+    const table = 'fencegate_race_js';
+    const sql = await postgresJs();
+    await new PostgresStore(sql, { table }).init();
+    await sql.end();
+    const result = await race('postgres-js', { table }, async () => {
+      const q = await postgresJs();
+      return { gate: new Gate(new PostgresStore(q, { table })), close: () => q.end() };
+    });
+    const stats = check(result);
+    assertMeaningful(stats);
+    t.diagnostic(JSON.stringify(stats));
+  });
+
+  test('mysql (mysql2 on MariaDB, conditional UPDATE on a version)', { skip: !MYSQL_URL && 'FENCEGATE_MYSQL_URL is not set' }, async (t) => {
+    const table = 'fencegate_race';
+    const pool = await mysqlPool();
+    await new MysqlStore(pool, { table }).init();
+    await pool.end();
+    const result = await race('mysql', { table }, async () => {
+      const p = await mysqlPool();
+      return { gate: new Gate(new MysqlStore(p, { table })), close: () => p.end() };
     });
     const stats = check(result);
     assertMeaningful(stats);

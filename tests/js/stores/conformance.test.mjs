@@ -3,7 +3,7 @@
 import { describe, test } from 'node:test';
 import assert from 'node:assert/strict';
 import { CASES, CAS_CASES, RACE_CASES } from './cases.mjs';
-import { TARGETS, lyingCas } from './targets.mjs';
+import { TARGETS, LYING_REAL, lyingCas } from './targets.mjs';
 
 for (const target of TARGETS) {
   describe(`conformance: ${target.name}`, { skip: target.skip }, () => {
@@ -34,6 +34,21 @@ describe('conformance catches a lying host', () => {
     test(`fails: ${name}`, async () => {
       const t = await lyingCas.open();
       await assert.rejects(cases[name]({ ...t, shape: 'cas' }), assert.AssertionError);
+    });
+  }
+  for (const target of LYING_REAL) {
+    test(`fails: ${target.name}`, { skip: target.skip }, async () => {
+      for (const name of [
+        'mark 5, writers 6 and 7 load 5, 7 commits first: 6 is rejected after reloading',
+        'mark 7, a 7-writer loaded, 9 advanced: the 7-writer stores nothing, later 8 is rejected',
+      ]) {
+        const t = await target.open();
+        try {
+          await assert.rejects(CAS_CASES[name]({ ...t, shape: 'cas' }), assert.AssertionError, name);
+        } finally {
+          await t.close();
+        }
+      }
     });
   }
   test('the lying host still passes the cases that need no interleaving (so the suite must have both)', async () => {

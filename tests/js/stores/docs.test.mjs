@@ -5,20 +5,27 @@ import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { readFileSync, rmSync } from 'node:fs';
 import { join } from 'node:path';
-import { REDIS_URL, PG_URL } from './targets.mjs';
+import { REDIS_URL, PG_URL, MYSQL_URL } from './targets.mjs';
 import { runExample, expectedOutput, root } from '../doc-project.mjs';
 import { bundleWorker, miniflare } from '../workerd.mjs';
 
 const doc = readFileSync(join(root, 'docs/stores.md'), 'utf8');
 const examples = [...doc.matchAll(/```js\n\/\/ example: (\w[\w-]*)\n([\s\S]*?)```/g)].map((m) => ({ name: m[1], code: m[2] }));
+const noRedis = REDIS_URL ? false : 'FENCEGATE_REDIS_URL is not set';
+const noPg = PG_URL ? false : 'FENCEGATE_PG_URL is not set';
 const needs = {
-  redis: REDIS_URL ? false : 'FENCEGATE_REDIS_URL is not set',
-  postgres: PG_URL ? false : 'FENCEGATE_PG_URL is not set',
+  redis: noRedis,
+  node_redis: noRedis,
+  postgres: noPg,
+  postgres_js: noPg,
+  mysql: MYSQL_URL ? false : 'FENCEGATE_MYSQL_URL is not set',
   indexeddb: 'runs in Chromium: tests/browser/indexeddb.test.mjs',
 };
 
-test('docs/stores.md has the adapter examples and the values one', () => {
-  assert.deepEqual(examples.map((e) => e.name), ['sqlite', 'bun_sqlite', 'redis', 'postgres', 'durable-object', 'indexeddb', 'deno_kv', 'values']);
+test('docs/stores.md has the adapter and client examples and the values one', () => {
+  assert.deepEqual(examples.map((e) => e.name), [
+    'sqlite', 'bun_sqlite', 'redis', 'node_redis', 'postgres', 'postgres_js', 'mysql', 'durable-object', 'indexeddb', 'deno_kv', 'values',
+  ]);
 });
 
 for (const { name, code } of examples.filter((e) => e.name !== 'durable-object')) {

@@ -54,7 +54,7 @@ test('Durable Object: wrong arguments are INVALID_ARGUMENT', async () => {
   ]);
 });
 
-test('FencedObject: a restart of workerd on persisted storage keeps mark and value; the entry is format text', async () => {
+test('FencedObject: answers through fencegate/http (428, 409 problem bodies); a restart of workerd on persisted storage keeps mark and value; the entry is format text', async () => {
   const worker = await bundleWorker({
     source: `import { FencedObject, fencedWorker } from 'fencegate/durable-object';
 export class Fenced extends FencedObject {
@@ -74,22 +74,35 @@ export default fencedWorker('FENCED');
   const start = () => miniflare(worker, { durableObjects: { FENCED: 'Fenced' }, durableObjectsPersist: persist });
   const send = async (m, method, path, token, body) => {
     const r = await m.dispatchFetch(`http://localhost${path}`, { method, headers: token === undefined ? {} : { 'Fencing-Token': token }, body });
-    return [r.status, await r.json()];
+    return [r.status, await r.json(), r.headers.get('content-type')];
   };
+  // the answers are fencegate/http's (docs/http.md): refusals are problem+json bodies
+  const stale = {
+    type: 'urn:fencegate:problem:stale-token', title: 'Stale fencing token', status: 409,
+    detail: "epoch 6 is below the resource's mark 7: a newer owner has written; acquire a new lease",
+    code: 'STALE_TOKEN', key: 'k', outcome: 'reject', token: '6', markBefore: '7', mark: '7',
+  };
+  const JSON_TYPE = 'application/json';
+  const PROBLEM = 'application/problem+json';
   let m = await start();
   try {
-    assert.deepEqual(await send(m, 'PUT', '/resources/k', '7', 'seven'), [200, { key: 'k', outcome: 'advance', code: null, token: '7', markBefore: '0', mark: '7' }]);
-    assert.deepEqual(await send(m, 'PUT', '/resources/k', '6', 'zombie'), [409, { key: 'k', outcome: 'reject', code: 'STALE_TOKEN', token: '6', markBefore: '7', mark: '7' }]);
+    assert.deepEqual(await send(m, 'PUT', '/resources/k', '7', 'seven'), [200, { key: 'k', outcome: 'advance', code: null, token: '7', markBefore: '0', mark: '7' }, JSON_TYPE]);
+    assert.deepEqual(await send(m, 'PUT', '/resources/k', '6', 'zombie'), [409, stale, PROBLEM]);
+    assert.deepEqual(await send(m, 'PUT', '/resources/k', undefined, 'none'), [428, {
+      type: 'urn:fencegate:problem:missing-token', title: 'Fencing token required', status: 428,
+      detail: "send the owner's fencing token in the Fencing-Token header; the resource's mark is 7",
+      code: 'MISSING_TOKEN', key: 'k', outcome: 'reject', token: null, markBefore: '7', mark: '7',
+    }, PROBLEM]);
   } finally {
     await m.dispose();
   }
   m = await start();
   try {
-    assert.deepEqual(await send(m, 'GET', '/resources/k'), [200, { key: 'k', mark: '7', value: 'seven' }]);
-    assert.deepEqual(await send(m, 'PUT', '/resources/k', '6', 'zombie'), [409, { key: 'k', outcome: 'reject', code: 'STALE_TOKEN', token: '6', markBefore: '7', mark: '7' }]);
-    assert.deepEqual(await send(m, 'PUT', '/resources/k', '8', 'eight'), [200, { key: 'k', outcome: 'advance', code: null, token: '8', markBefore: '7', mark: '8' }]);
-    assert.deepEqual(await send(m, 'GET', '/resources/k'), [200, { key: 'k', mark: '8', value: 'eight' }]);
-    assert.deepEqual(await send(m, 'GET', '/resources/k?raw'), [200, { state: '{"v":1,"mark":"8"}', value: '"eight"' }]);
+    assert.deepEqual(await send(m, 'GET', '/resources/k'), [200, { key: 'k', mark: '7', value: 'seven' }, JSON_TYPE]);
+    assert.deepEqual(await send(m, 'PUT', '/resources/k', '6', 'zombie'), [409, stale, PROBLEM]);
+    assert.deepEqual(await send(m, 'PUT', '/resources/k', '8', 'eight'), [200, { key: 'k', outcome: 'advance', code: null, token: '8', markBefore: '7', mark: '8' }, JSON_TYPE]);
+    assert.deepEqual(await send(m, 'GET', '/resources/k'), [200, { key: 'k', mark: '8', value: 'eight' }, JSON_TYPE]);
+    assert.deepEqual(await send(m, 'GET', '/resources/k?raw'), [200, { state: '{"v":1,"mark":"8"}', value: '"eight"' }, JSON_TYPE]);
   } finally {
     await m.dispose();
     rmSync(persist, { recursive: true, force: true });

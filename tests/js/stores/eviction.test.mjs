@@ -161,8 +161,57 @@ describe('RedisStore and the eviction policy (a real redis-server, maxmemory 4mb
     const opted = new RedisStore(app, { allowEviction: true });
     assert.equal((await new Gate(opted).establish('k', 9)).outcome, 'advance');
     assert.deepEqual(await opted.checkEvictionPolicy(), [{ node: `127.0.0.1:${port}`, policy: null }]);
+    app.disconnect(); // DELUSER drops its connection, and a reconnect would print WRONGPASS
     await admin.call('ACL', 'DELUSER', 'app');
     await admin.config('SET', 'maxmemory-policy', 'allkeys-lru');
+  });
+
+  test('node-redis (RESP2 and RESP3): the same refusals and results; a flushed script cache falls back to EVAL', async () => {
+    const { createClient } = await import('redis');
+    const admin = client();
+    await admin.flushall();
+    await admin.config('SET', 'maxmemory-policy', 'allkeys-lru');
+    const opened = [];
+    const nodeRedis = async (options = {}) => {
+      const c = createClient({ socket: { host: '127.0.0.1', port, reconnectStrategy: false }, ...options });
+      c.on('error', () => {});
+      opened.push(c);
+      return c.connect();
+    };
+    try {
+      for (const RESP of [2, 3]) {
+        await admin.flushall();
+        await admin.config('SET', 'maxmemory-policy', 'allkeys-lru');
+        const nr = await nodeRedis({ RESP });
+        const e = await expectStoreError(new Gate(new RedisStore(nr)).establish('k', 9), 'EVICTION_POLICY');
+        assert.equal(e.policy, 'allkeys-lru');
+        assert.equal(e.node, `127.0.0.1:${port}`);
+        assert.equal(await admin.dbsize(), 0, `RESP${RESP}: nothing written`);
+        await admin.config('SET', 'maxmemory-policy', 'noeviction');
+        const store = new RedisStore(nr, { prefix: `resp${RESP}:` });
+        assert.deepEqual(await store.checkEvictionPolicy(), [{ node: `127.0.0.1:${port}`, policy: 'noeviction' }]);
+        const gate = new Gate(store);
+        assert.equal((await gate.write('k', 9, 'nine')).outcome, 'advance');
+        await admin.script('FLUSH'); // EVALSHA now answers NOSCRIPT: the store runs EVAL
+        assert.deepEqual(await gate.write('k', 10, 'ten'), { key: 'k', ok: true, outcome: 'advance', code: null, token: 10, markBefore: 9, markAfter: 10 });
+        assert.equal((await gate.write('k', 8, 'zombie')).code, 'STALE_TOKEN');
+        assert.deepEqual(await gate.read('k'), { mark: 10, value: 'ten', hasValue: true });
+        assert.deepEqual(await admin.hgetall(`resp${RESP}:k`), { state: '{"v":1,"mark":"10"}', value: '"ten"', version: '2' });
+      }
+      // an ACL user without CONFIG: EVICTION_POLICY_UNKNOWN, and the same opt-in
+      await admin.call('ACL', 'SETUSER', 'nr-app', 'on', '>nr-pw', '~*', '+@all', '-config');
+      const app = await nodeRedis({ username: 'nr-app', password: 'nr-pw' });
+      await expectStoreError(new Gate(new RedisStore(app)).establish('acl', 9), 'EVICTION_POLICY_UNKNOWN');
+      assert.equal(await admin.exists('fencegate:acl'), 0);
+      const opted = new RedisStore(app, { allowEviction: true });
+      assert.equal((await new Gate(opted).establish('acl', 9)).outcome, 'advance');
+      assert.deepEqual(await opted.checkEvictionPolicy(), [{ node: `127.0.0.1:${port}`, policy: null }]);
+      await admin.call('ACL', 'DELUSER', 'nr-app');
+    } finally {
+      for (const c of opened) if (c.isOpen) c.destroy();
+      await admin.flushall();
+      await admin.config('SET', 'maxmemory-policy', 'allkeys-lru');
+    }
   });
 
   test('the check runs once per store; a failed check (no answer) is asked again', async () => {

@@ -33,14 +33,15 @@ test('ESM: fencegate/sqlite works with Gate from fencegate', () => {
      import { SqliteStore } from 'fencegate/sqlite';
      import { RedisStore } from 'fencegate/redis';
      import { PostgresStore } from 'fencegate/postgres';
+     import { MysqlStore, RETRY_ERRNOS } from 'fencegate/mysql';
      import Database from 'better-sqlite3';
      const gate = new Gate(new SqliteStore(new Database(':memory:')));
      const v = await gate.write('k', 2n ** 60n, 'x');
      const stale = await gate.write('k', 2n ** 60n - 1n, 'y');
      console.log(JSON.stringify([v.outcome, String(v.markAfter), stale.code, (await gate.read('k')).value,
-       typeof RedisStore, typeof PostgresStore]));`,
+       typeof RedisStore, typeof PostgresStore, typeof MysqlStore, RETRY_ERRNOS]));`,
   );
-  assert.equal(out, JSON.stringify(['advance', String(2n ** 60n), 'STALE_TOKEN', 'x', 'function', 'function']));
+  assert.equal(out, JSON.stringify(['advance', String(2n ** 60n), 'STALE_TOKEN', 'x', 'function', 'function', 'function', [1213, 1205, 1020]]));
 });
 
 test('CommonJS: require("fencegate/sqlite") and friends', () => {
@@ -50,11 +51,52 @@ test('CommonJS: require("fencegate/sqlite") and friends', () => {
      const { SqliteStore } = require('fencegate/sqlite');
      const { RedisStore } = require('fencegate/redis');
      const { PostgresStore } = require('fencegate/postgres');
+     const { MysqlStore } = require('fencegate/mysql');
      const Database = require('better-sqlite3');
      const gate = new Gate(new SqliteStore(new Database(':memory:')));
-     gate.write('k', 7, 'x').then((v) => console.log(JSON.stringify([v.outcome, v.markAfter, typeof RedisStore, typeof PostgresStore])));`,
+     gate.write('k', 7, 'x').then((v) => console.log(JSON.stringify([v.outcome, v.markAfter, typeof RedisStore, typeof PostgresStore, typeof MysqlStore])));`,
   );
-  assert.equal(out, JSON.stringify(['advance', 7, 'function', 'function']));
+  assert.equal(out, JSON.stringify(['advance', 7, 'function', 'function', 'function']));
+});
+
+test('wrong clients and options are INVALID_ARGUMENT (the FencegateError class of require("fencegate") for CommonJS)', () => {
+  const cases = `[
+       () => new MysqlStore({}), () => new MysqlStore(null), () => new MysqlStore(mysql.createPool({ uri: 'mysql://u@127.0.0.1:1/d' }), { table: 'a-b' }),
+       () => new MysqlStore(mysql.createPool({ uri: 'mysql://u@127.0.0.1:1/d' }), { encode: String }),
+       () => new PostgresStore(() => 1), () => new PostgresStore('postgres://x'), () => new PostgresStore(postgres('postgres://u@127.0.0.1:1/d'), { table: '1x' }),
+       () => new RedisStore({ get() {} }), () => new RedisStore(createClient(), { prefix: 1 }), () => new RedisStore(createCluster({ rootNodes: [] })),
+       () => new SqliteStore({}), () => new SqliteStore(new Database(':memory:'), { table: 'a-b' }),
+     ].map((f) => { try { f(); return 'no error'; } catch (e) { return e instanceof FencegateError ? e.code : String(e); } })`;
+  const esm = run(
+    'invalid.mjs',
+    `import { FencegateError } from 'fencegate';
+     import { MysqlStore } from 'fencegate/mysql';
+     import { PostgresStore } from 'fencegate/postgres';
+     import { RedisStore } from 'fencegate/redis';
+     import { SqliteStore } from 'fencegate/sqlite';
+     import Database from 'better-sqlite3';
+     import mysql from 'mysql2';
+     import postgres from 'postgres';
+     import { createClient, createCluster } from 'redis';
+     console.log(JSON.stringify(${cases}));
+     process.exit(0);`,
+  );
+  const cjs = run(
+    'invalid.cjs',
+    `const { FencegateError } = require('fencegate');
+     const { MysqlStore } = require('fencegate/mysql');
+     const { PostgresStore } = require('fencegate/postgres');
+     const { RedisStore } = require('fencegate/redis');
+     const { SqliteStore } = require('fencegate/sqlite');
+     const Database = require('better-sqlite3');
+     const mysql = require('mysql2');
+     const postgres = require('postgres');
+     const { createClient, createCluster } = require('redis');
+     console.log(JSON.stringify(${cases}));
+     process.exit(0);`,
+  );
+  assert.equal(esm, JSON.stringify(Array(12).fill('INVALID_ARGUMENT')));
+  assert.equal(cjs, esm);
 });
 
 test('CommonJS: the adapters refuse with the same FencegateError class and keep a Map (one codec, one error class)', () => {
@@ -91,7 +133,19 @@ test('TypeScript (node16) sees the Gate and adapter types', () => {
      export async function f(): Promise<Verdict[]> {
        return [await a.write('k', 1, 'v'), await b.delete('k', 2n), ...(await a.deleteMany(['x'], 3))];
      }
-     export const types = [RedisStore, PostgresStore];`,
+     export const types = [RedisStore, PostgresStore];
+     // the real clients fit the adapters' structural client types
+     import { MysqlStore } from 'fencegate/mysql';
+     import mysql from 'mysql2/promise';
+     import mysqlCb from 'mysql2';
+     import postgres from 'postgres';
+     import { createClient } from 'redis';
+     import { Redis as IORedis } from 'ioredis';
+     export const stores = [
+       new MysqlStore(mysql.createPool('mysql://u@h/d')), new MysqlStore(mysqlCb.createConnection('mysql://u@h/d')),
+       new PostgresStore(postgres('postgres://u@h/d')),
+       new RedisStore(createClient()), new RedisStore(new IORedis()),
+     ];`,
   );
   execFileSync(
     process.execPath,

@@ -9,7 +9,8 @@ import { Gate } from '../../../pkg/node.mjs';
 import { SqliteStore } from '../../../pkg/adapters/sqlite.mjs';
 import { RedisStore } from '../../../pkg/adapters/redis.mjs';
 import { PostgresStore } from '../../../pkg/adapters/postgres.mjs';
-import { openSqlite, redisClient, pgPool } from './targets.mjs';
+import { MysqlStore } from '../../../pkg/adapters/mysql.mjs';
+import { openSqlite, redisClient, pgPool, nodeRedisClient, postgresJs, mysqlPool } from './targets.mjs';
 
 const now = () => process.hrtime.bigint();
 
@@ -31,6 +32,18 @@ async function open(engine, config) {
   if (engine === 'redis') {
     const client = await redisClient();
     return { store: new RedisStore(client, { prefix: config.prefix }), close: async () => client.disconnect() };
+  }
+  if (engine === 'node-redis') {
+    const client = await nodeRedisClient();
+    return { store: new RedisStore(client, { prefix: config.prefix }), close: () => client.close() };
+  }
+  if (engine === 'postgres-js') {
+    const sql = await postgresJs();
+    return { store: new PostgresStore(sql, { table: config.table }), close: () => sql.end() };
+  }
+  if (engine === 'mysql') {
+    const pool = await mysqlPool();
+    return { store: new MysqlStore(pool, { table: config.table }), close: () => pool.end() };
   }
   const pool = await pgPool();
   return { store: new PostgresStore(pool, { table: config.table }), close: () => pool.end() };

@@ -12,7 +12,8 @@ import { Gate, FencegateError } from '../../../pkg/node.mjs';
 import { PostgresStore } from '../../../pkg/adapters/postgres.mjs';
 import { SqliteStore } from '../../../pkg/adapters/sqlite.mjs';
 import { RedisStore } from '../../../pkg/adapters/redis.mjs';
-import { PG_URL, REDIS_URL, openSqlite, redisClient, uniqueKey } from './targets.mjs';
+import { MysqlStore, RETRY_ERRNOS } from '../../../pkg/adapters/mysql.mjs';
+import { PG_URL, REDIS_URL, MYSQL_URL, openSqlite, redisClient, uniqueKey } from './targets.mjs';
 
 const WRITERS = 8;
 const WRITES = 40;
@@ -188,6 +189,140 @@ describe('PostgreSQL: serialization failures are lost compare-and-sets', { skip:
     assert.equal(await new PostgresStore(fake).load('k'), null);
     fails = 4;
     await assert.rejects(new PostgresStore(fake).load('k'), (e) => e.code === '40001');
+  });
+});
+
+describe('MySQL (MariaDB): deadlocks and lock wait timeouts are lost compare-and-sets', { skip: !MYSQL_URL && 'FENCEGATE_MYSQL_URL is not set' }, () => {
+  let mysql;
+  before(async () => {
+    mysql = await import('mysql2/promise');
+  });
+
+  /** A pool whose sessions run `setup` first, recording the errno of every failed statement. */
+  function pool(setup) {
+    const p = mysql.createPool({ uri: MYSQL_URL, connectionLimit: WRITERS });
+    if (setup) p.pool.on('connection', (c) => c.query(setup));
+    const errnos = [];
+    const wrap = (name) => async (...args) => {
+      try {
+        return await p[name](...args);
+      } catch (e) {
+        errnos.push(e.errno);
+        throw e;
+      }
+    };
+    return { pool: p, errnos, client: { execute: wrap('execute'), query: wrap('query') } };
+  }
+
+  for (const level of ['READ COMMITTED', 'REPEATABLE READ', 'SERIALIZABLE']) {
+    test(`session isolation ${level}: ${WRITERS} writers × ${WRITES} writes on one key, no STORE_ERROR, exact final mark and value`, async () => {
+      const { pool: p, errnos, client } = pool(`SET SESSION TRANSACTION ISOLATION LEVEL ${level}`);
+      try {
+        const [[row]] = await p.query('SELECT @@tx_isolation AS level');
+        assert.equal(row.level, level.replace(' ', '-'));
+        const store = await new MysqlStore(client, { table: 'fg_iso' }).init();
+        const k = uniqueKey('iso');
+        const outcomes = { advance: 0, reject: 0 };
+        const errors = [];
+        const writer = async (w) => {
+          const gate = new Gate(store, { maxRetries: 64 });
+          for (let i = 0; i < WRITES; i++) {
+            const epoch = i * WRITERS + w + 1;
+            try {
+              const v = await gate.write(k, epoch, { w, i });
+              outcomes[v.outcome]++;
+              if (v.outcome === 'reject') assert.ok(v.code === 'STALE_TOKEN' && v.markBefore > epoch);
+              else assert.equal(v.markAfter, epoch);
+            } catch (e) {
+              errors.push(`${e.code}: ${e.message}`);
+            }
+          }
+        };
+        await Promise.all(Array.from({ length: WRITERS }, (_, w) => writer(w)));
+        assert.deepEqual(errors, []);
+        assert.equal(outcomes.advance + outcomes.reject, WRITERS * WRITES);
+        assert.deepEqual(await new Gate(store).read(k), { mark: WRITERS * WRITES, value: { w: WRITERS - 1, i: WRITES - 1 }, hasValue: true });
+        // a concurrent first write loses with a duplicate key (1062), read as a lost compare-and-set
+        for (const n of errnos) assert.ok([1062, ...RETRY_ERRNOS].includes(n), `unexpected errno ${n}`);
+        console.log(`# ${level}: ${outcomes.advance} advance, ${outcomes.reject} STALE_TOKEN, ${errnos.length} errors read as lost compare-and-sets`);
+      } finally {
+        await p.end();
+      }
+    });
+  }
+
+  test('a row lock held past innodb_lock_wait_timeout (1205): COMMIT_CONFLICT after maxRetries + 1 attempts, nothing written; then it lands', async () => {
+    const { pool: p, errnos, client } = pool('SET SESSION innodb_lock_wait_timeout = 1');
+    const holder = await mysql.createConnection(MYSQL_URL);
+    try {
+      const store = await new MysqlStore(client, { table: 'fg_lock' }).init();
+      const k = uniqueKey('lock');
+      assert.equal((await new Gate(store).write(k, 5, 'five')).outcome, 'advance');
+      await holder.query('START TRANSACTION');
+      await holder.execute('SELECT * FROM fg_lock WHERE k = ? FOR UPDATE', [k]);
+      await expectConflict(new Gate(store, { maxRetries: 1 }).write(k, 6, 'six'), 2);
+      assert.deepEqual(errnos, [1205, 1205]);
+      await holder.query('ROLLBACK');
+      assert.deepEqual(await new Gate(store).read(k), { mark: 5, value: 'five', hasValue: true });
+      assert.equal((await new Gate(store).write(k, 6, 'six')).outcome, 'advance');
+      assert.deepEqual(await new Gate(store).read(k), { mark: 6, value: 'six', hasValue: true });
+    } finally {
+      await holder.end();
+      await p.end();
+    }
+  });
+
+  test('1213, 1205 and 1020 from commit are "false", 1062 on a first write too; fatal and 08 errors are COMMIT_UNKNOWN; others STORE_ERROR', async () => {
+    const answers = [];
+    let exists = true;
+    const fail = (a) => Object.assign(new Error(`errno ${a.errno}`), a);
+    const fake = {
+      execute: async (sql) => {
+        if (sql.startsWith('SELECT')) return [exists ? [{ state: '{"v":1,"mark":"5"}', value: '"x"', version: '1' }] : []];
+        const a = answers.shift();
+        if (a === undefined) return [{ affectedRows: 1 }];
+        throw fail(a);
+      },
+      query: async () => [[]],
+    };
+    const store = new MysqlStore(fake);
+    for (const errno of RETRY_ERRNOS) {
+      const a = { errno, sqlState: errno === 1213 ? '40001' : 'HY000' };
+      answers.push(a, a, a);
+      await expectConflict(new Gate(store, { maxRetries: 2 }).write('k', 6, 'v'), 3);
+      answers.push(a);
+      assert.equal((await new Gate(store, { maxRetries: 2 }).write('k', 6, 'v')).outcome, 'advance');
+    }
+    exists = false;
+    answers.push({ errno: 1062, sqlState: '23000' }, { errno: 1062, sqlState: '23000' });
+    await expectConflict(new Gate(store, { maxRetries: 1 }).write('k', 6, 'v'), 2);
+    exists = true;
+    for (const [a, expected] of [
+      [{ errno: 1062, sqlState: '23000' }, 'STORE_ERROR'], // on an UPDATE a duplicate key is not a lost race
+      [{ errno: 1406, sqlState: '22001' }, 'STORE_ERROR'],
+      [{ errno: 1927, sqlState: '08S01' }, 'COMMIT_UNKNOWN'],
+      [{ code: 'PROTOCOL_CONNECTION_LOST', fatal: true }, 'COMMIT_UNKNOWN'],
+      [{ code: 'ECONNRESET', errno: -104, fatal: true }, 'COMMIT_UNKNOWN'],
+      [{ code: 'ETIMEDOUT' }, 'COMMIT_UNKNOWN'],
+    ]) {
+      answers.push(a);
+      const e = await new Gate(store).write('k', 6, 'v').catch((x) => x);
+      assert.equal(e.code, expected, JSON.stringify(a));
+    }
+  });
+
+  test('load retries a retry-class failure of its SELECT (a few times)', async () => {
+    let fails = 3;
+    const fake = {
+      execute: async () => {
+        if (fails-- > 0) throw Object.assign(new Error('Deadlock found'), { errno: 1213, sqlState: '40001' });
+        return [[]];
+      },
+      query: async () => [[]],
+    };
+    assert.equal(await new MysqlStore(fake).load('k'), null);
+    fails = 4;
+    await assert.rejects(new MysqlStore(fake).load('k'), (e) => e.errno === 1213);
   });
 });
 

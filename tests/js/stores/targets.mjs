@@ -12,16 +12,20 @@ import { createRequire } from 'node:module';
 import { SqliteStore } from '../../../pkg/adapters/sqlite.mjs';
 import { RedisStore } from '../../../pkg/adapters/redis.mjs';
 import { PostgresStore } from '../../../pkg/adapters/postgres.mjs';
+import { MysqlStore } from '../../../pkg/adapters/mysql.mjs';
 import { MemoryCasStore, MemoryTxStore, LyingCasStore } from './memory-stores.mjs';
 
 const require = createRequire(import.meta.url);
 
 export const REDIS_URL = process.env.FENCEGATE_REDIS_URL;
 export const PG_URL = process.env.FENCEGATE_PG_URL;
+export const MYSQL_URL = process.env.FENCEGATE_MYSQL_URL;
 export const REQUIRE_SERVICES = process.env.FENCEGATE_REQUIRE_SERVICES === '1';
 
-if (REQUIRE_SERVICES && (!REDIS_URL || !PG_URL)) {
-  throw new Error('FENCEGATE_REQUIRE_SERVICES=1 but FENCEGATE_REDIS_URL / FENCEGATE_PG_URL are not set (scripts/services.sh start)');
+if (REQUIRE_SERVICES && (!REDIS_URL || !PG_URL || !MYSQL_URL)) {
+  throw new Error(
+    'FENCEGATE_REQUIRE_SERVICES=1 but FENCEGATE_REDIS_URL / FENCEGATE_PG_URL / FENCEGATE_MYSQL_URL are not set (scripts/services.sh start)',
+  );
 }
 
 export { uniqueKey } from './keys.mjs';
@@ -169,5 +173,148 @@ export const postgres = {
   },
 };
 
+/** A connected node-redis (npm `redis`) client. */
+export async function nodeRedisClient() {
+  const { createClient } = await import('redis');
+  const client = createClient({ url: REDIS_URL, socket: { reconnectStrategy: false } });
+  client.on('error', () => {}); // surfaced by the command that fails
+  await client.connect();
+  return client;
+}
+
+export const nodeRedis = {
+  name: 'redis (node-redis)',
+  shape: 'cas',
+  skip: !REDIS_URL && 'FENCEGATE_REDIS_URL is not set (scripts/services.sh start)',
+  async open(options) {
+    const clients = [await nodeRedisClient()];
+    const store = new RedisStore(clients[0], options);
+    const c = () => clients[clients.length - 1];
+    return {
+      store,
+      reopen: async () => {
+        await c().close();
+        clients.push(await nodeRedisClient());
+        return new RedisStore(c(), options);
+      },
+      raw: async (key) => {
+        const [state, value, version] = await c().hmGet(store.redisKey(key), ['state', 'value', 'version']);
+        return state === null && value === null && version === null ? null : { state, value };
+      },
+      putRaw: async (key, state, value) => {
+        const k = store.redisKey(key);
+        await c().del(k);
+        await c().hSet(k, { state, version: '100', ...(value === null ? {} : { value }) });
+      },
+      close: async () => {
+        for (const client of clients) if (client.isOpen) await client.close();
+      },
+    };
+  },
+};
+
+/** A postgres.js `sql` instance (npm `postgres`), notices silenced. */
+export async function postgresJs() {
+  const { default: postgresJsClient } = await import('postgres');
+  return postgresJsClient(PG_URL, { max: 4, onnotice: () => {} });
+}
+
+export const postgresJsTarget = {
+  name: 'postgresql (postgres.js)',
+  shape: 'cas',
+  skip: !PG_URL && 'FENCEGATE_PG_URL is not set (scripts/services.sh start)',
+  async open(options) {
+    const sqls = [await postgresJs()];
+    const store = await new PostgresStore(sqls[0], options).init();
+    const q = () => sqls[sqls.length - 1];
+    return {
+      store,
+      reopen: async () => {
+        await q().end();
+        sqls.push(await postgresJs());
+        return new PostgresStore(q(), options);
+      },
+      raw: async (key) => {
+        const rows = await q()`SELECT state, value FROM fencegate WHERE key = ${key}`;
+        return rows.length === 0 ? null : { state: rows[0].state, value: rows[0].value };
+      },
+      putRaw: async (key, state, value) => {
+        await q()`INSERT INTO fencegate (key, state, value, version) VALUES (${key}, ${state}, ${value}, 100)
+          ON CONFLICT (key) DO UPDATE SET state = ${state}, value = ${value}, version = 100`;
+      },
+      close: async () => {
+        await q().end();
+      },
+    };
+  },
+};
+
+/** A mysql2 promise Pool on FENCEGATE_MYSQL_URL. */
+export async function mysqlPool() {
+  const mysql = await import('mysql2/promise');
+  return mysql.createPool({ uri: MYSQL_URL, connectionLimit: 4 });
+}
+
+export const mysql = {
+  name: 'mysql (mysql2, MariaDB)',
+  shape: 'cas',
+  skip: !MYSQL_URL && 'FENCEGATE_MYSQL_URL is not set (scripts/services.sh start)',
+  async open(options) {
+    const pools = [await mysqlPool()];
+    const store = await new MysqlStore(pools[0], options).init();
+    const p = () => pools[pools.length - 1];
+    return {
+      store,
+      reopen: async () => {
+        await p().end();
+        pools.push(await mysqlPool());
+        return new MysqlStore(p(), options);
+      },
+      raw: async (key) => {
+        const [rows] = await p().execute('SELECT state, value FROM fencegate WHERE k = ?', [key]);
+        return rows.length === 0 ? null : { state: rows[0].state, value: rows[0].value };
+      },
+      putRaw: async (key, state, value) => {
+        await p().execute(
+          'INSERT INTO fencegate (k, state, value, version) VALUES (?, ?, ?, 100) ' +
+            'ON DUPLICATE KEY UPDATE state = VALUES(state), value = VALUES(value), version = 100',
+          [key, state, value],
+        );
+      },
+      close: async () => {
+        await p().end();
+      },
+    };
+  },
+};
+
+/**
+ * `target` with its store's commit made to lie: it drops the version
+ * precondition (commits against whatever version is there now), the bug a
+ * conditional UPDATE or Lua check exists to prevent. The conformance suite must catch it.
+ */
+export function lyingVariant(target) {
+  return {
+    ...target,
+    name: `lying ${target.name} (drops the version precondition)`,
+    async open(options) {
+      const t = await target.open(options);
+      const real = t.store;
+      const store = {
+        load: (key) => real.load(key),
+        encodeValue: (v) => real.encodeValue(v),
+        commit: async (key, _expected, next, change) => {
+          const now = await real.load(key);
+          return real.commit(key, now === null ? null : now.version, next, change);
+        },
+      };
+      return { ...t, store };
+    },
+  };
+}
+
 /** Every target the conformance suite must pass. */
-export const TARGETS = [memoryCas, memoryTx, sqlite, redis, postgres];
+export const TARGETS = [memoryCas, memoryTx, sqlite, redis, nodeRedis, postgres, postgresJsTarget, mysql];
+
+/** The new adapters and clients whose lying variants the suite must catch (issue 15). */
+export const LYING_REAL = [nodeRedis, postgresJsTarget, mysql].map(lyingVariant);

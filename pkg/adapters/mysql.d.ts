@@ -1,0 +1,59 @@
+/**
+ * fencegate/mysql — a compare-and-set host store on MySQL or MariaDB (mysql2 ≥ 3).
+ * One InnoDB table (`k VARBINARY(512) PRIMARY KEY, state TEXT, value LONGTEXT,
+ * version BIGINT`, utf8mb4 with a binary collation); commits are one autocommit
+ * `UPDATE … WHERE k = ? AND version = ?` (or an `INSERT`, where a duplicate key
+ * is a lost compare-and-set). Use with `new Gate(await new MysqlStore(pool).init())`.
+ */
+export interface MysqlStoreOptions<V = unknown> {
+  /** Table name, a plain SQL identifier (1–64 characters); default `"fencegate"`. */
+  table?: string;
+  /**
+   * Value to stored text, with `decode` as a pair (a codec, e.g. `...jsonCodec`);
+   * default fencegate's `valueCodec`. A throw refuses the write: INVALID_ARGUMENT.
+   */
+  encode?(value: V): string;
+  /** Stored text to value; default `valueCodec.decode` (reads JSON text and `devalue:` text). */
+  decode?(text: string): V;
+}
+
+/**
+ * Server error numbers read as "did not commit, run it again": 1213
+ * ER_LOCK_DEADLOCK, 1205 ER_LOCK_WAIT_TIMEOUT, 1020 ER_CHECKREAD. From `commit`
+ * they are a lost compare-and-set (`false`: the gate reloads and retries,
+ * COMMIT_CONFLICT after `maxRetries`); `load` runs its SELECT again up to 3 more times.
+ */
+export const RETRY_ERRNOS: readonly number[];
+
+/**
+ * Structural type of the mysql2 client used: a promise `Pool`, `PoolConnection`
+ * or `Connection` (`mysql2/promise`), or their callback-API counterparts (`mysql2`,
+ * which have `.promise()`).
+ */
+export interface MysqlClient {
+  execute(sql: string, values?: any): unknown;
+  query(sql: string, values?: any): unknown;
+  promise?(): { execute(sql: string, values?: any): Promise<[any, any]>; query(sql: string, values?: any): Promise<[any, any]> };
+}
+
+/**
+ * The compare-and-set is in the UPDATE's WHERE clause, which InnoDB checks on
+ * the latest committed row under any isolation level.
+ * @throws FencegateError INVALID_ARGUMENT for a client that is not mysql2's,
+ * a table name that is not a plain identifier, or `encode` without `decode`.
+ */
+export class MysqlStore<V = unknown> {
+  constructor(client: MysqlClient, options?: MysqlStoreOptions<V>);
+  /** The stored text of `value`; FencegateError INVALID_ARGUMENT (with `path`) when the codec refuses it. */
+  encodeValue(value: V): string;
+  /** Creates the table if needed; run once before concurrent use. */
+  init(): Promise<this>;
+  load(key: string): Promise<{ state: string; version: string; value?: V } | null>;
+  /**
+   * `false` when the version moved, the key was created meanwhile (duplicate key),
+   * or a {@link RETRY_ERRNOS} error came back. Errors that are not a server
+   * error reply (a lost connection, a timeout, a fatal protocol error, SQLSTATE
+   * class 08) carry `commitUnknown: true`.
+   */
+  commit(key: string, expectedVersion: unknown, nextState: object, change: { kind: string; value?: V; encoded?: string }): Promise<boolean>;
+}

@@ -1,0 +1,60 @@
+// fencegate/express: Express 5 middleware over fencegate/http. `fencing({ gate, key })`
+// reads and validates the fencing headers before the handler (a missing or
+// malformed token, or a bad op-id/holder header, is answered at once with a
+// problem body and the key's mark); `fenced(res, run)` runs the fenced
+// operation inside the handler and sends the status and body of docs/http.md.
+// Express is an optional peer dependency: this module does not import it.
+import { readFencing, verdictReply, errorReply, tokenProblemReply } from './http.mjs';
+
+function send(res, reply) {
+  res.status(reply.status);
+  for (const [name, value] of Object.entries(reply.headers)) res.setHeader(name, value);
+  res.end(JSON.stringify(reply.body));
+}
+
+/**
+ * Middleware: sets `res.locals.fencing` = `{ key, token, header, problem, options }`
+ * (see `readFencing`) and calls `next()`; answers token problems itself.
+ * `key(req)` names the resource key (e.g. `(req) => req.params.key`);
+ * `gate` (MemoryGate or Gate) supplies the mark for those answers.
+ */
+export function fencing({ gate, key, ...options }) {
+  if (gate === null || typeof gate !== 'object' || typeof gate.mark !== 'function') {
+    throw new TypeError('fencing({ gate, key }): gate must be a fencegate MemoryGate or Gate');
+  }
+  if (typeof key !== 'function') throw new TypeError('fencing({ gate, key }): key must be a function of the request');
+  return async function fencingMiddleware(req, res, next) {
+    const k = key(req);
+    let input;
+    try {
+      input = readFencing(req.headers, options.headers);
+      if (input.problem !== null) return send(res, tokenProblemReply(k, input, await gate.mark(k), options));
+    } catch (e) {
+      const reply = errorReply(e, k, options);
+      if (reply === null) return next(e);
+      return send(res, reply);
+    }
+    res.locals.fencing = { key: k, ...input, reply: options };
+    next();
+  };
+}
+
+/**
+ * Runs the fenced operation inside a handler behind `fencing()` and sends the
+ * answer: `run(token, options)` calls the gate (e.g.
+ * `(token, o) => gate.write(req.params.key, token, req.body, o)`); its
+ * verdict, or a FencegateError it throws, becomes the response. Other errors
+ * reject the returned Promise (Express 5 passes them to its error handler).
+ */
+export async function fenced(res, run) {
+  const f = res.locals?.fencing;
+  if (f === undefined) throw new TypeError('fenced(res, run) needs the fencing() middleware on this route');
+  let reply;
+  try {
+    reply = verdictReply(await run(f.token, f.options), f, f.reply);
+  } catch (e) {
+    reply = errorReply(e, f.key, f.reply);
+    if (reply === null) throw e;
+  }
+  send(res, reply);
+}

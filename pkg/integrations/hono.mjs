@@ -1,0 +1,53 @@
+// fencegate/hono: Hono middleware over fencegate/http. `fencing({ gate, key })`
+// reads and validates the fencing headers before the handler (a missing or
+// malformed token, or a bad op-id/holder header, is answered at once with a
+// problem body and the key's mark); `fenced(c, run)` runs the fenced operation
+// inside the handler and answers with the status and body of docs/http.md.
+// Hono is an optional peer dependency: this module does not import it.
+import { readFencing, verdictReply, errorReply, tokenProblemReply, toResponse } from './http.mjs';
+
+/**
+ * Middleware: sets `c.var.fencing` = `{ key, token, header, problem, options }`
+ * (see `readFencing`) and calls the handler; answers token problems itself.
+ * `key(c)` names the resource key (e.g. `(c) => c.req.param('key')`);
+ * `gate` (MemoryGate or Gate) supplies the mark for those answers.
+ */
+export function fencing({ gate, key, ...options }) {
+  if (gate === null || typeof gate !== 'object' || typeof gate.mark !== 'function') {
+    throw new TypeError('fencing({ gate, key }): gate must be a fencegate MemoryGate or Gate');
+  }
+  if (typeof key !== 'function') throw new TypeError('fencing({ gate, key }): key must be a function of the context');
+  return async function fencingMiddleware(c, next) {
+    const k = key(c);
+    let input;
+    try {
+      input = readFencing(c.req.raw.headers, options.headers);
+      if (input.problem !== null) return toResponse(tokenProblemReply(k, input, await gate.mark(k), options));
+    } catch (e) {
+      const reply = errorReply(e, k, options);
+      if (reply === null) throw e;
+      return toResponse(reply);
+    }
+    c.set('fencing', { key: k, ...input, reply: options });
+    await next();
+  };
+}
+
+/**
+ * Runs the fenced operation inside a handler behind `fencing()`:
+ * `run(token, options)` calls the gate (e.g.
+ * `(token, o) => gate.write(key, token, value, o)`) and its verdict, or a
+ * FencegateError it throws, becomes the Response. Other errors are rethrown
+ * (Hono's error handler sees them).
+ */
+export async function fenced(c, run) {
+  const f = c.get('fencing');
+  if (f === undefined) throw new TypeError('fenced(c, run) needs the fencing() middleware on this route');
+  try {
+    return toResponse(verdictReply(await run(f.token, f.options), f, f.reply));
+  } catch (e) {
+    const reply = errorReply(e, f.key, f.reply);
+    if (reply === null) throw e;
+    return toResponse(reply);
+  }
+}

@@ -1,0 +1,306 @@
+// fencegate/http: fencing over HTTP with the Fetch API's Request/Response
+// (Workers, Deno, Bun, Vercel edge, Node ≥ 18). Reads the token, op-id and
+// holder headers, runs a fenced operation, and answers with a status and, on a
+// refusal, an RFC 9457 application/problem+json body. The mapping and its
+// reasons: docs/http.md. Framework middleware (fencegate/hono,
+// fencegate/express) is built on the neutral functions here.
+import { parseToken, FencegateError } from '../lib/core.mjs';
+
+/** The request header carrying the fencing token (decimal epoch or signed `fg1.` text). */
+export const TOKEN_HEADER = 'Fencing-Token';
+/** The request header carrying the operation id (`opId`, de-duplication within an epoch). */
+export const OP_ID_HEADER = 'Fencing-Op-Id';
+/** The request header naming the lease holder (`holder`, EPOCH_CONFLICT detection). */
+export const HOLDER_HEADER = 'Fencing-Holder';
+/** The media type of problem bodies (RFC 9457). */
+export const PROBLEM_JSON = 'application/problem+json';
+/** The default prefix of problem `type` URIs; the code follows in lower case, `_` → `-`. */
+export const PROBLEM_TYPE_BASE = 'urn:fencegate:problem:';
+
+// Status for every stable code; reasons in docs/http.md.
+const STATUS = {
+  MISSING_TOKEN: 428,
+  MALFORMED_TOKEN: 400,
+  INVALID_ARGUMENT: 400,
+  UNSIGNED_TOKEN: 403,
+  BAD_SIGNATURE: 403,
+  UNKNOWN_KEY: 403,
+  KEY_RETIRED: 403,
+  WRONG_SCOPE: 403,
+  STALE_TOKEN: 409,
+  SAME_EPOCH_REJECTED: 409,
+  EPOCH_CONFLICT: 409,
+  QUARANTINED: 409,
+  OP_ID_EXPIRED: 409,
+  EPOCH_JUMP_TOO_LARGE: 409,
+  FUTURE_EPOCH: 409,
+  LEASE_HELD: 409,
+  LEASE_EXPIRED: 409,
+  LEASE_NOT_HELD: 409,
+  OP_ID_REUSED: 422,
+  REQUEST_ID_REUSED: 422,
+  STORE_ERROR: 503,
+  COMMIT_CONFLICT: 503,
+  COMMIT_UNKNOWN: 503,
+  CORRUPT_STATE: 500,
+  EPOCH_OVERFLOW: 500,
+  NOT_INITIALIZED: 500,
+};
+
+const TITLE = {
+  MISSING_TOKEN: 'Fencing token required',
+  MALFORMED_TOKEN: 'Malformed fencing token',
+  INVALID_ARGUMENT: 'Invalid request',
+  UNSIGNED_TOKEN: 'Signed fencing token required',
+  BAD_SIGNATURE: 'Fencing token signature does not verify',
+  UNKNOWN_KEY: 'Fencing token signed with an unknown key',
+  KEY_RETIRED: 'Fencing token signed with a retired key',
+  WRONG_SCOPE: 'Fencing token issued for another scope',
+  STALE_TOKEN: 'Stale fencing token',
+  SAME_EPOCH_REJECTED: 'Fencing token already used',
+  EPOCH_CONFLICT: 'Epoch held by another holder',
+  QUARANTINED: 'Resource quarantined',
+  OP_ID_EXPIRED: 'Operation id expired',
+  EPOCH_JUMP_TOO_LARGE: 'Fencing token too far ahead',
+  FUTURE_EPOCH: 'Fencing token from the future',
+  LEASE_HELD: 'Lease held',
+  LEASE_EXPIRED: 'Lease expired',
+  LEASE_NOT_HELD: 'Lease not held by this holder',
+  OP_ID_REUSED: 'Operation id reused for a different operation',
+  REQUEST_ID_REUSED: 'Request id reused for a different request',
+  STORE_ERROR: 'Storage unavailable',
+  COMMIT_CONFLICT: 'Too much contention on this resource',
+  COMMIT_UNKNOWN: 'Commit outcome unknown',
+  CORRUPT_STATE: 'Stored fence state is corrupt',
+  EPOCH_OVERFLOW: 'Epochs exhausted',
+  NOT_INITIALIZED: 'fencegate not initialized',
+};
+
+// Statuses that a client may retry as is: they carry Retry-After.
+const RETRYABLE = new Set(['STORE_ERROR', 'COMMIT_CONFLICT', 'COMMIT_UNKNOWN']);
+
+/**
+ * The HTTP status for a verdict code or error code (docs/http.md); 200 for
+ * `null` (an applied or duplicate operation). Unknown codes answer 500.
+ */
+export function statusFor(code) {
+  if (code === null || code === undefined) return 200;
+  return STATUS[code] ?? 500;
+}
+
+// Op ids and holders in headers: visible ASCII only. Header bytes above 0x7F
+// arrive as Latin-1 in Fetch and Node, so UTF-8 text would silently become
+// another string; commas would merge repeated headers into one value.
+const OP_ID_RE = /^[\x21-\x2b\x2d-\x7e]{1,128}$/;
+const HOLDER_RE = /^[\x21-\x2b\x2d-\x7e]{1,256}$/;
+
+/** Looks a header up in a Fetch `Headers`/`Request` or a Node-style header object. */
+function header(source, name) {
+  if (source === null || typeof source !== 'object') return null;
+  const headers = typeof Request === 'function' && source instanceof Request ? source.headers : source;
+  if (typeof headers.get === 'function') return headers.get(name);
+  const v = headers[name.toLowerCase()];
+  if (v === undefined || v === null) return null;
+  return Array.isArray(v) ? v.join(', ') : String(v);
+}
+
+function badHeader(name, value, what) {
+  return new FencegateError('INVALID_ARGUMENT', `the ${name} header must be ${what}`, { header: name, value });
+}
+
+/**
+ * Reads the fencing headers of a request. `token` is what to hand the gate:
+ * the canonical epoch, signed `fg1.` text (the gate verifies it), `undefined`
+ * when the header is absent (the gate answers MISSING_TOKEN), or the text as
+ * received when it is not a canonical decimal (the gate answers
+ * MALFORMED_TOKEN). Handing the gate every token keeps every refusal a verdict
+ * with the mark, counted and audited like any other.
+ * @throws FencegateError INVALID_ARGUMENT for an op-id or holder header that is
+ *   present but not 1..128 (holder 1..256) visible ASCII characters without commas.
+ */
+export function readFencing(source, names = {}) {
+  const tokenName = names.token ?? TOKEN_HEADER;
+  const opIdName = names.opId ?? OP_ID_HEADER;
+  const holderName = names.holder ?? HOLDER_HEADER;
+  const text = header(source, tokenName);
+  let token;
+  let problem = null;
+  if (text === null) {
+    problem = 'MISSING_TOKEN';
+  } else if (text.startsWith('fg1.')) {
+    token = text;
+  } else {
+    try {
+      token = parseToken(text);
+    } catch (e) {
+      if (e?.code !== 'MALFORMED_TOKEN') throw e;
+      token = text;
+      problem = 'MALFORMED_TOKEN';
+    }
+  }
+  const options = {};
+  const opId = header(source, opIdName);
+  if (opId !== null) {
+    if (!OP_ID_RE.test(opId)) throw badHeader(opIdName, opId, '1 to 128 visible ASCII characters without commas');
+    options.opId = opId;
+  }
+  const holder = header(source, holderName);
+  if (holder !== null) {
+    if (!HOLDER_RE.test(holder)) throw badHeader(holderName, holder, '1 to 256 visible ASCII characters without commas');
+    options.holder = holder;
+  }
+  return { token, header: text, problem, options };
+}
+
+const text = (epoch) => (epoch === null || epoch === undefined ? null : String(epoch));
+
+function detailOf(v, header) {
+  const mark = String(v.markAfter);
+  switch (v.code) {
+    case 'MISSING_TOKEN':
+      return `send the owner's fencing token in the ${header} header; the resource's mark is ${mark}`;
+    case 'MALFORMED_TOKEN':
+      return `the ${header} header must be a canonical decimal epoch 1..18446744073709551615 (no sign, leading zero, space, fraction or exponent) or a signed fg1 token`;
+    case 'STALE_TOKEN':
+      return `epoch ${text(v.token)} is below the resource's mark ${mark}: a newer owner has written; acquire a new lease`;
+    case 'SAME_EPOCH_REJECTED':
+      return `epoch ${text(v.token)} equals the mark and this resource requires a larger token for every operation`;
+    case 'EPOCH_CONFLICT':
+      return `epoch ${text(v.token)} is bound to another holder: one epoch was handed to two owners (an issuer restore or bug)`;
+    case 'QUARANTINED':
+      return `the resource is quarantined at ${mark}: establish a fresh epoch above it first`;
+    case 'OP_ID_EXPIRED':
+      return 'the operation id fell out of the de-duplication window and may already be applied: read the resource, then retry under a new id if needed';
+    case 'OP_ID_REUSED':
+      return 'this operation id was already used in this epoch for a different operation; nothing changed: send a new id for a new operation';
+    case 'EPOCH_JUMP_TOO_LARGE':
+      return `epoch ${text(v.token)} is further above the mark ${mark} than this resource allows`;
+    case 'FUTURE_EPOCH':
+      return `epoch ${text(v.token)} is above what this resource knows was issued`;
+    default:
+      return `the fencing token was refused (${v.code}); nothing changed`;
+  }
+}
+
+function problemType(code, base) {
+  return base + code.toLowerCase().replaceAll('_', '-');
+}
+
+/**
+ * The reply to a verdict, framework-neutral: `{ status, headers, body }`.
+ * Applied and duplicate operations: 200, `{ key, outcome, code: null, token,
+ * markBefore, mark }` (plus `original` on a duplicate). Refusals: the status
+ * of `statusFor(code)` and a problem body `{ type, title, status, detail, code,
+ * key, outcome, token, markBefore, mark }`. Epochs are decimal text; `token` is
+ * the header as received (null when absent) when it was not a valid epoch.
+ */
+export function verdictReply(verdict, input = null, options = {}) {
+  const v = verdict;
+  const token = v.token === null ? input?.header ?? null : String(v.token);
+  if (v.ok) {
+    const body = { key: v.key, outcome: v.outcome, code: null, token, markBefore: String(v.markBefore), mark: String(v.markAfter) };
+    if (v.outcome === 'duplicate') body.original = v.original;
+    return { status: 200, headers: { 'content-type': 'application/json' }, body };
+  }
+  const status = statusFor(v.code);
+  return {
+    status,
+    headers: { 'content-type': PROBLEM_JSON },
+    body: {
+      type: problemType(v.code, options.typeBase ?? PROBLEM_TYPE_BASE),
+      title: TITLE[v.code] ?? 'Fencing token refused',
+      status,
+      detail: detailOf(v, options.headers?.token ?? TOKEN_HEADER),
+      code: v.code,
+      key: v.key,
+      outcome: 'reject',
+      token,
+      markBefore: String(v.markBefore),
+      mark: String(v.markAfter),
+    },
+  };
+}
+
+/**
+ * The reply to a thrown FencegateError (store failures, a bad header, …):
+ * `{ status, headers, body }` with a problem body `{ type, title, status,
+ * detail, code, key, mark: null }` (the gate did not decide, so no mark is
+ * known). 503 answers carry `Retry-After` (seconds, `options.retryAfter`, default 1).
+ * Returns `null` for anything that is not a FencegateError.
+ */
+export function errorReply(error, key = null, options = {}) {
+  if (error === null || typeof error !== 'object' || error.name !== 'FencegateError' || typeof error.code !== 'string') return null;
+  const code = error.code;
+  const status = statusFor(code);
+  const headers = { 'content-type': PROBLEM_JSON };
+  if (RETRYABLE.has(code)) headers['retry-after'] = String(options.retryAfter ?? 1);
+  let detail;
+  if (code === 'COMMIT_UNKNOWN') {
+    detail = `the store did not confirm the commit; it may have landed. Retry the same request with the same ${options.headers?.token ?? TOKEN_HEADER} and ${options.headers?.opId ?? OP_ID_HEADER}: with an op id it is applied at most once`;
+  } else if (code === 'STORE_ERROR' || code === 'COMMIT_CONFLICT') {
+    detail = 'nothing was written; retry the same request';
+  } else if (code === 'INVALID_ARGUMENT' && typeof error.header === 'string') {
+    detail = error.message;
+  } else if (status < 500) {
+    detail = error.message;
+  } else {
+    detail = 'the server could not complete the fenced operation; nothing is known to have changed';
+  }
+  return {
+    status,
+    headers,
+    body: {
+      type: problemType(code, options.typeBase ?? PROBLEM_TYPE_BASE),
+      title: TITLE[code] ?? 'Fenced operation failed',
+      status,
+      detail,
+      code,
+      key,
+      mark: null,
+    },
+  };
+}
+
+/**
+ * The reply to a token problem found by {@link readFencing} before any gate
+ * ran (middleware): the same body a gate's MISSING_TOKEN / MALFORMED_TOKEN
+ * verdict gets, with the key's current `mark`.
+ */
+export function tokenProblemReply(key, input, mark, options = {}) {
+  const v = { key, ok: false, outcome: 'reject', code: input.problem, token: null, markBefore: mark, markAfter: mark };
+  return verdictReply(v, input, options);
+}
+
+/** A Fetch `Response` for a reply from {@link verdictReply} / {@link errorReply}. */
+export function toResponse(reply) {
+  return new Response(JSON.stringify(reply.body), { status: reply.status, headers: reply.headers });
+}
+
+/**
+ * Runs one fenced operation for a request and returns the reply
+ * (framework-neutral). `run(token, options)` calls the gate, e.g.
+ * `(token, options) => gate.write(key, token, value, options)`; `options`
+ * holds `opId` / `holder` from the headers. A FencegateError thrown by the
+ * headers or the gate becomes a problem reply; any other error is rethrown.
+ */
+export async function fenceReply(source, key, run, options = {}) {
+  let input;
+  try {
+    input = readFencing(source, options.headers);
+    const verdict = await run(input.token, input.options);
+    return verdictReply(verdict, input, options);
+  } catch (e) {
+    const reply = errorReply(e, key, options);
+    if (reply === null) throw e;
+    return reply;
+  }
+}
+
+/**
+ * Runs one fenced operation for a Fetch `Request` and answers with a
+ * `Response`: see {@link fenceReply}.
+ * @example return fence(request, key, (token, o) => gate.write(key, token, await request.text(), o));
+ */
+export async function fence(request, key, run, options = {}) {
+  return toResponse(await fenceReply(request, key, run, options));
+}

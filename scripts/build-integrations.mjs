@@ -1,0 +1,40 @@
+// CommonJS copies of the integration subpaths (fencegate/http, /hono, /express,
+// /otel, /prometheus) for require(), with their .d.cts types. Each ESM module is
+// converted on its own: imports of the other integration modules become
+// require('./NAME.cjs'), the core (../lib/core.mjs) becomes require('../../node.cjs'),
+// so a CommonJS program shares one core (and one FencegateError class) with
+// require('fencegate'); packages (@opentelemetry/api, prom-client) stay external.
+// Usage: node scripts/build-integrations.mjs <package dir>
+import { build } from 'esbuild';
+import { mkdirSync, readdirSync, readFileSync, writeFileSync } from 'node:fs';
+import { join, resolve } from 'node:path';
+
+const out = resolve(process.argv[2] ?? 'pkg');
+const src = join(out, 'integrations');
+const dest = join(out, 'dist/integrations');
+mkdirSync(dest, { recursive: true });
+
+const redirect = {
+  name: 'fencegate-cjs-paths',
+  setup(b) {
+    b.onResolve({ filter: /.*/ }, (args) => {
+      if (args.kind === 'entry-point') return undefined;
+      if (args.path === '../lib/core.mjs') return { path: '../../node.cjs', external: true };
+      const sibling = /^\.\/([a-z]+)\.mjs$/.exec(args.path);
+      if (sibling) return { path: `./${sibling[1]}.cjs`, external: true };
+      if (args.path.startsWith('.')) throw new Error(`${args.importer}: unexpected relative import ${args.path}`);
+      return { path: args.path, external: true };
+    });
+  },
+};
+
+for (const file of readdirSync(src).filter((f) => f.endsWith('.mjs'))) {
+  const name = file.slice(0, -4);
+  await build({
+    entryPoints: [join(src, file)], bundle: true, format: 'cjs', platform: 'node', target: 'node18',
+    outfile: join(dest, `${name}.cjs`), plugins: [redirect], logLevel: 'warning',
+  });
+  // types: the same declarations; sibling imports point at the .d.cts copies
+  const types = readFileSync(join(src, `${name}.d.ts`), 'utf8').replace(/from '\.\/([a-z]+)\.js'/g, "from './$1.cjs'");
+  writeFileSync(join(dest, `${name}.d.cts`), types);
+}
