@@ -6,12 +6,18 @@ import { init } from '/pkg/browser.mjs';
 import { IndexedDbStore, openFenceDatabase } from '/pkg/adapters/indexeddb.mjs';
 import { runCases } from '../js/stores/run-cases.mjs';
 
-/** Drops the precondition: reads and writes in two separate transactions. */
+/**
+ * Drops the precondition: reads and writes in two separate transactions.
+ * `beforeWrite` (optional, async) runs between the two: the two-tab control
+ * uses it to order the writes.
+ */
 class LyingStore extends IndexedDbStore {
   #db;
-  constructor(db) {
+  #beforeWrite;
+  constructor(db, beforeWrite = async () => {}) {
     super(db);
     this.#db = db;
+    this.#beforeWrite = beforeWrite;
   }
   async transaction(key, fn) {
     const record = await new Promise((resolve, reject) => {
@@ -21,6 +27,7 @@ class LyingStore extends IndexedDbStore {
     });
     const out = fn(record === null ? null : record.state);
     if (out === null) return false;
+    await this.#beforeWrite();
     const value = out.change.kind === 'set' ? this.encodeValue(out.change.value) : out.change.kind === 'delete' ? null : (record?.value ?? null);
     await this.update(key, () => ({ state: JSON.stringify(out.nextState), value }));
     return true;
@@ -72,4 +79,4 @@ globalThis.runConformance = async (variant, only) => {
 };
 
 /** For the two-tab control in indexeddb.test.mjs. */
-globalThis.lyingStore = (db) => new LyingStore(db);
+globalThis.lyingStore = (db, beforeWrite) => new LyingStore(db, beforeWrite);

@@ -61,8 +61,8 @@ async function setUpTab(page, db, lying) {
     const { IndexedDbStore, openFenceDatabase } = await import('/pkg/adapters/indexeddb.mjs');
     await fg.init();
     const conn = await openFenceDatabase(db);
-    const store = lying ? globalThis.lyingStore(conn) : new IndexedDbStore(conn);
-    globalThis.tab = { fg, conn, gate: new fg.Gate(store), pending: null };
+    const store = lying ? globalThis.lyingStore(conn, () => globalThis.tab.beforeWrite()) : new IndexedDbStore(conn);
+    globalThis.tab = { fg, conn, gate: new fg.Gate(store), pending: null, beforeWrite: async () => {} };
     // holds the object store with a readwrite transaction kept busy until release()
     globalThis.hold = () => {
       const tx = conn.transaction('fence', 'readwrite');
@@ -87,9 +87,14 @@ async function twoTabRace(lying) {
   // while both would read mark 5; then A lets go and both run.
   await a.evaluate(async () => { globalThis.release = await hold(); });
   await a.evaluate(() => { tab.pending = tab.gate.write('k', 7, 'from A'); });
+  // The lying variant writes in a second transaction: B's write waits until A's has
+  // finished, so the order of the two writes is fixed (B's read, queued before A's
+  // write transaction, still saw mark 5).
+  if (lying) await b.evaluate(() => { const open = new Promise((r) => (globalThis.proceed = r)); tab.beforeWrite = () => open; });
   await b.evaluate(() => { tab.pending = tab.gate.write('k', 6, 'from B'); });
   await a.evaluate(() => release());
   const va = await a.evaluate(async () => { const v = await tab.pending; return { ...v, token: Number(v.token), markBefore: Number(v.markBefore), markAfter: Number(v.markAfter) }; });
+  if (lying) await b.evaluate(() => proceed());
   const vb = await b.evaluate(async () => { const v = await tab.pending; return { ...v, token: Number(v.token), markBefore: Number(v.markBefore), markAfter: Number(v.markAfter) }; });
   const read = await b.evaluate(async () => { const r = await tab.gate.read('k'); return { ...r, mark: Number(r.mark) }; });
   await a.close();
