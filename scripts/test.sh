@@ -23,7 +23,7 @@ echo "== Ed25519 build (a separate package build: docs/signed-tokens.md) =="
 cargo test --quiet --features ed25519 --lib signed
 FENCEGATE_FEATURES=ed25519 FENCEGATE_OUT=build/pkg-ed25519 bash scripts/build.sh
 
-echo "== fuzz the signed-token parser for 15 s =="
+echo "== fuzz the signed-token parser for 15 s (first a release build of the test binary: about 75 s on 2 cores, silent) =="
 bash scripts/fuzz-signed.sh 15
 
 echo "== fuzz the state and issuer decoders, parse_token, and (JS) parseToken and the CLI's arguments and URLs: short runs =="

@@ -109,9 +109,17 @@ async function openStore(spec) {
   const { target, table, prefix } = spec;
   switch (spec.kind) {
     case 'sqlite': {
-      const Database = await peer('better-sqlite3');
       const { SqliteStore } = await import('../adapters/sqlite.mjs');
-      const db = new Database(target, { fileMustExist: true, timeout: 5000 });
+      let db;
+      if (process.versions.bun) {
+        // Bun cannot load better-sqlite3 (a V8 addon); its built-in bun:sqlite has the same API
+        const { Database } = await import('bun:sqlite');
+        db = new Database(target, { readwrite: true, create: false });
+        db.exec('PRAGMA busy_timeout = 5000');
+      } else {
+        const Database = await peer('better-sqlite3');
+        db = new Database(target, { fileMustExist: true, timeout: 5000 });
+      }
       return { store: new SqliteStore(db, { ...(table && { table }), createTable: false }), close: () => db.close() };
     }
     case 'redis': {

@@ -30,10 +30,7 @@ if (REQUIRE_SERVICES && (!REDIS_URL || !PG_URL || !MYSQL_URL || !ETCD_URLS)) {
   );
 }
 
-/** A short unique prefix so runs and cases never share keys in a shared server. */
-export function uniqueKey(name) {
-  return `${name}-${process.pid}-${Date.now().toString(36)}-${Math.random().toString(36).slice(2, 8)}`;
-}
+export { uniqueKey } from './keys.mjs';
 
 function memoryTarget(name, shape, Store) {
   return {
