@@ -26,47 +26,48 @@ function children() {
 }
 
 const example = readFileSync(join(root, 'examples/edge-worker/src/worker.mjs'), 'utf8');
+const CLASS_LINE = 'export class FencedResource extends FencedObject {}';
+/** The example with FencedResource's gate replaced (`gate` is source text using `ctx`). */
+const withGate = (gate) =>
+  example.replace(CLASS_LINE, `export class FencedResource extends FencedObject {
+  constructor(ctx, env) {
+    super(ctx, env);
+    ${gate}
+  }
+}`);
 // The baseline: the example with its Gate replaced by a gate-shaped object that
 // writes the value in one storage transaction and checks nothing.
-const unfenced = example.replace(
-  'this.gate = new Gate(durableObjectStore(ctx.storage), this.signed ? { requireSigned: true, keys } : {});',
-  `this.gate = {
+const unfenced = withGate(`this.gate = {
       write: (key, token, value) => ctx.storage.transaction(async (txn) => {
         await txn.put(key + ':value', value);
         return { ok: true, outcome: 'advance', code: null, token, markBefore: 0, markAfter: token };
       }),
-    };`,
-);
-// And one that does the fenced path's storage operations (read the state, put
+    };`);
+// And one that does the fenced path's storage operations (read the entry, put
 // state and value, one transaction) without fencegate: what the storage costs.
-const sameStorage = example.replace(
-  'this.gate = new Gate(durableObjectStore(ctx.storage), this.signed ? { requireSigned: true, keys } : {});',
-  `this.gate = {
+const sameStorage = withGate(`this.gate = {
       write: (key, token, value) => ctx.storage.transaction(async (txn) => {
-        const state = (await txn.get(key + ':state')) ?? null;
-        await txn.put(key + ':state', { v: 1, mark: String(token) });
-        await txn.put(key + ':value', value);
-        return { ok: true, outcome: 'advance', code: null, token, markBefore: state ? state.mark : 0, markAfter: token };
+        const entry = (await txn.get('fencegate:' + key)) ?? null;
+        await txn.put('fencegate:' + key, { state: JSON.stringify({ v: 1, mark: String(token) }), value: JSON.stringify(value) });
+        return { ok: true, outcome: 'advance', code: null, token, markBefore: entry ? 1 : 0, markAfter: token };
       }),
-    };`,
-);
-const syncStore = example.replace(
-  'this.gate = new Gate(durableObjectStore(ctx.storage), this.signed ? { requireSigned: true, keys } : {});',
-  `const storage = ctx.storage;
+    };`);
+// Fenced over the synchronous SQLite-backed API instead of storage.transaction.
+const syncStore = withGate(`const storage = ctx.storage;
     this.gate = new Gate({
       transaction: (key, fn) => storage.transactionSync(() => {
-        const out = fn(storage.kv.get(key + ':state') ?? null);
-        if (out === null) return;
-        storage.kv.put(key + ':state', out.nextState);
-        if (out.change.kind === 'set') storage.kv.put(key + ':value', out.change.value);
-        if (out.change.kind === 'delete') storage.kv.delete(key + ':value');
+        const entry = storage.kv.get('fencegate:' + key) ?? null;
+        const out = fn(entry === null ? null : entry.state);
+        if (out === null) return false;
+        const value = out.change.kind === 'set' ? JSON.stringify(out.change.value) : out.change.kind === 'delete' ? null : (entry?.value ?? null);
+        storage.kv.put('fencegate:' + key, { state: JSON.stringify(out.nextState), value });
+        return true;
       }),
       load: (key) => {
-        const state = storage.kv.get(key + ':state');
-        return state === undefined ? null : { state, version: null, value: storage.kv.get(key + ':value') };
+        const entry = storage.kv.get('fencegate:' + key);
+        return entry === undefined ? null : { state: entry.state, version: null, value: entry.value === null ? undefined : JSON.parse(entry.value) };
       },
-    });`,
-);
+    });`).replace("import { FencedObject, fencedWorker } from 'fencegate/durable-object';", "import { FencedObject, fencedWorker } from 'fencegate/durable-object';\nimport { Gate } from 'fencegate';");
 if (unfenced === example || sameStorage === example) throw new Error('the example changed: update the baseline substitution');
 
 async function bundle(dir, name, source) {
@@ -149,7 +150,7 @@ try {
   const median = (xs) => [...xs].sort((x, y) => x - y)[xs.length >> 1];
   const ratio = (name) => median(rounds[name].map((x, i) => x.perSecond / rounds.unfenced[i].perSecond));
   const labels = {
-    fenced: 'fenced (the example: Gate over storage.transaction)',
+    fenced: 'fenced (the example: FencedObject, DurableObjectStore over storage.transaction)',
     unfenced: 'unfenced (same Worker, value put, no check)',
     storage: 'same storage ops as fenced, no fencegate (get state, put state + value)',
     sync: 'fenced over the synchronous SQLite API (transactionSync + storage.kv)',

@@ -34,10 +34,10 @@ cp node_modules/devalue/LICENSE "$OUT/dist/devalue.LICENSE"
 npx --no-install esbuild "$OUT/lib/cjs-entry.mjs" --bundle --format=cjs --platform=node \
   --log-override:empty-import-meta=silent --outfile="$OUT/dist/fencegate.cjs" --log-level=warning
 cp "$OUT/index.d.ts" "$OUT/dist/index.d.cts"
-# CommonJS copies of the store adapters (fencegate/memory, /sqlite, /redis, /postgres, /mysql), with
+# CommonJS copies of the store adapters (fencegate/memory, /sqlite, /redis, /postgres, /mysql, /etcd), with
 # adapters/support.mjs inlined. From lib/ they import only the codec, the error class and the memory store,
 # which the CommonJS bundle exports: one FencegateError (and MemoryHostStore) class for require() users.
-for a in memory sqlite redis postgres mysql; do
+for a in memory sqlite redis postgres mysql etcd; do
   npx --no-install esbuild "$OUT/adapters/$a.mjs" --bundle '--external:../lib/*' --format=cjs --platform=node \
     --outfile="$OUT/dist/adapters/$a.cjs" --log-level=warning
   sed -i -e 's#require("\.\./lib/codec\.mjs")#require("../fencegate.cjs")#' \

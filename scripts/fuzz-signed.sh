@@ -5,5 +5,6 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 export PATH="$HOME/.cargo/bin:$PATH"
+echo "fuzz: compiling the fuzzer (cargo test --release, signed::tests): no output until it runs; the first time about 75 s on 2 cores"
 FUZZ_SECONDS="${1:-60}" cargo test --release --lib signed::tests::fuzz_parser_for_a_while \
   -- --ignored --nocapture --exact 2>&1 | grep -E '^fuzz:|test result|panicked|accepted'

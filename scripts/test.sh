@@ -23,8 +23,11 @@ echo "== Ed25519 build (a separate package build: docs/signed-tokens.md) =="
 cargo test --quiet --features ed25519 --lib signed
 FENCEGATE_FEATURES=ed25519 FENCEGATE_OUT=build/pkg-ed25519 bash scripts/build.sh
 
-echo "== fuzz the signed-token parser for 15 s =="
+echo "== fuzz the signed-token parser for 15 s (first a release build of the test binary: about 75 s on 2 cores, silent) =="
 bash scripts/fuzz-signed.sh 15
+
+echo "== fuzz the state and issuer decoders, parse_token, and (JS) parseToken and the CLI's arguments and URLs: short runs =="
+bash scripts/fuzz.sh ci
 
 
 echo "== main job: the seed scenario through the installed package =="
@@ -32,3 +35,6 @@ bash scripts/demo.sh
 
 echo "== JS tests against the built package, packaging test, Chromium, the examples in their runtimes =="
 bash scripts/with-services.sh node --test --test-concurrency=1 tests/js/ tests/pack/ tests/browser/ tests/examples/
+
+echo "== history workload: 2,000 seeded operations per engine under faults (tests/history, scripts/history.sh) =="
+bash scripts/with-services.sh bash scripts/history.sh 2000 16

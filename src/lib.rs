@@ -13,6 +13,8 @@
 
 pub mod decision;
 pub mod error;
+#[cfg(test)]
+mod fuzz;
 pub mod host;
 pub mod issuer;
 pub mod json;

@@ -1,7 +1,7 @@
 // The fencegate browser demo: the real Wasm package, a simulated clock, an
 // IndexedDB host store, an issuer, three clients and two resources.
 import * as fencegate from '../pkg/browser.mjs';
-import { openDatabase, IdbStore, loadUi, saveUi, clearAll } from './idb-store.mjs';
+import { openDatabase, DemoStore, loadUi, saveUi, clearAll } from './idb-store.mjs';
 import { makeIssuer, TTL_MS } from './leases.mjs';
 import { renderTimeline } from './timeline.mjs';
 import { SCENARIOS } from './scenarios.mjs';
@@ -456,7 +456,7 @@ function wire() {
 async function main() {
   await init();
   db = await openDatabase('fencegate-www');
-  store = new IdbStore(db);
+  store = new DemoStore(db);
   issuer = makeIssuer(fencegate, store);
   $('#issuer-kind').textContent = issuer.label;
   // Controls for features this build does not have stay hidden.

@@ -13,29 +13,14 @@
 // RFC 9457 problem bodies (409 STALE_TOKEN, 428 MISSING_TOKEN, 400 MALFORMED_TOKEN).
 // Deno resolves `fencegate` through its `node` export condition (node_modules,
 // or `npm:fencegate`); the entry reads the .wasm beside it, hence --allow-read.
+// fencegate/deno-kv keeps state and value in one KV entry and commits each
+// decision with `kv.atomic().check({ key, versionstamp })`.
 import { Gate, FencegateError } from 'fencegate';
+import { DenoKvStore } from 'fencegate/deno-kv';
 import { fence } from 'fencegate/http';
 
-/** Deno KV as a fencegate compare-and-set store: the fence record's versionstamp is the version. */
-function denoKvStore(kv) {
-  return {
-    load: async (key) => {
-      const [state, value] = await kv.getMany([['fence', key], ['value', key]]);
-      if (state.versionstamp === null) return null;
-      return { state: state.value, version: state.versionstamp, value: value.versionstamp === null ? undefined : value.value };
-    },
-    // state and value change in one atomic operation, only if the fence record is unchanged
-    commit: async (key, expectedVersion, nextState, change) => {
-      const op = kv.atomic().check({ key: ['fence', key], versionstamp: expectedVersion }).set(['fence', key], nextState);
-      if (change.kind === 'set') op.set(['value', key], change.value);
-      if (change.kind === 'delete') op.delete(['value', key]);
-      return (await op.commit()).ok;
-    },
-  };
-}
-
 const kv = await Deno.openKv(Deno.env.get('KV_PATH') ?? 'fenced.kv');
-const gate = new Gate(denoKvStore(kv));
+const gate = new Gate(new DenoKvStore(kv)); // one atomic check on the entry's versionstamp per write
 const json = (body, status = 200) => Response.json(body, { status });
 
 async function handle(request) {

@@ -177,6 +177,7 @@ export class RedisStore {
   /** The policy check: null = not passed yet, else the checked policies. */
   #checked = null;
   #checking = null;
+  #closes = 0;
 
   constructor(redis, options = {}) {
     if (redis !== null && typeof redis === 'object' && typeof redis.sendCommand === 'function' && typeof redis.nodeClient === 'function') {
@@ -202,6 +203,15 @@ export class RedisStore {
     }
     this.#allowEviction = allow;
     if (allow) this.#checked = []; // opted in: operations never wait for the check
+    // Closed connections, counted: ioredis sends an unanswered command again
+    // after a reconnect (autoResendUnfulfilledCommands, on by default), so a
+    // compare-and-set that comes back lost across a close may have lost to its
+    // own first send (see commit).
+    if (typeof redis.on === 'function') {
+      redis.on('close', () => {
+        this.#closes += 1;
+      });
+    }
   }
 
   /** The Redis key of a resource key. */
@@ -273,13 +283,26 @@ export class RedisStore {
     if (this.#checked === null) await this.#ensureChecked();
     const value = change.kind === 'set' ? encodedOf(this, change) : '';
     const expected = expectedVersion === null || expectedVersion === undefined ? '' : String(expectedVersion);
+    const closes = this.#closes;
+    let r;
     try {
-      const r = await this.#driver.cas(this.#prefix + key, [expected, JSON.stringify(nextState), change.kind, value]);
-      return r === 1;
+      r = await this.#driver.cas(this.#prefix + key, [expected, JSON.stringify(nextState), change.kind, value]);
     } catch (e) {
       if (!isErrorReply(e) && e && typeof e === 'object') e.commitUnknown = true;
       throw e;
     }
+    if (r !== 1 && this.#closes !== closes) {
+      // Lost across a closed connection: the first send may have run before the
+      // close and a newer commit before the resend. Deciding again would report
+      // a write that landed as refused.
+      const e = new Error(
+        `RedisStore: the connection closed while the compare-and-set of ${JSON.stringify(key)} was in flight and it came back lost; ` +
+          'the client may have sent it twice, so the first send may have committed',
+      );
+      e.commitUnknown = true;
+      throw e;
+    }
+    return r === 1;
   }
 
   /** The stored text of `value` (the codec's `encode`); INVALID_ARGUMENT when the codec refuses it. */

@@ -69,12 +69,12 @@ export class SqliteStore {
     };
     const apply = (key, fn) => {
       const row = this.#select.get(key);
-      const out = fn(row === undefined ? null : row.state);
+      const out = fn(row == null ? null : row.state); // no row: undefined (better-sqlite3), null (bun:sqlite)
       if (out === null || out === undefined) return false; // rejected: write nothing
       const state = JSON.stringify(out.nextState);
       const { change } = out;
       const value = change.kind === 'set' ? encodedOf(this, change) : null;
-      if (row === undefined) {
+      if (row == null) {
         this.#insert.run(key, state, value);
       } else if (change.kind === 'set') {
         this.#update.set.run(state, value, key);
@@ -113,7 +113,7 @@ export class SqliteStore {
   /** `{ state, version, value }` of `key` (value `undefined` when none), or null. */
   load(key) {
     const row = this.#select.get(key);
-    if (row === undefined) return null;
+    if (row == null) return null;
     return {
       state: row.state,
       version: row.version,

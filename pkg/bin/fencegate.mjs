@@ -22,11 +22,11 @@
 // PGPASSWORD / REDISCLI_AUTH / MYSQL_PWD) carry is masked in everything printed, URL
 // passwords of any other form too, and the drivers' error events are listened
 // to (no "Unhandled error event" print of a connection string).
-import { parseArgs } from 'node:util';
 import { createRequire } from 'node:module';
 import { readFileSync } from 'node:fs';
 import path from 'node:path';
 import { pathToFileURL } from 'node:url';
+import { secretsIn, redact, parseCommand, UsageError } from './args.mjs';
 
 const USAGE = `usage: fencegate reconcile (--sqlite FILE | --redis URL | --postgres URL | --mysql URL)
          (--scope SCOPE --key KEY [--key KEY…] [--scope SCOPE --key …] | --scopes FILE.json)
@@ -40,60 +40,7 @@ const USAGE = `usage: fencegate reconcile (--sqlite FILE | --redis URL | --postg
   Exit status: 0 done, 3 done but some keys could not be read or repaired,
   1 failed (JSON error on stderr), 2 usage. See docs/restore.md.`;
 
-// ---- secrets: collected from the command line and the environment, masked in all output
-
-const MASK = '***';
-/** Query or keyword parameters that carry a secret (libpq and redis URL forms). */
-const SECRET_PARAM = /((?:^|[?&;\s])(?:password|passwd|pwd|pass|sslpassword|auth|secret|token)\s*=\s*)('[^']*'|[^&;\s'"]*)/gi;
-/** `scheme://user:password@` and `scheme:/:password@` (any number of slashes). */
-const URL_USERINFO = /([A-Za-z][A-Za-z0-9+.-]*:\/*[^\s:/@'"]*:)([^\s@'"]+)@/g;
-
-function decoded(text) {
-  try {
-    return decodeURIComponent(text);
-  } catch {
-    return text;
-  }
-}
-
-/** Every secret in `args` (URL passwords, raw and percent-decoded; password parameters) and the environment. */
-export function secretsIn(args, env) {
-  const secrets = new Set();
-  for (let arg of args) {
-    if (typeof arg !== 'string') continue;
-    arg = arg.replace(/^--[A-Za-z-]+=/, '');
-    const at = arg.lastIndexOf('@');
-    if (at > 0) {
-      // userinfo: after `scheme:` and its slashes (however many), before the last '@'
-      const userinfo = arg.slice(0, at).replace(/^[A-Za-z][A-Za-z0-9+.-]*:\/*/, '');
-      const colon = userinfo.indexOf(':');
-      if (colon >= 0 && colon < userinfo.length - 1) {
-        const password = userinfo.slice(colon + 1);
-        secrets.add(password);
-        secrets.add(decoded(password));
-      }
-    }
-    for (const m of arg.matchAll(SECRET_PARAM)) {
-      const value = m[2].replace(/^'(.*)'$/, '$1');
-      if (value !== '') {
-        secrets.add(value);
-        secrets.add(decoded(value));
-      }
-    }
-  }
-  for (const name of ['PGPASSWORD', 'REDISCLI_AUTH', 'MYSQL_PWD']) {
-    if (typeof env[name] === 'string' && env[name] !== '') secrets.add(env[name]);
-  }
-  secrets.delete('');
-  return [...secrets].sort((a, b) => b.length - a.length); // longest first: no partial leftovers
-}
-
-/** `text` with every known secret and every URL-shaped password masked. */
-export function redact(text, secrets) {
-  let out = String(text);
-  for (const secret of secrets) out = out.split(secret).join(MASK);
-  return out.replace(URL_USERINFO, `$1${MASK}@`).replace(SECRET_PARAM, `$1${MASK}`);
-}
+export { secretsIn, redact };
 
 const SECRETS = secretsIn(process.argv.slice(2), process.env);
 const rawOut = process.stdout.write.bind(process.stdout);
@@ -156,19 +103,23 @@ async function peer(name) {
   throw new Error(`the ${name} package is needed for this store: npm install ${name}`);
 }
 
-/** Opens the store named by --<pfx>sqlite / --<pfx>redis / --<pfx>postgres / --<pfx>mysql, or null. */
-async function openStore(values, pfx) {
-  const given = ['sqlite', 'redis', 'postgres', 'mysql'].filter((k) => values[pfx + k] !== undefined);
-  if (given.length > 1) usage(`give one of --${pfx}sqlite, --${pfx}redis, --${pfx}postgres, --${pfx}mysql`);
-  if (given.length === 0) return null;
-  const target = values[pfx + given[0]];
-  const table = values[`${pfx}table`];
-  const prefix = values[`${pfx}prefix`];
-  switch (given[0]) {
+/** Opens a store parsed by parseCommand (`{ kind, target, table, prefix }`: sqlite, redis, postgres or mysql), or null. */
+async function openStore(spec) {
+  if (spec === null) return null;
+  const { target, table, prefix } = spec;
+  switch (spec.kind) {
     case 'sqlite': {
-      const Database = await peer('better-sqlite3');
       const { SqliteStore } = await import('../adapters/sqlite.mjs');
-      const db = new Database(target, { fileMustExist: true, timeout: 5000 });
+      let db;
+      if (process.versions.bun) {
+        // Bun cannot load better-sqlite3 (a V8 addon); its built-in bun:sqlite has the same API
+        const { Database } = await import('bun:sqlite');
+        db = new Database(target, { readwrite: true, create: false });
+        db.exec('PRAGMA busy_timeout = 5000');
+      } else {
+        const Database = await peer('better-sqlite3');
+        db = new Database(target, { fileMustExist: true, timeout: 5000 });
+      }
       return { store: new SqliteStore(db, { ...(table && { table }), createTable: false }), close: () => db.close() };
     }
     case 'redis': {
@@ -195,99 +146,31 @@ async function openStore(values, pfx) {
   }
 }
 
-/** `[{ scope, keys }]` from --scope/--key in command-line order, or from --scopes FILE. */
-function scopesOf(values, tokens) {
-  if (values.keys !== undefined) {
-    usage('--keys (a comma-separated list) is refused: it cannot name a key that contains a comma. Name each key with --key KEY (repeat it after its --scope), or list them in --scopes FILE.json');
-  }
-  if (values.scopes !== undefined) {
-    if (values.scope !== undefined || values.key !== undefined) usage('give either --scopes FILE or --scope/--key, not both');
-    let text;
-    try {
-      text = readFileSync(values.scopes, 'utf8');
-    } catch (e) {
-      usage(`cannot read --scopes ${values.scopes}: ${e.message}`);
-    }
-    try {
-      return JSON.parse(text);
-    } catch (e) {
-      usage(`--scopes ${values.scopes} is not JSON: ${e.message}`);
-    }
-  }
-  const list = [];
-  for (const t of tokens) {
-    if (t.kind !== 'option') continue;
-    if (t.name === 'scope') list.push({ scope: t.value, keys: [] });
-    else if (t.name === 'key') {
-      if (list.length === 0) usage('each --key belongs to the --scope before it: give --scope first');
-      list.at(-1).keys.push(t.value);
-    }
-  }
-  if (list.length === 0) usage('name the scopes and keys: --scope SCOPE --key KEY …, or --scopes FILE.json');
-  for (const s of list) if (s.keys.length === 0) usage(`give --scope ${JSON.stringify(s.scope)} at least one --key`);
-  return list;
-}
-
 async function main(argv) {
-  const [command, ...rest] = argv;
-  if (command === '--help' || command === '-h' || command === 'help' || (command === 'reconcile' && (rest.includes('--help') || rest.includes('-h')))) {
+  let cmd;
+  try {
+    cmd = parseCommand(argv, (file) => readFileSync(file, 'utf8'));
+  } catch (e) {
+    if (e instanceof UsageError) usage(e.message);
+    throw e;
+  }
+  if (cmd.help) {
     rawOut(`${USAGE}\n`);
     return;
   }
-  if (command === undefined) usage();
-  if (command !== 'reconcile') usage(`unknown command ${JSON.stringify(command)}`);
-  let parsed;
-  try {
-    parsed = parseArgs({
-      args: rest,
-      strict: true,
-      tokens: true,
-      options: {
-        sqlite: { type: 'string' },
-        redis: { type: 'string' },
-        postgres: { type: 'string' },
-        mysql: { type: 'string' },
-        table: { type: 'string' },
-        prefix: { type: 'string' },
-        'issuer-sqlite': { type: 'string' },
-        'issuer-redis': { type: 'string' },
-        'issuer-postgres': { type: 'string' },
-        'issuer-mysql': { type: 'string' },
-        'issuer-table': { type: 'string' },
-        'issuer-prefix': { type: 'string' },
-        'key-prefix': { type: 'string' },
-        epochs: { type: 'string' },
-        scope: { type: 'string', multiple: true },
-        key: { type: 'string', multiple: true },
-        keys: { type: 'string', multiple: true },
-        scopes: { type: 'string' },
-        now: { type: 'string' },
-        'dry-run': { type: 'boolean' },
-      },
-    });
-  } catch (e) {
-    usage(e.message);
-  }
-  const { values, tokens } = parsed;
-  const mapping = scopesOf(values, tokens);
-  let now;
-  if (values.now !== undefined) {
-    if (!/^(0|[1-9][0-9]*)$/.test(values.now) || !Number.isSafeInteger(Number(values.now))) usage('--now is host time in ms');
-    now = Number(values.now);
-  }
+  const { scopes: mapping, now } = cmd;
 
   const { Issuer, Gate, reconcile } = await import('../node.mjs');
-  const resources = await openStore(values, '');
-  if (resources === null) usage('name the store: --sqlite FILE, --redis URL, --postgres URL or --mysql URL');
+  const resources = await openStore(cmd.resources);
   let issuerStore = null;
   try {
-    issuerStore = await openStore(values, 'issuer-');
+    issuerStore = await openStore(cmd.issuerStore);
     const issuer = new Issuer((issuerStore ?? resources).store, {
-      ...(values['key-prefix'] !== undefined && { keyPrefix: values['key-prefix'] }),
-      ...(values.epochs !== undefined && { epochs: values.epochs }),
+      ...(cmd.keyPrefix !== undefined && { keyPrefix: cmd.keyPrefix }),
+      ...(cmd.epochs !== undefined && { epochs: cmd.epochs }),
     });
     const gate = new Gate(resources.store);
-    const report = await reconcile({ issuer, gate, scopes: mapping, now, dryRun: values['dry-run'] === true });
+    const report = await reconcile({ issuer, gate, scopes: mapping, now, dryRun: cmd.dryRun });
     rawOut(`${json(redactStrings(report))}\n`);
     if (report.errors > 0) process.exitCode = 3;
   } finally {

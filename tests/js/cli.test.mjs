@@ -231,3 +231,38 @@ test('--mysql reads back what MysqlStore wrote: the issuer is raised to the key\
     await pool.end();
   }
 });
+
+// ## Issue 16 item 4: what the fuzzer (tests/fuzz/js.mjs cli-urls) found
+
+test('a query or keyword password with a quote, ";" or "&" in it is masked whole (fuzz finding)', async () => {
+  const { secretsIn, redact } = await import('../../pkg/bin/args.mjs');
+  // before: the parameter pattern stopped at the quote and collected nothing, so the whole password was printed
+  const arg = "--postgres=postgres://db.example/app?user=u&password='p;w%C3%A9&sslmode=require";
+  const secrets = secretsIn(['reconcile', arg], {});
+  assert.deepEqual(secrets, ["'p;w%C3%A9&sslmode=require", "'p;wé&sslmode=require", "'p;w%C3%A9", "'p;wé"]);
+  assert.equal(redact(`failed: ${arg.slice(11)} pw='p;wé`, secrets), 'failed: postgres://db.example/app?user=u&password=*** pw=***');
+  // libpq keyword form: before, only "ab" was collected and "&c;d" was printed
+  const k = 'host=h password=ab&c;d dbname=x';
+  assert.equal(redact(`conn ${k}`, secretsIn([k], {})), 'conn host=h password=*** dbname=x');
+});
+
+test('URL passwords are masked in linear time (fuzz finding: the regex backtracked quadratically)', async () => {
+  const { redact, secretsIn, maskUserinfo, URL_USERINFO } = await import('../../pkg/bin/args.mjs');
+  for (const text of ['x:/'.repeat(16_000), 'a:'.repeat(24_000), 'a'.repeat(48_000)]) {
+    const t = process.hrtime.bigint();
+    assert.equal(redact(text, secretsIn([text], {})), text); // nothing to mask
+    assert.ok(Number(process.hrtime.bigint() - t) / 1e6 < 1000); // about 10 ms; 2.7 s (first text) before
+  }
+  for (const [text, masked] of [
+    ['postgres://u:p@h/db', 'postgres://u:***@h/db'],
+    ['redis://:secret@127.0.0.1:6379', 'redis://:***@127.0.0.1:6379'],
+    ['x a:/:pw@h and b://us:er:pa@ss@x', 'x a:/:***@h and b://us:***@ss@x'],
+    ['"a:b:c@d"', '"a:b:***@d"'],
+    ['a:b:@c', 'a:b:@c'],
+    ['a:/b/c:d@e', 'a:/b/c:d@e'],
+    ['1a:b:c@d', '1a:b:***@d'],
+  ]) {
+    assert.equal(maskUserinfo(text), masked);
+    assert.equal(text.replace(URL_USERINFO, '$1***@'), masked);
+  }
+});

@@ -10,12 +10,13 @@ import os from 'node:os';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { docBlock } from '../doc-blocks.mjs';
+import { bundleWorker, miniflare } from './workerd.mjs';
 
 const root = path.join(path.dirname(fileURLToPath(import.meta.url)), '..', '..');
 
 // The Durable Object of docs/issuer.md, as printed, plus a Worker that routes to it.
 const WORKER =
-  docBlock('docs/issuer.md', 'example: durable-object').replace("from 'fencegate'", `from ${JSON.stringify(path.join(root, 'pkg/workerd.mjs'))}`) +
+  docBlock('docs/issuer.md', 'example: durable-object') +
   `
 export default {
   fetch(request, env) {
@@ -25,32 +26,12 @@ export default {
 `;
 
 test('Durable Object: acquire/renew/release over DO storage transactions; the counter survives a restart', async () => {
+  const bundle = await bundleWorker({ source: WORKER }, 'issuer-do');
   const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'fencegate-do-'));
-  const src = path.join(dir, 'worker-src.mjs');
-  fs.writeFileSync(src, WORKER);
-  const out = path.join(dir, 'out');
-  fs.mkdirSync(path.join(out, 'dist'), { recursive: true });
-  const esbuild = await import(path.join(root, 'node_modules/esbuild/lib/main.js'));
-  await esbuild.build({
-    entryPoints: [src], bundle: true, format: 'esm', platform: 'neutral', outfile: path.join(out, 'worker.mjs'),
-    conditions: ['workerd', 'worker', 'browser'], mainFields: ['module', 'main'], external: ['*.wasm'], logLevel: 'warning',
-  });
-  fs.copyFileSync(path.join(root, 'pkg/dist/fencegate_bg.wasm'), path.join(out, 'dist/fencegate_bg.wasm'));
-  const { Miniflare } = await import(path.join(root, 'node_modules/miniflare/dist/src/index.js'));
-  const start = () =>
-    new Miniflare({
-      modulesRoot: out,
-      modules: [
-        { type: 'ESModule', path: path.join(out, 'worker.mjs'), contents: fs.readFileSync(path.join(out, 'worker.mjs'), 'utf8') },
-        { type: 'CompiledWasm', path: path.join(out, 'dist/fencegate_bg.wasm'), contents: fs.readFileSync(path.join(out, 'dist/fencegate_bg.wasm')) },
-      ],
-      durableObjects: { ISSUER: 'IssuerObject' },
-      durableObjectsPersist: path.join(dir, 'do-data'),
-      compatibilityDate: '2026-04-01',
-    });
+  const start = () => miniflare(bundle, { durableObjects: { ISSUER: 'IssuerObject' }, durableObjectsPersist: path.join(dir, 'do-data') });
   const call = async (mf, method, args) => (await mf.dispatchFetch('http://localhost/', { method: 'POST', body: JSON.stringify({ method, args }) })).json();
 
-  let mf = start();
+  let mf = await start();
   let b;
   try {
     const a = await call(mf, 'acquire', { scope: 'jobs', holder: 'A', ttlMs: 1000, now: 0, requestId: 'a1' });
@@ -72,7 +53,7 @@ test('Durable Object: acquire/renew/release over DO storage transactions; the co
     await mf.dispose();
   }
   // A restart of the runtime: the epochs are in DO storage, not in memory.
-  mf = start();
+  mf = await start();
   try {
     assert.deepEqual(await call(mf, 'current', 'jobs'), {
       scope: 'jobs', epoch: 2, lease: { leaseId: b.leaseId, holder: 'B', expiresAt: 1600, requestId: null },
@@ -81,5 +62,6 @@ test('Durable Object: acquire/renew/release over DO storage transactions; the co
   } finally {
     await mf.dispose();
     fs.rmSync(dir, { recursive: true, force: true });
+    fs.rmSync(bundle.dir, { recursive: true, force: true });
   }
 });

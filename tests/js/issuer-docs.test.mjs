@@ -2,31 +2,19 @@
 // built package), and checks what they print.
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
-import { execFileSync } from 'node:child_process';
 import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { docBlock } from '../doc-blocks.mjs';
+import { runExample } from './doc-project.mjs';
 
 const root = path.join(path.dirname(fileURLToPath(import.meta.url)), '..', '..');
 const example = (name) => docBlock('docs/issuer.md', `example: ${name}`);
 
+/** The example as printed, in a fresh project (tests/js/doc-project.mjs): no injected variables. */
 function run(name) {
-  const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'fencegate-issuer-doc-'));
-  const file = path.join(root, 'build', `issuer-doc-${name}-${process.pid}.mjs`);
-  fs.mkdirSync(path.dirname(file), { recursive: true });
-  const adapters = (sub) => `'${path.join(root, 'pkg/adapters', `${sub}.mjs`)}'`;
-  const code = example(name)
-    .replace(/from 'fencegate'/g, `from '${path.join(root, 'pkg/node.mjs')}'`)
-    .replace(/from 'fencegate\/(\w+)'/g, (_, sub) => `from ${adapters(sub === 'postgres' ? 'postgres' : sub)}`);
-  fs.writeFileSync(file, code);
-  try {
-    return execFileSync(process.execPath, [file], { encoding: 'utf8', env: { ...process.env, EXAMPLE_DIR: dir }, cwd: root });
-  } finally {
-    fs.rmSync(file, { force: true });
-    fs.rmSync(dir, { recursive: true, force: true });
-  }
+  return runExample(example(name));
 }
 
 test('docs/issuer.md in-memory example prints what it says', () => {

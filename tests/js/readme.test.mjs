@@ -2,6 +2,7 @@
 // built package), and its printed results compared with what it logs.
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
+import { readFileSync } from 'node:fs';
 import { execFileSync } from 'node:child_process';
 import { writeFileSync, mkdtempSync } from 'node:fs';
 import { tmpdir } from 'node:os';
@@ -55,4 +56,11 @@ test('README "Host stores" SQLite example runs against a real SQLite file', () =
   const sqlite = new URL('../../pkg/adapters/sqlite.mjs', import.meta.url).href;
   writeFileSync(file, block.replace("from 'fencegate/sqlite'", `from '${sqlite}'`).replace("from 'fencegate'", `from '${pkg}'`) + '\nconsole.log(v.outcome, v.markAfter);\n');
   assert.equal(execFileSync('node', [file], { cwd: dir, encoding: 'utf8' }), 'advance 7\n');
+  // The README's CLI example, run next in the same directory, acts on what the SQLite example wrote.
+  const readme = readFileSync(new URL('../../README.md', import.meta.url), 'utf8');
+  const cli = readme.match(/`npx fencegate (reconcile --sqlite [^`]+)`/)[1].split(' ');
+  const bin = new URL('../../pkg/bin/fencegate.mjs', import.meta.url).pathname;
+  const report = JSON.parse(execFileSync('node', [bin, ...cli], { cwd: dir, encoding: 'utf8' }));
+  assert.deepEqual(report.changes, [{ scope: 'report-42', target: 'issuer', action: 'raise', epochBefore: 0, epochAfter: 7, revoked: null }]);
+  assert.deepEqual(report.scopes[0].keys, [{ key: 'report-42', exists: true, mark: 7, holder: null, quarantine: null }]);
 });

@@ -22,7 +22,8 @@ before(() => {
 
 test('the tarball holds the entries, types and wasm and nothing from the build tree', () => {
   const dir = join(project, 'node_modules', 'fencegate');
-  for (const f of ['package.json', 'index.d.ts', 'node.mjs', 'node.cjs', 'workerd.mjs', 'browser.mjs', 'lib/core.mjs', 'dist/fencegate.js', 'dist/fencegate.cjs', 'dist/fencegate_bg.wasm', 'dist/index.d.cts']) {
+  for (const f of ['package.json', 'index.d.ts', 'node.mjs', 'node.cjs', 'workerd.mjs', 'browser.mjs', 'lib/core.mjs', 'dist/fencegate.js', 'dist/fencegate.cjs', 'dist/fencegate_bg.wasm', 'dist/index.d.cts',
+    'adapters/durable-object.mjs', 'adapters/durable-object.d.ts', 'adapters/indexeddb.mjs', 'adapters/indexeddb.d.ts', 'adapters/deno-kv.mjs', 'adapters/deno-kv.d.ts']) {
     assert.ok(existsSync(join(dir, f)), f);
   }
   assert.equal(existsSync(join(dir, 'src')), false);

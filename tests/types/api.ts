@@ -300,6 +300,77 @@ export async function useCodecs(db: SqliteDatabase, pg: PostgresClient, redis: R
   void [back, change, own, pgStore.encodeValue(1), retry, policies, safe];
 }
 
+// The etcd adapter (issue 16).
+import { EtcdStore, type EtcdStoreOptions, type EtcdClient, type EtcdKeyValue } from 'fencegate/etcd';
+
+export async function useEtcd(client: EtcdClient): Promise<void> {
+  const options: EtcdStoreOptions<{ n: number }> = { prefix: 'app/', ...jsonCodec };
+  const store = new EtcdStore<{ n: number }>(client, options);
+  const keys: { state: string; value: string; commit: string } = store.etcdKeys('orders/1');
+  const text: string = store.encodeValue({ n: 1 });
+  const record = await store.load('orders/1');
+  const version: string | undefined = record?.version;
+  const applied: boolean = await store.commit('orders/1', version ?? '0', { v: 1 }, { kind: 'set', value: { n: 2 } });
+  const cas: CasStore<{ n: number }> = store;
+  const gate = new Gate(store);
+  const issuer = new Issuer(new EtcdStore(client, { prefix: 'issuer/' }));
+  const kv: EtcdKeyValue | undefined = (await client.kv.range({})).kvs[0];
+  // @ts-expect-error prefix is a string
+  new EtcdStore(client, { prefix: 1 });
+  void [keys, text, applied, cas, gate, issuer, kv?.mod_revision];
+}
+
+// Issue 15: the runtime adapters (fencegate/durable-object, /indexeddb, /deno-kv).
+import {
+  DurableObjectStore,
+  FencedObject,
+  fencedFetch,
+  fencedWorker,
+  type DurableObjectStoreOptions,
+  type DurableObjectStorageLike,
+  type DurableObjectNamespaceLike,
+  type FencedFetchOptions,
+  type FencedObjectGateOptions,
+} from 'fencegate/durable-object';
+import { IndexedDbStore, openFenceDatabase, type IndexedDbStoreOptions, type IndexedDbRecord, type OpenFenceDatabaseOptions } from 'fencegate/indexeddb';
+import { DenoKvStore, type DenoKv, type DenoKvKeyPart, type DenoKvStoreOptions } from 'fencegate/deno-kv';
+
+export class MyFenced extends FencedObject {}
+
+export async function useRuntimeAdapters(storage: DurableObjectStorageLike, kv: DenoKv, ns: DurableObjectNamespaceLike): Promise<void> {
+  const doOptions: DurableObjectStoreOptions<{ n: number }> = { prefix: 'fence:', ...jsonCodec };
+  const doStore = new DurableObjectStore<{ n: number }>(storage, doOptions);
+  const doKey: string = doStore.storageKey('k');
+  const doGate = new Gate(doStore);
+  const object = new MyFenced({ storage }, { FENCE_KEYS: '{}' });
+  const fetchOptions: FencedFetchOptions = { key: 'k', action: 'establish', headers: { token: 'X-Fence' }, typeBase: 'https://example.com/problems/', retryAfter: 2 };
+  const answer: Response = await fencedFetch(object.gate, new Request('http://x/resources/k', { method: 'PUT', body: 'v' }), fetchOptions);
+  const worker = fencedWorker('RESOURCES');
+  const routed: Response = await worker.fetch(new Request('http://x/resources/k'), { RESOURCES: ns });
+  const gateOptions: FencedObjectGateOptions = { sameEpoch: 'strict' };
+  // @ts-expect-error the prefix is a string
+  new DurableObjectStore(storage, { prefix: ['fence'] });
+
+  const dbOptions: OpenFenceDatabaseOptions = { storeName: 'fence', version: 2, upgrade: (db) => db.createObjectStore('ui') };
+  const db: IDBDatabase = await openFenceDatabase('app', dbOptions);
+  const idbOptions: IndexedDbStoreOptions<string> = { storeName: 'fence' };
+  const idb = new IndexedDbStore<string>(db, idbOptions);
+  const wrote: boolean = await idb.update('k', (r: IndexedDbRecord | null) => r);
+  const idbGate = new Gate(idb);
+  // @ts-expect-error a database, not its name
+  new IndexedDbStore('app');
+
+  const prefix: DenoKvKeyPart[] = ['app', 1n];
+  const kvOptions: DenoKvStoreOptions = { prefix };
+  const kvStore = new DenoKvStore(kv, kvOptions);
+  const kvKey: DenoKvKeyPart[] = kvStore.kvKey('k');
+  const committed: boolean = await kvStore.commit('k', null, encodeState(1), { kind: 'none' });
+  const kvGate = new Gate(kvStore);
+  // @ts-expect-error the prefix is an array of key parts
+  new DenoKvStore(kv, { prefix: 'app' });
+  void [doKey, doGate, answer, routed, gateOptions, wrote, idbGate, kvKey, committed, kvGate, doStore.encodeValue({ n: 1 }), idb.encodeValue('x'), kvStore.encodeValue(1), await doStore.load('k'), await idb.load('k'), await kvStore.load('k')];
+}
+
 // MySQL, node-redis and postgres.js (issue 15 items 4 and 5).
 import { MysqlStore, RETRY_ERRNOS, type MysqlClient, type MysqlStoreOptions } from 'fencegate/mysql';
 import type { PostgresJsSql } from 'fencegate/postgres';

@@ -5,7 +5,7 @@
 import assert from 'node:assert/strict';
 import { readFileSync } from 'node:fs';
 import { Gate, FencegateError } from '../../../pkg/node.mjs';
-import { uniqueKey } from './targets.mjs';
+import { uniqueKey } from './keys.mjs';
 
 const BIG = 2n ** 53n + 1n; // not representable as a JS number
 const MAX_U64 = 2n ** 64n - 1n;
@@ -428,6 +428,37 @@ export const CASES = {
 };
 
 /** Compare-and-set only: interleavings that a transaction shape serialises away. */
+/**
+ * Concurrent writers on one key, for every shape (a transaction store that reads
+ * outside its transaction fails it): the verdicts must be those of SOME serial
+ * order, i.e. the advances form one chain from 0 (each markBefore is the previous
+ * markAfter), every other write is STALE_TOKEN against a larger mark, and the
+ * largest token's value is what stays.
+ */
+export const RACE_CASES = {
+  async 'concurrent writers: the advances form one chain, the rest are STALE_TOKEN, the largest wins'(t) {
+    const gate = new Gate(t.store, { maxRetries: 64 });
+    for (let round = 0; round < 3; round++) {
+      const k = uniqueKey('race');
+      const tokens = [3, 9, 1, 7, 12, 2, 8, 4, 11, 6, 5, 10].map((x) => x + round);
+      const vs = await Promise.all(tokens.map((tok) => gate.write(k, tok, `v${tok}`)));
+      const advances = vs.filter((v) => v.outcome === 'advance').sort((a, b) => a.markAfter - b.markAfter);
+      let mark = 0;
+      for (const v of advances) {
+        assert.equal(v.markBefore, mark, `advance to ${v.markAfter} started from ${v.markBefore}, the chain was at ${mark}`);
+        mark = v.markAfter;
+      }
+      const max = Math.max(...tokens);
+      assert.equal(mark, max);
+      for (const v of vs.filter((x) => x.outcome !== 'advance')) {
+        assert.deepEqual([v.outcome, v.code], ['reject', 'STALE_TOKEN']);
+        assert.ok(v.markBefore > v.token && v.markBefore === v.markAfter);
+      }
+      await expectRead(gate, k, max, `v${max}`);
+    }
+  },
+};
+
 export const CAS_CASES = {
   async 'mark 5, writers 6 and 7 load 5, 7 commits first: 6 is rejected after reloading'(t) {
     const k = uniqueKey('race');

@@ -18,7 +18,8 @@ import { SqliteStore } from '../../../pkg/adapters/sqlite.mjs';
 import { RedisStore } from '../../../pkg/adapters/redis.mjs';
 import { PostgresStore } from '../../../pkg/adapters/postgres.mjs';
 import { MysqlStore } from '../../../pkg/adapters/mysql.mjs';
-import { REDIS_URL, PG_URL, MYSQL_URL, openSqlite, redisClient, pgPool, nodeRedisClient, postgresJs, mysqlPool, uniqueKey } from './targets.mjs';
+import { EtcdStore } from '../../../pkg/adapters/etcd.mjs';
+import { REDIS_URL, PG_URL, MYSQL_URL, ETCD_URLS, openSqlite, redisClient, pgPool, nodeRedisClient, postgresJs, mysqlPool, etcdClient, uniqueKey } from './targets.mjs';
 
 const WORKERS = 4;
 const OPS = 60;
@@ -207,5 +208,20 @@ describe(`concurrency: ${WORKERS} processes × ${OPS} operations on 3 keys`, () 
     const stats = check(result);
     assertMeaningful(stats);
     t.diagnostic(JSON.stringify(stats));
+  });
+
+  test('etcd 3-member cluster (etcd3, Txn compare on mod_revision)', { skip: !ETCD_URLS && 'FENCEGATE_ETCD_URLS is not set' }, async (t) => {
+    const prefix = `${uniqueKey('race')}/`;
+    const result = await race('etcd', { prefix }, async () => {
+      const client = await etcdClient();
+      return { gate: new Gate(new EtcdStore(client, { prefix })), close: async () => client.close() };
+    });
+    const stats = check(result);
+    assertMeaningful(stats);
+    assert.ok(stats.conflicts > 0, 'the race produced compare-and-set conflicts');
+    t.diagnostic(JSON.stringify(stats));
+    const client = await etcdClient();
+    await client.delete().prefix(prefix);
+    client.close();
   });
 });

@@ -3,56 +3,71 @@
 // `console.log(...); // expected` line's output.
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
-import { execFileSync } from 'node:child_process';
-import { mkdirSync, mkdtempSync, readFileSync, rmSync, symlinkSync, writeFileSync } from 'node:fs';
-import { tmpdir } from 'node:os';
-import { join } from 'node:path';
-import { fileURLToPath } from 'node:url';
-import { REDIS_URL, PG_URL, MYSQL_URL } from './targets.mjs';
+import { rmSync } from 'node:fs';
+import { REDIS_URL, PG_URL, MYSQL_URL, ETCD_URLS } from './targets.mjs';
+import { runExample, expectedOutput } from '../doc-project.mjs';
+import { bundleWorker, miniflare } from '../workerd.mjs';
 import { docBlocks } from '../../doc-blocks.mjs';
 
-const root = fileURLToPath(new URL('../../../', import.meta.url));
-const doc = readFileSync(join(root, 'docs/stores.md'), 'utf8');
 const examples = docBlocks('docs/stores.md', { lang: 'js' }).filter((b) => b.label?.startsWith('example: ')).map((b) => ({ name: b.label.slice(9), code: b.code }));
 const noRedis = REDIS_URL ? false : 'FENCEGATE_REDIS_URL is not set';
 const noPg = PG_URL ? false : 'FENCEGATE_PG_URL is not set';
-const needs = { redis: noRedis, node_redis: noRedis, postgres: noPg, postgres_js: noPg, mysql: MYSQL_URL ? false : 'FENCEGATE_MYSQL_URL is not set' };
+const noEtcd = ETCD_URLS ? false : 'FENCEGATE_ETCD_URLS is not set';
+const needs = {
+  redis: noRedis,
+  node_redis: noRedis,
+  postgres: noPg,
+  postgres_js: noPg,
+  mysql: MYSQL_URL ? false : 'FENCEGATE_MYSQL_URL is not set',
+  etcd: noEtcd,
+  etcdlock: noEtcd,
+  indexeddb: 'runs in Chromium: tests/browser/indexeddb.test.mjs',
+};
 
-test('docs/stores.md has the adapter and client examples and the values one', () => {
-  assert.deepEqual(examples.map((e) => e.name), ['sqlite', 'redis', 'node_redis', 'postgres', 'postgres_js', 'mysql', 'values']);
+test('docs/stores.md has the adapter and client examples, the etcd lock one and the values one', () => {
+  assert.deepEqual(examples.map((e) => e.name), [
+    'sqlite', 'bun_sqlite', 'redis', 'node_redis', 'postgres', 'postgres_js', 'mysql', 'etcd', 'etcdlock', 'durable-object', 'indexeddb', 'deno_kv', 'values',
+  ]);
 });
 
-for (const { name, code } of examples) {
-  test(`docs/stores.md example: ${name}`, { skip: needs[name] }, () => {
-    // inside the repo so ioredis/pg/better-sqlite3 resolve from its node_modules
-    mkdirSync(join(root, 'build'), { recursive: true });
-    const dir = mkdtempSync(join(root, 'build', 'docs-example-'));
-    const data = mkdtempSync(join(tmpdir(), 'fencegate-doc-'));
-    try {
-      mkdirSync(join(dir, 'node_modules'));
-      symlinkSync(join(root, 'pkg'), join(dir, 'node_modules', 'fencegate'), 'dir');
-      writeFileSync(join(dir, 'example.mjs'), code);
-      const out = execFileSync(process.execPath, ['example.mjs'], {
-        cwd: dir,
-        encoding: 'utf8',
-        env: { ...process.env, EXAMPLE_DIR: data },
-      });
-      const expected = code
-        .split('\n')
-        .filter((l) => l.startsWith('console.log(') && l.includes('// '))
-        .map((l) => l.slice(l.lastIndexOf('// ') + 3).trim());
-      assert.deepEqual(out.trim().split('\n'), expected);
-    } finally {
-      rmSync(dir, { recursive: true, force: true });
-      rmSync(data, { recursive: true, force: true });
-    }
+for (const { name, code } of examples.filter((e) => e.name !== 'durable-object')) {
+  test(`docs/stores.md example: ${name} (as printed, in a fresh project)`, { skip: needs[name] }, () => {
+    const out = runExample(code, { runtime: { deno_kv: 'deno', bun_sqlite: 'bun' }[name] ?? 'node' });
+    assert.deepEqual(out.trim().split('\n'), expectedOutput(code));
   });
 }
 
-test('the Durable Object store in docs/stores.md is the one durable-object.test.mjs runs in workerd', () => {
-  const squash = (t) => t.replace(/\/\/[^\n]*\n/g, '\n').replace(/\s+/g, ' ').trim();
-  const block = docBlocks('docs/stores.md', { lang: 'js' }).find((b) => b.offset > doc.indexOf('**Durable Objects**')).code;
-  const body = squash(block).replace(/^const gate = new Gate\(/, '').replace(/\);$/, '');
-  const tested = squash(readFileSync(join(root, 'tests/js/stores/durable-object.test.mjs'), 'utf8'));
-  assert.ok(tested.includes(`this.gate = new Gate(${body});`), body);
+/** `// $ curl [-X M] [-H 'h: v'] [-d body] URL` then `// <answer>`: sent to the Worker in workerd. */
+test('docs/stores.md example: durable-object, the Worker as printed in workerd, with the curl answers it shows', async () => {
+  const code = examples.find((e) => e.name === 'durable-object').code;
+  const worker = await bundleWorker({ source: code }, 'doc-do');
+  const mf = await miniflare(worker, { durableObjects: { RESOURCES: 'FencedResource' } });
+  try {
+    const lines = code.split('\n');
+    let n = 0;
+    for (const [i, line] of lines.entries()) {
+      const m = line.match(/^\/\/ \$ curl (.*)$/);
+      if (!m) continue;
+      const words = m[1].match(/'[^']*'|\S+/g).map((w) => w.replace(/^'|'$/g, ''));
+      let method = 'GET';
+      const headers = {};
+      let body;
+      let url;
+      for (let j = 0; j < words.length; j++) {
+        if (words[j] === '-X') method = words[++j];
+        else if (words[j] === '-H') {
+          const [h, v] = words[++j].split(/:\s*/);
+          headers[h] = v;
+        } else if (words[j] === '-d') body = words[++j];
+        else url = words[j];
+      }
+      const r = await mf.dispatchFetch(url, { method, headers, body });
+      assert.equal(await r.text(), lines[i + 1].replace(/^\/\/ /, ''), line);
+      n++;
+    }
+    assert.equal(n, 3);
+  } finally {
+    await mf.dispose();
+    rmSync(worker.dir, { recursive: true, force: true });
+  }
 });

@@ -1,146 +1,111 @@
-// The transaction shape on Cloudflare Durable Object storage, in real workerd
-// (Miniflare): a Durable Object runs `fn(state)` inside `storage.transaction`,
-// keeps the fence state as a structured-clone object next to the value, and
-// answers fenced writes. The package is bundled as wrangler would (workerd
-// condition, .wasm imported as a module).
+// fencegate/durable-object in real workerd (Miniflare): the store conformance
+// suite runs inside a Durable Object (tests/workerd/conformance-worker.mjs)
+// against DurableObjectStore on that object's storage; a variant that reads
+// outside the storage transaction is caught; wrong arguments are
+// INVALID_ARGUMENT; and FencedObject keeps its marks across a restart of the
+// runtime on persisted storage, with the state stored as format text.
+// (The HTTP protocol of FencedObject, through the packed tarball and wrangler's
+// bundle, is tests/examples/edge-worker.test.mjs.)
 import { test, before, after } from 'node:test';
 import assert from 'node:assert/strict';
-import { mkdirSync, mkdtempSync, copyFileSync, readFileSync, rmSync, symlinkSync, writeFileSync } from 'node:fs';
+import { mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { fileURLToPath } from 'node:url';
+import { bundleWorker, miniflare, root } from '../workerd.mjs';
+import { caseNames } from './run-cases.mjs';
 
-const root = fileURLToPath(new URL('../../../', import.meta.url));
-
-const WORKER = `
-import { Gate, parseToken, FencegateError } from 'fencegate';
-
-export class Resource {
-  constructor(ctx) {
-    const storage = ctx.storage;
-    this.storage = storage;
-    this.gate = new Gate({
-      // everything fn returns is written in the same storage transaction, or nothing
-      transaction: (key, fn) =>
-        storage.transaction(async (txn) => {
-          const out = fn((await txn.get(key + ':state')) ?? null);
-          if (out === null) return;
-          await txn.put(key + ':state', out.nextState);
-          if (out.change.kind === 'set') await txn.put(key + ':value', out.change.value);
-          if (out.change.kind === 'delete') await txn.delete(key + ':value');
-        }),
-      load: async (key) => {
-        const m = await storage.get([key + ':state', key + ':value']);
-        return m.has(key + ':state') ? { state: m.get(key + ':state'), version: null, value: m.get(key + ':value') } : null;
-      },
-    });
-  }
-
-  async fetch(request) {
-    const url = new URL(request.url);
-    const key = url.pathname.slice(1);
-    try {
-      if (url.searchParams.has('plant')) {
-        await this.storage.put(key + ':state', JSON.parse(url.searchParams.get('plant')));
-        await this.storage.put(key + ':value', 'planted');
-        return Response.json({ planted: true });
-      }
-      if (url.searchParams.has('raw')) {
-        const m = await this.storage.get([key + ':state', key + ':value']);
-        return Response.json({ state: m.get(key + ':state') ?? null, value: m.get(key + ':value') ?? null });
-      }
-      if (request.method === 'GET') {
-        const r = await this.gate.read(key);
-        return Response.json({ mark: String(r.mark), value: r.value ?? null, state: (await this.storage.get(key + ':state')) ?? null });
-      }
-      const token = parseToken(request.headers.get('fencing-token'));
-      const v = request.method === 'DELETE' ? await this.gate.delete(key, token) : await this.gate.write(key, token, await request.text());
-      return Response.json({ outcome: v.outcome, code: v.code, mark: String(v.markAfter) }, { status: v.ok ? 200 : 409 });
-    } catch (e) {
-      return Response.json({ code: e instanceof FencegateError ? e.code : 'UNEXPECTED', message: e.message }, { status: 500 });
-    }
-  }
-}
-
-export default {
-  fetch(request, env) {
-    return env.RESOURCE.get(env.RESOURCE.idFromName('one')).fetch(request);
-  },
-};
-`;
-
-let dir;
+let runner;
 let mf;
 
 before(async () => {
-  mkdirSync(join(root, 'build'), { recursive: true });
-  dir = mkdtempSync(join(root, 'build', 'durable-object-'));
-  mkdirSync(join(dir, 'node_modules'));
-  symlinkSync(join(root, 'pkg'), join(dir, 'node_modules', 'fencegate'), 'dir');
-  writeFileSync(join(dir, 'worker-src.mjs'), WORKER);
-  const out = join(dir, 'out');
-  mkdirSync(join(out, 'dist'), { recursive: true });
-  const esbuild = await import(join(root, 'node_modules/esbuild/lib/main.js'));
-  await esbuild.build({
-    entryPoints: [join(dir, 'worker-src.mjs')], bundle: true, format: 'esm', platform: 'neutral', outfile: join(out, 'worker.mjs'),
-    conditions: ['workerd', 'worker', 'browser'], mainFields: ['module', 'main'], external: ['*.wasm'], logLevel: 'warning', absWorkingDir: dir,
-  });
-  copyFileSync(join(root, 'pkg/dist/fencegate_bg.wasm'), join(out, 'dist/fencegate_bg.wasm'));
-  const { Miniflare } = await import(join(root, 'node_modules/miniflare/dist/src/index.js'));
-  mf = new Miniflare({
-    modulesRoot: out,
-    modules: [
-      { type: 'ESModule', path: join(out, 'worker.mjs'), contents: readFileSync(join(out, 'worker.mjs'), 'utf8') },
-      { type: 'CompiledWasm', path: join(out, 'dist/fencegate_bg.wasm'), contents: readFileSync(join(out, 'dist/fencegate_bg.wasm')) },
-    ],
-    durableObjects: { RESOURCE: 'Resource' },
-    compatibilityDate: '2026-04-01',
-  });
+  runner = await bundleWorker(join(root, 'tests/workerd/conformance-worker.mjs'), 'do-conformance');
+  mf = await miniflare(runner, { durableObjects: { RUNNER: 'Runner' }, compatibilityFlags: ['nodejs_compat'] });
 });
 
 after(async () => {
   await mf?.dispose();
-  rmSync(dir, { recursive: true, force: true });
+  if (runner) rmSync(runner.dir, { recursive: true, force: true });
 });
 
-async function send(method, path, token, body) {
-  const headers = token === undefined ? {} : { 'fencing-token': token };
-  const r = await mf.dispatchFetch(`http://localhost/${path}`, { method, headers, body });
-  return [r.status, await r.json()];
+const run = async (object, body) => (await mf.dispatchFetch(`http://localhost/${object}`, { method: 'POST', body: JSON.stringify(body) })).json();
+
+test('Durable Object storage: the whole conformance suite passes inside workerd', async () => {
+  const results = await run('real', { variant: 'real' });
+  assert.deepEqual(results.filter((r) => !r.ok), []);
+  assert.deepEqual(results.map((r) => r.name), caseNames('transaction'));
+});
+
+test('Durable Object storage: a variant that reads outside storage.transaction fails the race case', async () => {
+  const name = 'concurrent writers: the advances form one chain, the rest are STALE_TOKEN, the largest wins';
+  const results = await run('lying', { variant: 'lying', only: [name] });
+  assert.deepEqual(results.map((r) => [r.name, r.ok, r.assertion]), [[name, false, true]]);
+});
+
+test('Durable Object: wrong arguments are INVALID_ARGUMENT', async () => {
+  assert.deepEqual(await run('arguments', { variant: 'arguments' }), [
+    ['no storage', 'INVALID_ARGUMENT', 'DurableObjectStore needs a Durable Object storage (ctx.storage)'],
+    ['a map', 'INVALID_ARGUMENT', 'DurableObjectStore needs a Durable Object storage (ctx.storage)'],
+    ['prefix 1', 'INVALID_ARGUMENT', 'prefix must be a string'],
+    ['decode only', 'INVALID_ARGUMENT', 'encode and decode come as a pair of functions (a codec): pass both, or neither for the default codec'],
+    ['fencedFetch without a gate', 'INVALID_ARGUMENT', 'fencedFetch needs a Gate'],
+    ['fencedFetch without a key', 'INVALID_ARGUMENT', 'fencedFetch: key must be a string'],
+    ['fencedWorker(3)', 'INVALID_ARGUMENT', 'fencedWorker: binding must be the name of a Durable Object binding'],
+    ['a function value', 'INVALID_ARGUMENT', '0'],
+  ]);
+});
+
+test('FencedObject: answers through fencegate/http (428, 409 problem bodies); a restart of workerd on persisted storage keeps mark and value; the entry is format text', async () => {
+  const worker = await bundleWorker({
+    source: `import { FencedObject, fencedWorker } from 'fencegate/durable-object';
+export class Fenced extends FencedObject {
+  constructor(ctx, env) {
+    super(ctx, env);
+    this.storage = ctx.storage;
+  }
+  async fetch(request) {
+    if (new URL(request.url).searchParams.has('raw')) return Response.json(await this.storage.get(this.store.storageKey('k')));
+    return super.fetch(request);
+  }
 }
-
-test('Durable Object storage transaction: advance, accept, stale, delete, exact u64; state kept as an object', async () => {
-  assert.deepEqual(await send('POST', 'k', '5', 'five'), [200, { outcome: 'advance', code: null, mark: '5' }]);
-  assert.deepEqual(await send('POST', 'k', '5', 'five again'), [200, { outcome: 'accept', code: null, mark: '5' }]);
-  assert.deepEqual(await send('POST', 'k', '4', 'stale'), [409, { outcome: 'reject', code: 'STALE_TOKEN', mark: '5' }]);
-  assert.deepEqual(await send('GET', 'k'), [200, { mark: '5', value: 'five again', state: { v: 1, mark: '5' } }]);
-  assert.deepEqual(await send('DELETE', 'k', '6'), [200, { outcome: 'advance', code: null, mark: '6' }]);
-  assert.deepEqual(await send('POST', 'k', '5', 'zombie'), [409, { outcome: 'reject', code: 'STALE_TOKEN', mark: '6' }]);
-  assert.deepEqual(await send('GET', 'k'), [200, { mark: '6', value: null, state: { v: 1, mark: '6' } }]);
-  const max = '18446744073709551615';
-  assert.deepEqual(await send('POST', 'k', max, 'max'), [200, { outcome: 'advance', code: null, mark: max }]);
-  assert.deepEqual(await send('POST', 'k', '18446744073709551614', 'x'), [409, { outcome: 'reject', code: 'STALE_TOKEN', mark: max }]);
-  assert.deepEqual(await send('GET', 'k'), [200, { mark: max, value: 'max', state: { v: 1, mark: max } }]);
-});
-
-test('Durable Object: concurrent requests with different tokens end at the largest', async () => {
-  const tokens = [3, 9, 1, 7, 9, 2, 8, 4, 6, 5];
-  const answers = await Promise.all(tokens.map((t) => send('POST', 'race', String(t), `v${t}`)));
-  for (const [status, body] of answers) assert.ok(status === 200 || (status === 409 && body.code === 'STALE_TOKEN'));
-  const [, final] = await send('GET', 'race');
-  assert.equal(final.mark, '9');
-  assert.equal(final.value, 'v9');
-});
-
-test('Durable Object: corrupt stored state is CORRUPT_STATE and nothing is written', async () => {
-  assert.deepEqual(await send('POST', 'bad?plant=' + encodeURIComponent('{"v":1,"mark":5}')), [200, { planted: true }]);
-  const [status, body] = await send('POST', 'bad', '9', 'new');
-  assert.deepEqual([status, body.code], [500, 'CORRUPT_STATE']);
-  const [, read] = await send('GET', 'bad');
-  assert.equal(read.code, 'CORRUPT_STATE');
-  assert.deepEqual(await send('GET', 'bad?raw'), [200, { state: { v: 1, mark: 5 }, value: 'planted' }]);
-  // once repaired, the gate works again
-  assert.deepEqual(await send('POST', 'bad?plant=' + encodeURIComponent('{"v":1,"mark":"5"}')), [200, { planted: true }]);
-  assert.deepEqual(await send('POST', 'bad', '4', 'old'), [409, { outcome: 'reject', code: 'STALE_TOKEN', mark: '5' }]);
-  assert.deepEqual(await send('POST', 'bad', '9', 'new'), [200, { outcome: 'advance', code: null, mark: '9' }]);
-  assert.deepEqual(await send('GET', 'bad?raw'), [200, { state: { v: 1, mark: '9' }, value: 'new' }]);
+export default fencedWorker('FENCED');
+`,
+  }, 'do-restart');
+  const persist = mkdtempSync(join(tmpdir(), 'fencegate-do-'));
+  const start = () => miniflare(worker, { durableObjects: { FENCED: 'Fenced' }, durableObjectsPersist: persist });
+  const send = async (m, method, path, token, body) => {
+    const r = await m.dispatchFetch(`http://localhost${path}`, { method, headers: token === undefined ? {} : { 'Fencing-Token': token }, body });
+    return [r.status, await r.json(), r.headers.get('content-type')];
+  };
+  // the answers are fencegate/http's (docs/http.md): refusals are problem+json bodies
+  const stale = {
+    type: 'urn:fencegate:problem:stale-token', title: 'Stale fencing token', status: 409,
+    detail: "epoch 6 is below the resource's mark 7: a newer owner has written; acquire a new lease",
+    code: 'STALE_TOKEN', key: 'k', outcome: 'reject', token: '6', markBefore: '7', mark: '7',
+  };
+  const JSON_TYPE = 'application/json';
+  const PROBLEM = 'application/problem+json';
+  let m = await start();
+  try {
+    assert.deepEqual(await send(m, 'PUT', '/resources/k', '7', 'seven'), [200, { key: 'k', outcome: 'advance', code: null, token: '7', markBefore: '0', mark: '7' }, JSON_TYPE]);
+    assert.deepEqual(await send(m, 'PUT', '/resources/k', '6', 'zombie'), [409, stale, PROBLEM]);
+    assert.deepEqual(await send(m, 'PUT', '/resources/k', undefined, 'none'), [428, {
+      type: 'urn:fencegate:problem:missing-token', title: 'Fencing token required', status: 428,
+      detail: "send the owner's fencing token in the Fencing-Token header; the resource's mark is 7",
+      code: 'MISSING_TOKEN', key: 'k', outcome: 'reject', token: null, markBefore: '7', mark: '7',
+    }, PROBLEM]);
+  } finally {
+    await m.dispose();
+  }
+  m = await start();
+  try {
+    assert.deepEqual(await send(m, 'GET', '/resources/k'), [200, { key: 'k', mark: '7', value: 'seven' }, JSON_TYPE]);
+    assert.deepEqual(await send(m, 'PUT', '/resources/k', '6', 'zombie'), [409, stale, PROBLEM]);
+    assert.deepEqual(await send(m, 'PUT', '/resources/k', '8', 'eight'), [200, { key: 'k', outcome: 'advance', code: null, token: '8', markBefore: '7', mark: '8' }, JSON_TYPE]);
+    assert.deepEqual(await send(m, 'GET', '/resources/k'), [200, { key: 'k', mark: '8', value: 'eight' }, JSON_TYPE]);
+    assert.deepEqual(await send(m, 'GET', '/resources/k?raw'), [200, { state: '{"v":1,"mark":"8"}', value: '"eight"' }, JSON_TYPE]);
+  } finally {
+    await m.dispose();
+    rmSync(persist, { recursive: true, force: true });
+    rmSync(worker.dir, { recursive: true, force: true });
+  }
 });

@@ -1,5 +1,5 @@
 // The adapters as a user reaches them: `fencegate/memory`, `/sqlite`, `/redis`,
-// `/postgres`, `/mysql` through the package's exports map, from ESM, CommonJS and
+// `/postgres`, `/mysql`, `/etcd` through the package's exports map, from ESM, CommonJS and
 // TypeScript (node16 resolution), in a scratch project that links pkg/ as
 // node_modules/fencegate.
 import { test, before, after } from 'node:test';
@@ -34,14 +34,15 @@ test('ESM: fencegate/sqlite works with Gate from fencegate', () => {
      import { RedisStore } from 'fencegate/redis';
      import { PostgresStore } from 'fencegate/postgres';
      import { MysqlStore, RETRY_ERRNOS } from 'fencegate/mysql';
+     import { EtcdStore } from 'fencegate/etcd';
      import Database from 'better-sqlite3';
      const gate = new Gate(new SqliteStore(new Database(':memory:')));
      const v = await gate.write('k', 2n ** 60n, 'x');
      const stale = await gate.write('k', 2n ** 60n - 1n, 'y');
      console.log(JSON.stringify([v.outcome, String(v.markAfter), stale.code, (await gate.read('k')).value,
-       typeof RedisStore, typeof PostgresStore, typeof MysqlStore, RETRY_ERRNOS]));`,
+       typeof RedisStore, typeof PostgresStore, typeof MysqlStore, RETRY_ERRNOS, typeof EtcdStore]));`,
   );
-  assert.equal(out, JSON.stringify(['advance', String(2n ** 60n), 'STALE_TOKEN', 'x', 'function', 'function', 'function', [1213, 1205, 1020]]));
+  assert.equal(out, JSON.stringify(['advance', String(2n ** 60n), 'STALE_TOKEN', 'x', 'function', 'function', 'function', [1213, 1205, 1020], 'function']));
 });
 
 test('fencegate/memory is the main entry\'s MemoryHostStore, from ESM and from CommonJS', () => {
@@ -74,11 +75,21 @@ test('CommonJS: require("fencegate/sqlite") and friends', () => {
      const { RedisStore } = require('fencegate/redis');
      const { PostgresStore } = require('fencegate/postgres');
      const { MysqlStore } = require('fencegate/mysql');
+     const { EtcdStore } = require('fencegate/etcd');
+     const { FencegateError, valueCodec } = require('fencegate');
+     const { Etcd3 } = require('etcd3');
      const Database = require('better-sqlite3');
      const gate = new Gate(new SqliteStore(new Database(':memory:')));
-     gate.write('k', 7, 'x').then((v) => console.log(JSON.stringify([v.outcome, v.markAfter, typeof RedisStore, typeof PostgresStore, typeof MysqlStore])));`,
+     const client = new Etcd3({ hosts: 'http://127.0.0.1:1' });
+     let refused;
+     try { new EtcdStore(client, { encode: valueCodec.encode }); } catch (e) { refused = [e instanceof FencegateError, e.code]; }
+     const etcd = new EtcdStore(client);
+     client.close();
+     gate.write('k', 7, 'x').then((v) => console.log(JSON.stringify([v.outcome, v.markAfter, typeof RedisStore, typeof PostgresStore, typeof MysqlStore,
+       refused, etcd.encodeValue(new Map([['a', 1]])), etcd.etcdKeys('k')])));`,
   );
-  assert.equal(out, JSON.stringify(['advance', 7, 'function', 'function', 'function']));
+  assert.equal(out, JSON.stringify(['advance', 7, 'function', 'function', 'function', [true, 'INVALID_ARGUMENT'], 'devalue:[["Map",1,2],"a",1]',
+    { state: 'fencegate/s/k', value: 'fencegate/v/k', commit: 'fencegate/c/k' }]));
 });
 
 test('wrong clients and options are INVALID_ARGUMENT (the FencegateError class of require("fencegate") for CommonJS)', () => {
@@ -88,7 +99,9 @@ test('wrong clients and options are INVALID_ARGUMENT (the FencegateError class o
        () => new PostgresStore(() => 1), () => new PostgresStore('postgres://x'), () => new PostgresStore(postgres('postgres://u@127.0.0.1:1/d'), { table: '1x' }),
        () => new RedisStore({ get() {} }), () => new RedisStore(createClient(), { prefix: 1 }), () => new RedisStore(createCluster({ rootNodes: [] })),
        () => new SqliteStore({}), () => new SqliteStore(new Database(':memory:'), { table: 'a-b' }),
+       () => new EtcdStore({}), () => new EtcdStore(null), () => new EtcdStore(etcd, { prefix: 1 }), () => new EtcdStore(etcd, null),
      ].map((f) => { try { f(); return 'no error'; } catch (e) { return e instanceof FencegateError ? e.code : String(e); } })`;
+  // (etcd: an etcd3 client on an address nothing listens on; it connects only on a call)
   const esm = run(
     'invalid.mjs',
     `import { FencegateError } from 'fencegate';
@@ -100,6 +113,9 @@ test('wrong clients and options are INVALID_ARGUMENT (the FencegateError class o
      import mysql from 'mysql2';
      import postgres from 'postgres';
      import { createClient, createCluster } from 'redis';
+     import { EtcdStore } from 'fencegate/etcd';
+     import { Etcd3 } from 'etcd3';
+     const etcd = new Etcd3({ hosts: 'http://127.0.0.1:1' });
      console.log(JSON.stringify(${cases}));
      process.exit(0);`,
   );
@@ -114,10 +130,13 @@ test('wrong clients and options are INVALID_ARGUMENT (the FencegateError class o
      const mysql = require('mysql2');
      const postgres = require('postgres');
      const { createClient, createCluster } = require('redis');
+     const { EtcdStore } = require('fencegate/etcd');
+     const { Etcd3 } = require('etcd3');
+     const etcd = new Etcd3({ hosts: 'http://127.0.0.1:1' });
      console.log(JSON.stringify(${cases}));
      process.exit(0);`,
   );
-  assert.equal(esm, JSON.stringify(Array(12).fill('INVALID_ARGUMENT')));
+  assert.equal(esm, JSON.stringify(Array(16).fill('INVALID_ARGUMENT')));
   assert.equal(cjs, esm);
 });
 
@@ -148,6 +167,8 @@ test('TypeScript (node16) sees the Gate and adapter types', () => {
      import { SqliteStore } from 'fencegate/sqlite';
      import { RedisStore } from 'fencegate/redis';
      import { PostgresStore } from 'fencegate/postgres';
+     import { EtcdStore } from 'fencegate/etcd';
+     import { Etcd3 } from 'etcd3';
      declare const db: import('fencegate/sqlite').SqliteDatabase;
      const mine: CasStore<string> = { load: () => null, commit: async () => true };
      const a = new Gate<string>(mine, { maxRetries: 3, commitTimeoutMs: 100 });
@@ -167,7 +188,8 @@ test('TypeScript (node16) sees the Gate and adapter types', () => {
        new MysqlStore(mysql.createPool('mysql://u@h/d')), new MysqlStore(mysqlCb.createConnection('mysql://u@h/d')),
        new PostgresStore(postgres('postgres://u@h/d')),
        new RedisStore(createClient()), new RedisStore(new IORedis()),
-     ];`,
+     ];
+     export const etcd = new Gate(new EtcdStore<string>(new Etcd3({ hosts: 'http://127.0.0.1:1' }), { prefix: 'app/' }));`,
   );
   execFileSync(
     process.execPath,

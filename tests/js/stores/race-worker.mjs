@@ -10,7 +10,8 @@ import { SqliteStore } from '../../../pkg/adapters/sqlite.mjs';
 import { RedisStore } from '../../../pkg/adapters/redis.mjs';
 import { PostgresStore } from '../../../pkg/adapters/postgres.mjs';
 import { MysqlStore } from '../../../pkg/adapters/mysql.mjs';
-import { openSqlite, redisClient, pgPool, nodeRedisClient, postgresJs, mysqlPool } from './targets.mjs';
+import { EtcdStore } from '../../../pkg/adapters/etcd.mjs';
+import { openSqlite, redisClient, pgPool, nodeRedisClient, postgresJs, mysqlPool, etcdClient } from './targets.mjs';
 
 const now = () => process.hrtime.bigint();
 
@@ -44,6 +45,10 @@ async function open(engine, config) {
   if (engine === 'mysql') {
     const pool = await mysqlPool();
     return { store: new MysqlStore(pool, { table: config.table }), close: () => pool.end() };
+  }
+  if (engine === 'etcd') {
+    const client = await etcdClient();
+    return { store: new EtcdStore(client, { prefix: config.prefix }), close: async () => client.close() };
   }
   const pool = await pgPool();
   return { store: new PostgresStore(pool, { table: config.table }), close: () => pool.end() };

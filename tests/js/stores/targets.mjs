@@ -12,6 +12,7 @@ import { createRequire } from 'node:module';
 import { SqliteStore } from '../../../pkg/adapters/sqlite.mjs';
 import { RedisStore } from '../../../pkg/adapters/redis.mjs';
 import { PostgresStore } from '../../../pkg/adapters/postgres.mjs';
+import { EtcdStore } from '../../../pkg/adapters/etcd.mjs';
 import { MysqlStore } from '../../../pkg/adapters/mysql.mjs';
 import { MemoryCasStore, MemoryTxStore, LyingCasStore } from './memory-stores.mjs';
 
@@ -20,18 +21,16 @@ const require = createRequire(import.meta.url);
 export const REDIS_URL = process.env.FENCEGATE_REDIS_URL;
 export const PG_URL = process.env.FENCEGATE_PG_URL;
 export const MYSQL_URL = process.env.FENCEGATE_MYSQL_URL;
+export const ETCD_URLS = process.env.FENCEGATE_ETCD_URLS;
 export const REQUIRE_SERVICES = process.env.FENCEGATE_REQUIRE_SERVICES === '1';
 
-if (REQUIRE_SERVICES && (!REDIS_URL || !PG_URL || !MYSQL_URL)) {
+if (REQUIRE_SERVICES && (!REDIS_URL || !PG_URL || !MYSQL_URL || !ETCD_URLS)) {
   throw new Error(
-    'FENCEGATE_REQUIRE_SERVICES=1 but FENCEGATE_REDIS_URL / FENCEGATE_PG_URL / FENCEGATE_MYSQL_URL are not set (scripts/services.sh start)',
+    'FENCEGATE_REQUIRE_SERVICES=1 but FENCEGATE_REDIS_URL / FENCEGATE_PG_URL / FENCEGATE_MYSQL_URL / FENCEGATE_ETCD_URLS are not set (scripts/with-services.sh)',
   );
 }
 
-/** A short unique prefix so runs and cases never share keys in a shared server. */
-export function uniqueKey(name) {
-  return `${name}-${process.pid}-${Date.now().toString(36)}-${Math.random().toString(36).slice(2, 8)}`;
-}
+export { uniqueKey } from './keys.mjs';
 
 function memoryTarget(name, shape, Store) {
   return {
@@ -316,8 +315,49 @@ export function lyingVariant(target) {
   };
 }
 
-/** Every target the conformance suite must pass. */
-export const TARGETS = [memoryCas, memoryTx, sqlite, redis, nodeRedis, postgres, postgresJsTarget, mysql];
+/** An etcd3 client on every member of the cluster (FENCEGATE_ETCD_URLS, comma-separated). */
+export async function etcdClient() {
+  const { Etcd3 } = await import('etcd3');
+  return new Etcd3({ hosts: ETCD_URLS.split(',') });
+}
 
-/** The new adapters and clients whose lying variants the suite must catch (issue 15). */
-export const LYING_REAL = [nodeRedis, postgresJsTarget, mysql].map(lyingVariant);
+export const etcd = {
+  name: 'etcd 3-member cluster (etcd3)',
+  shape: 'cas',
+  skip: !ETCD_URLS && 'FENCEGATE_ETCD_URLS is not set (scripts/etcd-cluster.sh start)',
+  async open(options) {
+    const clients = [await etcdClient()];
+    const prefix = `${uniqueKey('fg')}/`;
+    const store = new EtcdStore(clients[0], { prefix, ...options });
+    const c = () => clients[clients.length - 1];
+    return {
+      store,
+      reopen: async () => {
+        c().close();
+        clients.push(await etcdClient());
+        return new EtcdStore(c(), { prefix, ...options });
+      },
+      raw: async (key) => {
+        const k = store.etcdKeys(key);
+        const [state, value] = await Promise.all([c().get(k.state).string(), c().get(k.value).string()]);
+        return state === null && value === null ? null : { state, value };
+      },
+      putRaw: async (key, state, value) => {
+        const k = store.etcdKeys(key);
+        await c().put(k.state).value(state);
+        if (value === null) await c().delete().key(k.value);
+        else await c().put(k.value).value(value);
+      },
+      close: async () => {
+        await c().delete().prefix(prefix);
+        for (const client of clients) client.close();
+      },
+    };
+  },
+};
+
+/** Every target the conformance suite must pass. */
+export const TARGETS = [memoryCas, memoryTx, sqlite, redis, nodeRedis, postgres, postgresJsTarget, mysql, etcd];
+
+/** The new adapters and clients whose lying variants the suite must catch (issue 15; etcd, issue 16). */
+export const LYING_REAL = [nodeRedis, postgresJsTarget, mysql, etcd].map(lyingVariant);

@@ -6,7 +6,7 @@
 import { describe, test } from 'node:test';
 import assert from 'node:assert/strict';
 import { Gate, MemoryHostStore, FencegateError, valueCodec, jsonCodec } from '../../../pkg/node.mjs';
-import { TARGETS, sqlite, redis, postgres, uniqueKey } from './targets.mjs';
+import { TARGETS, sqlite, redis, postgres, etcd, uniqueKey } from './targets.mjs';
 
 const STATE5 = '{"v":1,"mark":"5"}';
 const BIG_TEXT = 'large ✓ '.repeat(40_000); // 320,000 characters, 400,000 UTF-8 bytes
@@ -195,7 +195,7 @@ for (const target of FIDELITY_TARGETS) {
 
 // Issue 21's table, under the chosen default, on each engine: each write answered
 // `advance, ok: true` before and changed the value silently; now it is exact or refused.
-for (const target of [sqlite, redis, postgres]) {
+for (const target of [sqlite, redis, postgres, etcd]) {
   describe(`issue 21 table: ${target.name}`, { skip: target.skip }, () => {
     test('Map, Set, Date and NaN come back identical; a function, and top-level undefined, are refused with nothing written', async () => {
       const t = await target.open();

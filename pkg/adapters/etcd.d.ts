@@ -1,0 +1,60 @@
+/**
+ * fencegate/etcd — a compare-and-set host store on etcd v3 (npm `etcd3` ≥ 1.1,
+ * etcd server ≥ 3.4). Each resource key is three etcd keys: `<prefix>s/<key>`
+ * (state text), `<prefix>v/<key>` (the value's codec text; absent = no value) and
+ * `<prefix>c/<key>` (the id of the last commit). A commit is one Txn:
+ * `mod_revision(s/key) == expected` → put state, put or delete the value, put
+ * the commit id. Use with `new Gate(new EtcdStore(new Etcd3({ hosts })))`; the
+ * Issuer takes it as well.
+ */
+export interface EtcdStoreOptions<V = unknown> {
+  /** Prefix of the store's etcd keys; default `"fencegate/"`. */
+  prefix?: string;
+  /**
+   * Value to stored text, with `decode` as a pair (a codec, e.g. `...jsonCodec`);
+   * default fencegate's `valueCodec`. A throw refuses the write: INVALID_ARGUMENT.
+   */
+  encode?(value: V): string;
+  /** Stored text to value; default `valueCodec.decode` (reads JSON text and `devalue:` text). */
+  decode?(text: string): V;
+}
+
+/** One key-value pair as etcd3 returns it (revisions as decimal strings). */
+export interface EtcdKeyValue {
+  key: Uint8Array;
+  value: Uint8Array;
+  mod_revision: string;
+  create_revision?: string;
+  version?: string;
+}
+
+/** Structural type of the etcd3 `Etcd3` client used: its raw KV service. */
+export interface EtcdClient {
+  readonly kv: {
+    txn(request: object): Promise<{ succeeded: boolean; responses: Array<{ response_range?: { kvs: EtcdKeyValue[] } }> }>;
+    range(request: object): Promise<{ kvs: EtcdKeyValue[] }>;
+  };
+}
+
+/**
+ * Versions are the state key's `mod_revision` as decimal text (`"0"`: no record).
+ * @throws FencegateError INVALID_ARGUMENT when `client` is not an etcd3 client, `options`
+ * is not an object, `prefix` is not a string, or `encode` comes without `decode` (or the reverse).
+ */
+export class EtcdStore<V = unknown> {
+  constructor(client: EtcdClient, options?: EtcdStoreOptions<V>);
+  /** The etcd keys that hold `key`'s record. */
+  etcdKeys(key: string): { state: string; value: string; commit: string };
+  /** The stored text of `value`; FencegateError INVALID_ARGUMENT (with `path`) when the codec refuses it. */
+  encodeValue(value: V): string;
+  /** State and value read in one read-only Txn (one revision), or null when neither exists. */
+  load(key: string): Promise<{ state: string | undefined; version: string; value?: V } | null>;
+  /**
+   * `true` when the Txn committed (also when an earlier attempt of it, resent by
+   * the etcd3 client after a lost reply, committed: found by its commit id);
+   * `false` when another commit came first. Errors after which the Txn may have
+   * committed (UNAVAILABLE, DEADLINE_EXCEEDED, a lost connection, history
+   * compacted during the check) carry `commitUnknown: true`.
+   */
+  commit(key: string, expectedVersion: unknown, nextState: object, change: { kind: string; value?: V; encoded?: string }): Promise<boolean>;
+}

@@ -1,0 +1,140 @@
+// fencegate/indexeddb — a transaction host store on IndexedDB (browsers, and
+// workers that have `indexedDB`).
+//
+// One record per resource key in an object store (default `fence`):
+// `{ state, value }`, the fence state as its versioned JSON text and the value
+// as codec text (null = no value). State and value are one record, so they
+// commit together (DESIGN R1).
+//
+// Why one decision is atomic: each decision is ONE readwrite transaction. The
+// record is read with `get`; fencegate's `fn` (synchronous) is called in that
+// request's success callback, and the `put` is issued in the same callback.
+// While a request of a transaction is pending the transaction stays active, so
+// it cannot commit between the read and the write; and IndexedDB runs readwrite
+// transactions with overlapping scopes one after another, in creation order,
+// across all tabs and workers of the origin. So two deciders of one key (two
+// tabs, say) never both read the same mark: the second reads the first's.
+//
+// Values go through a codec (default `valueCodec`, docs/stores.md "Values").
+import { valueCodec } from '../lib/codec.mjs';
+import { FencegateError } from '../lib/errors.mjs';
+import { codecOf, encodeWith, encodedOf } from './support.mjs';
+
+const invalid = (message, details) => new FencegateError('INVALID_ARGUMENT', message, details);
+
+function done(tx) {
+  return new Promise((resolve, reject) => {
+    tx.oncomplete = () => resolve();
+    tx.onabort = () => reject(tx.error ?? new Error('IndexedDB transaction aborted'));
+  });
+}
+
+/**
+ * Opens (creating if needed) a database with the object store `storeName`
+ * (default `fence`). Pass `version` and `upgrade(db)` to create your own
+ * object stores in the same database.
+ */
+export function openFenceDatabase(name, options = {}) {
+  if (typeof name !== 'string' || name === '') throw invalid('openFenceDatabase needs a database name', { option: 'name' });
+  const { storeName = 'fence', version = 1, upgrade } = options ?? {};
+  if (typeof storeName !== 'string' || storeName === '') throw invalid('storeName must be a non-empty string', { option: 'storeName' });
+  if (!Number.isSafeInteger(version) || version < 1) throw invalid('version must be a positive integer', { option: 'version' });
+  if (upgrade !== undefined && typeof upgrade !== 'function') throw invalid('upgrade must be a function', { option: 'upgrade' });
+  return new Promise((resolve, reject) => {
+    const req = indexedDB.open(name, version);
+    req.onupgradeneeded = () => {
+      const db = req.result;
+      if (!db.objectStoreNames.contains(storeName)) db.createObjectStore(storeName);
+      if (upgrade) upgrade(db);
+    };
+    req.onsuccess = () => resolve(req.result);
+    req.onerror = () => reject(req.error);
+    req.onblocked = () => reject(new Error(`IndexedDB ${name} is blocked by another tab`));
+  });
+}
+
+export class IndexedDbStore {
+  #db;
+  #name;
+  #encode;
+  #decode;
+
+  constructor(db, options = {}) {
+    if (db === null || typeof db !== 'object' || typeof db.transaction !== 'function' || !db.objectStoreNames) {
+      throw invalid('IndexedDbStore needs an open IDBDatabase (openFenceDatabase(name))');
+    }
+    if (options === null || typeof options !== 'object') throw invalid('IndexedDbStore options must be an object');
+    const storeName = options.storeName ?? 'fence';
+    if (typeof storeName !== 'string' || !db.objectStoreNames.contains(storeName)) {
+      throw invalid(`storeName: the database has no object store ${JSON.stringify(String(storeName))}`, { option: 'storeName' });
+    }
+    this.#db = db;
+    this.#name = storeName;
+    [this.#encode, this.#decode] = codecOf(options, valueCodec);
+  }
+
+  encodeValue(value) {
+    return encodeWith(this.#encode, value);
+  }
+
+  /**
+   * Read–modify–write of one record in one readwrite transaction: `update(record | null)`
+   * runs synchronously in the read's callback and returns the record to put, or null
+   * for nothing. Resolves to whether it put one, once committed; rejects (rolled back)
+   * with what `update` threw.
+   */
+  update(key, update) {
+    const tx = this.#db.transaction(this.#name, 'readwrite');
+    const os = tx.objectStore(this.#name);
+    let thrown = null;
+    let wrote = false;
+    const committed = done(tx);
+    const get = os.get(key);
+    get.onsuccess = () => {
+      let next;
+      try {
+        next = update(get.result === undefined ? null : get.result);
+      } catch (e) {
+        thrown = { e };
+        tx.abort();
+        return;
+      }
+      if (next !== null) {
+        os.put(next, key);
+        wrote = true;
+      }
+    };
+    return committed.then(
+      () => wrote,
+      (e) => {
+        throw thrown !== null ? thrown.e : e;
+      },
+    );
+  }
+
+  /** fencegate's transaction shape: `fn(state)` → `{ nextState, change }` or null. */
+  transaction(key, fn) {
+    return this.update(key, (record) => {
+      const out = fn(record === null ? null : record.state);
+      if (out === null || out === undefined) return null;
+      const { change } = out;
+      const value = change.kind === 'set' ? encodedOf(this, change) : change.kind === 'delete' ? null : (record?.value ?? null);
+      return { state: JSON.stringify(out.nextState), value };
+    });
+  }
+
+  load(key) {
+    return new Promise((resolve, reject) => {
+      const req = this.#db.transaction(this.#name, 'readonly').objectStore(this.#name).get(key);
+      req.onsuccess = () => {
+        const r = req.result;
+        try {
+          resolve(r === undefined ? null : { state: r.state, version: null, value: r.value === null ? undefined : this.#decode(r.value) });
+        } catch (e) {
+          reject(e);
+        }
+      };
+      req.onerror = () => reject(req.error);
+    });
+  }
+}

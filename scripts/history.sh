@@ -1,0 +1,23 @@
+#!/usr/bin/env bash
+# The history workload on every engine (issue 16; tests/history/run.mjs):
+#   scripts/history.sh [OPS] [SEED]      default 2000 operations, seed 16 (the CI run)
+#   scripts/history.sh 100000            the soak: 100 000 operations per engine
+#   HISTORY_ENGINES="redis" scripts/history.sh 20000 7
+# Each engine's server is started by the workload itself (it restarts it as a
+# fault); `scripts/services.sh install` provides redis-server and PostgreSQL.
+# Histories go to build/history/<engine>-<seed>.jsonl; re-check one with
+# `node tests/history/check.mjs FILE`. Fails on any violation.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+ops=${1:-2000}
+seed=${2:-16}
+engines=${HISTORY_ENGINES:-sqlite redis postgres}
+bash scripts/services.sh install
+mkdir -p build/history
+summaries=()
+for engine in $engines; do
+  echo "== history: $engine, $ops operations, seed $seed =="
+  node tests/history/run.mjs --engine "$engine" --ops "$ops" --procs 4 --seed "$seed" | tee "build/history/$engine-$seed.log" | grep -v '^    L' | tail -n 12
+  summaries+=("$(grep '^history: summary' "build/history/$engine-$seed.log")")
+done
+printf '%s\n' "${summaries[@]}"

@@ -1,0 +1,118 @@
+// Opens the two host stores a history client uses on one engine: the resource
+// store (behind a Gate) and the issuer store (behind an Issuer), from a
+// JSON-able spec (engines.mjs makes them):
+//   { kind: 'sqlite', file }                one database file, tables `res` and `iss`
+//   { kind: 'redis', url }                  one Redis, key prefixes `res:` and `iss:`
+//   { kind: 'pg', url }                     one PostgreSQL database, tables `res` and `iss`
+// Every network call has a timeout, so a reply the proxy swallowed ends as an
+// error (COMMIT_UNKNOWN for a commit) instead of a hang.
+// `broken: true` wraps the resource store in a host whose commit ignores the
+// expected version (the deliberately broken host the checker must catch).
+import { createRequire } from 'node:module';
+
+const require = createRequire(import.meta.url);
+const adapter = (name) => new URL(`../../pkg/adapters/${name}.mjs`, import.meta.url);
+export const TIMEOUT_MS = 2000;
+
+export async function openStores(spec) {
+  let res, iss, close;
+  switch (spec.kind) {
+    case 'sqlite': {
+      const { SqliteStore } = await import(adapter('sqlite'));
+      const Database = require('better-sqlite3');
+      const db = new Database(spec.file, { timeout: 10000 });
+      db.pragma('journal_mode = WAL');
+      db.pragma('synchronous = FULL');
+      res = new SqliteStore(db, { table: 'res' });
+      iss = new SqliteStore(db, { table: 'iss' });
+      close = async () => db.close();
+      break;
+    }
+    case 'redis': {
+      const { RedisStore } = await import(adapter('redis'));
+      const { default: Redis } = await import('ioredis');
+      // resend: false makes a reply lost with its connection an error (COMMIT_UNKNOWN for a commit);
+      // true is ioredis' default: it sends the command again on the new connection.
+      const client = new Redis(spec.url, {
+        maxRetriesPerRequest: 1,
+        commandTimeout: TIMEOUT_MS,
+        connectTimeout: TIMEOUT_MS,
+        autoResendUnfulfilledCommands: spec.resend ?? true,
+      });
+      client.on('error', () => {}); // reconnects on its own; each failed call is logged by the caller
+      res = new RedisStore(client, { prefix: 'res:' });
+      iss = new RedisStore(client, { prefix: 'iss:' });
+      close = async () => client.disconnect();
+      break;
+    }
+    case 'pg': {
+      const { PostgresStore } = await import(adapter('postgres'));
+      const { default: pg } = await import('pg');
+      const pool = new pg.Pool({ connectionString: spec.url, max: 2, query_timeout: TIMEOUT_MS, connectionTimeoutMillis: TIMEOUT_MS });
+      pool.on('error', () => {}); // an idle client cut by the proxy or a restart
+      res = new PostgresStore(pool, { table: 'res' });
+      iss = new PostgresStore(pool, { table: 'iss' });
+      for (let i = 0; ; i++) {
+        try {
+          await res.init();
+          await iss.init();
+          break;
+        } catch (e) {
+          if (i >= 20) throw e;
+          await new Promise((r) => setTimeout(r, 200));
+        }
+      }
+      close = async () => pool.end();
+      break;
+    }
+    // TODO(issue 16, etcd): case 'etcd' — open fencegate/etcd over an etcd3 client
+    // (spec.hosts) with prefixes `res/` and `iss/`; nothing else in this directory changes.
+    default:
+      throw new Error(`unknown store kind ${spec.kind}`);
+  }
+  if (spec.broken) res = brokenHost(res);
+  return { res, iss, close };
+}
+
+/**
+ * A compare-and-set host whose commit ignores the expected version: it
+ * re-reads the current version (after a short pause that widens the race)
+ * and commits over it. Lost updates and a mark that goes back follow.
+ */
+export function brokenHost(inner) {
+  return {
+    load: (key) => inner.load(key),
+    encodeValue: (value) => inner.encodeValue(value),
+    async commit(key, _expectedVersion, nextState, change) {
+      await new Promise((r) => setTimeout(r, Math.random() * 15));
+      if (typeof inner.transaction === 'function') {
+        await inner.transaction(key, () => ({ nextState, change }));
+        return true;
+      }
+      const cur = await inner.load(key);
+      return inner.commit(key, cur === null ? null : cur.version, nextState, change);
+    },
+  };
+}
+
+/**
+ * Writes `state` as the stored issuer record of `key` (a restore from a
+ * backup), through the adapter's own callbacks: a transaction, or
+ * load + compare-and-set until it lands. Returns the record it replaced
+ * (parsed), read in the same atomic step: the last state of the lost issuer.
+ */
+export async function putRecord(store, key, state) {
+  const parse = (s) => (s === null || s === undefined ? null : typeof s === 'string' ? JSON.parse(s) : s);
+  if (typeof store.transaction === 'function') {
+    let replaced = null;
+    await store.transaction(key, (current) => {
+      replaced = parse(current);
+      return { nextState: state, change: { kind: 'none' } };
+    });
+    return replaced;
+  }
+  for (;;) {
+    const cur = await store.load(key);
+    if (await store.commit(key, cur === null ? null : cur.version, state, { kind: 'none' })) return cur === null ? null : parse(cur.state);
+  }
+}

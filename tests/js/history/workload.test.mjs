@@ -1,0 +1,90 @@
+// The history workload (tests/history/run.mjs) as a command: a deliberately
+// broken host (its commit ignores the expected version) is caught by the
+// checker, on the run and again on the saved file; Ctrl-C stops every client
+// and server the workload started.
+import test from 'node:test';
+import assert from 'node:assert/strict';
+import { spawn, spawnSync } from 'node:child_process';
+import fs from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
+import { fileURLToPath } from 'node:url';
+
+const root = fileURLToPath(new URL('../../../', import.meta.url));
+const run = path.join(root, 'tests/history/run.mjs');
+const tmp = fs.mkdtempSync(path.join(os.tmpdir(), 'fencegate-history-test-'));
+test.after(() => fs.rmSync(tmp, { recursive: true, force: true }));
+
+const alive = (pid) => {
+  try {
+    const stat = fs.readFileSync(`/proc/${pid}/stat`, 'utf8');
+    return stat.slice(stat.lastIndexOf(')') + 2)[0] !== 'Z';
+  } catch {
+    return false;
+  }
+};
+const pidsOf = (file) =>
+  fs.existsSync(file)
+    ? fs.readFileSync(file, 'utf8').split('\n').filter(Boolean).map((l) => JSON.parse(l))
+    : [];
+
+test('a broken host (commit ignores the expected version) is caught: violations (a) and (d), exit 1, same on the saved file', () => {
+  const out = path.join(tmp, 'broken.jsonl');
+  // Short leases: owners change every few operations, so writes of old and new owners overlap.
+  const r = spawnSync(process.execPath, [run, '--engine', 'sqlite', '--broken', '--ops', '1000', '--procs', '4', '--keys', '2', '--ttl', '20', '--seed', '16', '--out', out], {
+    encoding: 'utf8',
+    timeout: 180_000,
+  });
+  assert.equal(r.status, 1, r.stdout + r.stderr);
+  assert.match(r.stdout, /seed 16, BROKEN host/);
+  assert.match(r.stdout, /VIOLATION \(a\) k[01]: write with token \d+ applied after mark \d+ was established\n {4}L\d+: \{"ev":"invoke"/);
+  assert.match(r.stdout, /VIOLATION \(d\) k[01]: mark went back: /);
+  const summary = JSON.parse(r.stdout.match(/history: summary (.*)/)[1]);
+  assert.ok(summary.violations > 0);
+  // the checker alone, on the saved history: the same count
+  const c = spawnSync(process.execPath, [path.join(root, 'tests/history/check.mjs'), out], { encoding: 'utf8' });
+  assert.equal(c.status, 1);
+  assert.match(c.stdout, new RegExp(`check: ${summary.violations} violation\\(s\\)`));
+  assert.deepEqual(pidsOf(`${out}.pids`).filter((p) => alive(p.pid)), []);
+});
+
+const installed = {
+  sqlite: true,
+  redis: spawnSync('redis-server', ['--version']).status === 0,
+  postgres: fs.existsSync('/usr/lib/postgresql'),
+};
+const requireServices = process.env.FENCEGATE_REQUIRE_SERVICES === '1';
+
+for (const engine of ['sqlite', 'redis', 'postgres']) {
+  const skip = !installed[engine] && !requireServices && `${engine} is not installed (bash scripts/services.sh install)`;
+  test(`Ctrl-C (SIGINT to the process group) stops every client and the ${engine} server`, { skip }, async () => {
+    const out = path.join(tmp, `sigint-${engine}.jsonl`);
+    // its own process group, as a shell gives a foreground job
+    const child = spawn(process.execPath, [run, '--engine', engine, '--ops', '1000000', '--procs', '4', '--seed', '7', '--out', out], {
+      detached: true,
+      stdio: ['ignore', 'pipe', 'pipe'],
+    });
+    let text = '';
+    child.stdout.on('data', (d) => (text += d));
+    child.stderr.on('data', (d) => (text += d));
+    const exited = new Promise((r) => child.on('exit', (code, signal) => r({ code, signal })));
+    const until = Date.now() + 60_000;
+    const want = engine === 'sqlite' ? 4 : 5; // 4 clients (+ the server)
+    while (pidsOf(`${out}.pids`).length < want || fs.readFileSync(out, 'utf8').split('\n').length < 200) {
+      assert.ok(Date.now() < until, `the workload did not get going: ${text}`);
+      await new Promise((r) => setTimeout(r, 100));
+    }
+    const pids = pidsOf(`${out}.pids`);
+    process.kill(-child.pid, 'SIGINT');
+    const { code } = await Promise.race([exited, new Promise((r) => setTimeout(() => r({ code: 'timeout' }), 30_000))]);
+    if (code === 'timeout') process.kill(-child.pid, 'SIGKILL');
+    assert.equal(code, 130, text);
+    assert.match(text, /SIGINT: stopping clients and servers/);
+    // every process it started, listed as it started them, is gone
+    await new Promise((r) => setTimeout(r, 300));
+    const left = pidsOf(`${out}.pids`).filter((p) => alive(p.pid));
+    assert.deepEqual(left, []);
+    assert.ok(pids.some((p) => p.what === `client p0`));
+    if (engine !== 'sqlite') assert.ok(pids.some((p) => p.what === `${engine} server`));
+  });
+}
