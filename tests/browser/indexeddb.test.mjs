@@ -5,11 +5,11 @@
 // the docs/stores.md example runs as printed.
 import { test, before, after } from 'node:test';
 import assert from 'node:assert/strict';
-import { readFileSync } from 'node:fs';
 import { serve } from './serve.mjs';
 import { launch } from './chromium.mjs';
 import { bundleCases } from './bundle-cases.mjs';
 import { caseNames } from '../js/stores/run-cases.mjs';
+import { docBlock } from '../doc-blocks.mjs';
 
 let server;
 let browser;
@@ -153,8 +153,7 @@ test('IndexedDB: wrong arguments are INVALID_ARGUMENT', async () => {
 });
 
 test('docs/stores.md example: indexeddb runs as printed (imports through an import map of the package exports)', async () => {
-  const doc = readFileSync(new URL('../../docs/stores.md', import.meta.url), 'utf8');
-  const code = doc.match(/```js\n\/\/ example: indexeddb\n([\s\S]*?)```/)[1];
+  const code = docBlock('docs/stores.md', 'example: indexeddb');
   const page = await newTab();
   const logs = [];
   page.on('console', (m) => m.type() === 'log' && logs.push(m.text()));

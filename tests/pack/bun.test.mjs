@@ -12,7 +12,7 @@ import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { readmeBlocks } from '../readme-blocks.mjs';
+import { readmeBlocks } from '../doc-blocks.mjs';
 import { caseNames } from '../js/stores/run-cases.mjs';
 
 const root = fileURLToPath(new URL('../../', import.meta.url));
