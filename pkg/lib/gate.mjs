@@ -129,17 +129,22 @@ function stateInput(key, state) {
   throw wasm.__state_error(state); // a number, a boolean…: the decoder's CORRUPT_STATE
 }
 
-/** `call(input)` on the stored state's binding input; a CORRUPT_STATE names the key and carries the value the store gave (not our text of it). */
+/** `call(input)` on the stored state's binding input; a CORRUPT_STATE names the key and carries the value the store gave. */
 function onState(key, state, call) {
   try {
     return call(stateInput(key, state));
   } catch (e) {
-    if (e instanceof FencegateError && e.code === 'CORRUPT_STATE') {
-      if (e.key === undefined) e.key = key;
-      e.state = state;
-    }
-    throw e;
+    throw stateError(key, state, e);
   }
+}
+
+/** A CORRUPT_STATE names the key and carries the value the store gave (not our text of it); other errors pass as they are. */
+function stateError(key, state, e) {
+  if (e instanceof FencegateError && e.code === 'CORRUPT_STATE') {
+    if (e.key === undefined) e.key = key;
+    e.state = state;
+  }
+  return e;
 }
 
 /** The marks a binding call left in the scratch (exact bigints above 2^53−1). */
@@ -179,11 +184,16 @@ function decide(key, state, token, establish, strict, policy, meta, window) {
   if (typeof token === 'number') number = token;
   else if (typeof token === 'bigint' && token >= 0n && token <= MAX_U64) exact = token;
   else other = token;
-  const next = onState(key, state, (input) =>
-    meta === null
-      ? wasm.__gate_decide(input, number, exact, other, flags)
-      : wasm.__gate_decide(input, number, exact, other, flags, meta.opId, meta.holder, window, meta.fingerprint),
-  );
+  let next;
+  try {
+    const input = stateInput(key, state);
+    next =
+      meta === null
+        ? wasm.__gate_decide(input, number, exact, other, flags)
+        : wasm.__gate_decide(input, number, exact, other, flags, meta.opId, meta.holder, window, meta.fingerprint);
+  } catch (e) {
+    throw stateError(key, state, e);
+  }
   const status = lastMarks()[4];
   const [markBefore, markAfter] = marksOf();
   const badToken = status === 2 + MISSING || status === 2 + MALFORMED;
@@ -217,6 +227,13 @@ function decidePolicy(token, flags, { p, scope, ceiling }) {
     markAfter,
     next: nextState(status, markAfter),
   };
+}
+
+/** Mark, holder and quarantine floor of a stored state, decoded in Wasm in one call; throws CORRUPT_STATE. */
+function fieldsOf(key, state) {
+  const holder = onState(key, state, (input) => wasm.__gate_inspect(input));
+  const [mark, floor] = marksOf();
+  return { mark, holder: holder ?? null, quarantine: lastMarks()[4] === 1 ? floor : null };
 }
 
 /** The stored state of a loaded record: null = no fence record; a record must carry its state. */
@@ -358,8 +375,8 @@ export class Gate {
 
   /** `{ mark, value, hasValue }` of `key` through the host's `load`. Throws CORRUPT_STATE, STORE_ERROR. */
   async read(key) {
-    const { record, fields } = await this.#loaded(key);
-    const mark = fields.mark;
+    const record = await this.#load(key);
+    const { mark } = fieldsOf(key, stateOf(key, record));
     const hasValue = record !== null && record !== undefined && record.value !== undefined;
     return { mark, value: hasValue ? record.value : undefined, hasValue };
   }
@@ -376,8 +393,9 @@ export class Gate {
    * `quarantine` the floor or null). Throws CORRUPT_STATE, STORE_ERROR.
    */
   async inspect(key) {
-    const { state, fields } = await this.#loaded(key);
-    return { key, exists: state !== null, ...fields };
+    const state = stateOf(key, await this.#load(key));
+    const { mark, holder, quarantine } = fieldsOf(key, state);
+    return { key, exists: state !== null, mark, holder, quarantine };
   }
 
   /**
@@ -405,16 +423,12 @@ export class Gate {
     });
   }
 
-  /** The loaded record of `key` and its state, decoded in Wasm (for `read` and `inspect`). */
-  async #loaded(key) {
+  /** The host's `load(key)` for `read` and `inspect` (a transaction store may have none). */
+  #load(key) {
     this.#live();
     checkKey(key);
     if (!this.#driver.canLoad) throw invalid('this host store has no load(key); reads need one', { key });
-    const record = await this.#driver.load(key, key);
-    const state = stateOf(key, record);
-    const holder = onState(key, state, (input) => wasm.__gate_inspect(input));
-    const [mark, floor] = marksOf();
-    return { record, state, fields: { mark, holder: holder ?? null, quarantine: lastMarks()[4] === 1 ? floor : null } };
+    return this.#driver.load(key, key);
   }
 
   /** Counters per outcome and code since the gate was made: `{ total, advance, accept, reject, duplicate, auditErrors, codes }`. */
@@ -456,16 +470,15 @@ export class Gate {
     }
     const strict = this.#strict;
     const window = this.#window;
-    const d = await this.#driver.run(
+    return this.#driver.run(
       key,
       key,
       (state) => {
         const d = decide(key, state, token, establish, strict, policy, meta, window);
-        return { result: d, next: d.next, change };
+        return { result: verdictOf(key, d), next: d.next, change };
       },
       timing,
     );
-    return verdictOf(key, d);
   }
 }
 
