@@ -30,7 +30,8 @@ if (REQUIRE_SERVICES && (!REDIS_URL || !PG_URL || !MYSQL_URL || !ETCD_URLS)) {
   );
 }
 
-export { uniqueKey } from './keys.mjs';
+import { uniqueKey } from './keys.mjs';
+export { uniqueKey };
 
 function memoryTarget(name, shape, Store) {
   return {
