@@ -45,6 +45,8 @@ function marksConflict(cause) {
   }
 }
 
+const idle = () => {};
+
 const noAnswer = (ms) => `no answer within ${ms} ms`;
 
 /** Throws INVALID_ARGUMENT unless `store` has one of the two callback shapes. */
@@ -72,6 +74,8 @@ export class StoreDriver {
   #maxRetries;
   #commitTimeoutMs;
   #loadTimeoutMs;
+  /** key → the tail of that key's queue of steps (a promise that never rejects); removed when the key goes idle. */
+  #queues = new Map();
 
   constructor(store, { maxRetries, commitTimeoutMs, loadTimeoutMs }, faults) {
     checkStore(store);
@@ -132,7 +136,28 @@ export class StoreDriver {
    * gets `commitMs`: the time spent in the host's commit or transaction.
    */
   run(ctx, key, decide, timing = null) {
-    return this.#transactional ? this.#viaTransaction(ctx, key, decide, timing) : this.#viaCas(ctx, key, decide, timing);
+    // One driver, one key: steps run one after another in arrival order (a
+    // promise chain per key), so a driver never loses a compare-and-set or a
+    // transaction to itself; other keys stay concurrent, other processes still
+    // conflict and retry. A step that fails (throws, rejects) still ends its
+    // turn; a step that hangs holds the key until its timeout (commitTimeoutMs,
+    // loadTimeoutMs), so set those with a store that can hang.
+    const step = () => (this.#transactional ? this.#viaTransaction(ctx, key, decide, timing) : this.#viaCas(ctx, key, decide, timing));
+    const queues = this.#queues;
+    const before = queues.get(key);
+    // An idle key starts at once (no extra turn on the hot path).
+    const result = before === undefined ? step() : before.then(step);
+    const tail = result.then(idle, idle);
+    queues.set(key, tail);
+    tail.then(() => {
+      if (queues.get(key) === tail) queues.delete(key); // idle again: nothing left to wait for
+    });
+    return result;
+  }
+
+  /** How many keys have steps running or waiting (0 when idle): the queues do not outlive their work. */
+  get busyKeys() {
+    return this.#queues.size;
   }
 
   async #viaCas(ctx, key, decide, timing) {

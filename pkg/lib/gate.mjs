@@ -413,6 +413,7 @@ export class Gate {
     this.#live();
     checkKey(key);
     return this.#driver.run(key, key, (state) => {
+      this.#live();
       const text = onState(key, state, (input) => wasm.__gate_quarantine(input, floor));
       const [markBefore, markAfter] = marksOf();
       return {
@@ -474,6 +475,8 @@ export class Gate {
       key,
       key,
       (state) => {
+        // A step that waited in the key's queue while the gate was freed writes nothing (its keys are gone).
+        this.#live();
         const d = decide(key, state, token, establish, strict, policy, meta, window);
         return { result: verdictOf(key, d), next: d.next, change };
       },

@@ -441,7 +441,8 @@ export const RACE_CASES = {
     for (let round = 0; round < 3; round++) {
       const k = uniqueKey('race');
       const tokens = [3, 9, 1, 7, 12, 2, 8, 4, 11, 6, 5, 10].map((x) => x + round);
-      const vs = await Promise.all(tokens.map((tok) => gate.write(k, tok, `v${tok}`)));
+      // One Gate per writer, as separate processes: one Gate runs its own writes on a key one at a time.
+      const vs = await Promise.all(tokens.map((tok) => new Gate(t.store, { maxRetries: 64 }).write(k, tok, `v${tok}`)));
       const advances = vs.filter((v) => v.outcome === 'advance').sort((a, b) => a.markAfter - b.markAfter);
       let mark = 0;
       for (const v of advances) {
