@@ -112,14 +112,42 @@ function enumerableSymbol(v) {
   return undefined;
 }
 
+// Copies of the built-ins whose content lives in internal slots, made through
+// the intrinsic methods (an own property shadowing `getTime` or `valueOf`
+// changes nothing). Typed arrays, ArrayBuffer, DataView, URL and
+// URLSearchParams are kept as they are: no property of theirs is read here.
+const getTime = Date.prototype.getTime;
+const isEnumerable = Object.prototype.propertyIsEnumerable;
+const regexpSource = Object.getOwnPropertyDescriptor(RegExp.prototype, 'source').get;
+const regexpFlags = Object.getOwnPropertyDescriptor(RegExp.prototype, 'flags').get;
+const BOXED = new Map([
+  [Number.prototype, (v) => Object(Number.prototype.valueOf.call(v))],
+  [String.prototype, (v) => Object(String.prototype.valueOf.call(v))],
+  [Boolean.prototype, (v) => Object(Boolean.prototype.valueOf.call(v))],
+  [BigInt.prototype, (v) => Object(BigInt.prototype.valueOf.call(v))],
+  [Date.prototype, (v) => new Date(getTime.call(v))],
+  [RegExp.prototype, (v) => new RegExp(regexpSource.call(v), regexpFlags.call(v))],
+]);
+
+/** Sets own data property `k` of a copy (`__proto__` too, as an own member, not the prototype). */
+function put(out, k, x) {
+  if (k === '__proto__') Object.defineProperty(out, k, { value: x, enumerable: true, writable: true, configurable: true });
+  else out[k] = x;
+}
+
 /**
- * Walks `value` and answers whether plain JSON keeps it exactly; throws a
- * Refusal (path, what) for a part no codec of this module keeps. `strict`
- * (jsonCodec) refuses at the first part JSON would change.
+ * Walks `value` once, reading every property (getter, Proxy trap) exactly
+ * once, and answers `{ json, snapshot }`: whether plain JSON keeps it exactly,
+ * and a copy made only of what was read (plain data properties, new Maps and
+ * Sets, shared references and cycles kept) which is what gets encoded — so a
+ * getter or a Proxy that answers differently on a second read cannot make the
+ * stored text differ from the value that was checked. Throws a Refusal (path,
+ * what) for a part no codec of this module keeps. `strict` (jsonCodec)
+ * refuses at the first part JSON would change.
  */
 function classify(value, strict) {
   const path = [];
-  const seen = new Set(); // every object met: a second meeting is a shared reference
+  const copies = new Map(); // every object met → its copy: a second meeting is a shared reference
   const open = new Set(); // the objects on the current path: meeting one again is a cycle
   let json = true;
   const refuse = (what) => {
@@ -135,17 +163,20 @@ function classify(value, strict) {
     switch (typeof v) {
       case 'string':
       case 'boolean':
-        return;
+        return v;
       case 'number':
         if (Number.isFinite(v)) {
           if (Object.is(v, -0)) rich('-0');
-          return;
+          return v;
         }
-        return rich(Number.isNaN(v) ? 'NaN' : v > 0 ? 'Infinity' : '-Infinity');
+        rich(Number.isNaN(v) ? 'NaN' : v > 0 ? 'Infinity' : '-Infinity');
+        return v;
       case 'bigint':
-        return rich('BigInt');
+        rich('BigInt');
+        return v;
       case 'undefined':
-        return rich('undefined');
+        rich('undefined');
+        return v;
       case 'function':
         return refuse('a function');
       case 'symbol':
@@ -153,62 +184,73 @@ function classify(value, strict) {
       default:
         break;
     }
-    if (v === null) return;
-    if (open.has(v)) return rich('a cycle (a reference to an object that contains it)');
-    if (seen.has(v)) {
+    if (v === null) return v;
+    if (open.has(v)) {
+      rich('a cycle (a reference to an object that contains it)');
+      return copies.get(v);
+    }
+    const copy = copies.get(v);
+    if (copy !== undefined) {
       // JSON would write a second copy: equal, but no longer the same object.
       if (!strict) json = false;
-      return;
+      return copy;
     }
-    seen.add(v);
     open.add(v);
-    walkObject(v);
+    const out = walkObject(v);
     open.delete(v);
+    return out;
+  };
+  // The property `k` of `v`, read once (under its path: a getter that throws is refused there) and walked.
+  const child = (v, k, segment) => {
+    path.push(segment);
+    const out = walk(v[k]);
+    path.pop();
+    return out;
+  };
+  // The own enumerable string keys, from one `ownKeys` (a Proxy answering
+  // differently on a second call cannot make the keys checked differ from the
+  // keys copied); an enumerable symbol-keyed property is refused.
+  const keysOf = (v) => {
+    const keys = [];
+    for (const k of Reflect.ownKeys(v)) {
+      if (!isEnumerable.call(v, k)) continue;
+      if (typeof k === 'symbol') refuse('a symbol-keyed property');
+      keys.push(k);
+    }
+    return keys;
   };
   const walkObject = (v) => {
     const proto = Object.getPrototypeOf(v);
     if (Array.isArray(v)) {
       if (proto !== Array.prototype) return refuse(instanceName(v, proto));
-      const keys = Object.keys(v);
+      const keys = keysOf(v);
+      const length = v.length;
       // Integer keys come first, ascending: length keys ending in length−1 are exactly 0..length−1.
-      const dense = keys.length === v.length && (v.length === 0 || keys[v.length - 1] === String(v.length - 1));
+      const dense = keys.length === length && (length === 0 || keys[length - 1] === String(length - 1));
       if (!dense) {
-        let present = 0;
         for (const k of keys) {
-          if (String(k >>> 0) !== k || k >>> 0 === 2 ** 32 - 1) {
+          if (String(k >>> 0) !== k || k >>> 0 === 2 ** 32 - 1 || k >>> 0 >= length) {
             path.push(k);
             refuse('a named property on an array (neither JSON nor devalue keeps it)');
           }
-          present++;
         }
-        if (present !== v.length) rich('a sparse array');
+        rich('a sparse array');
       }
-      if (enumerableSymbol(v) !== undefined) refuse('a symbol-keyed property');
-      if (dense) {
-        for (let i = 0; i < v.length; i++) {
-          path.push(i);
-          walk(v[i]);
-          path.pop();
-        }
-      } else {
-        for (const k of keys) {
-          const i = Number(k);
-          path.push(i);
-          walk(v[i]);
-          path.pop();
-        }
+      const out = new Array(length);
+      copies.set(v, out);
+      for (const k of keys) {
+        const i = Number(k);
+        out[i] = child(v, k, i);
       }
-      return;
+      return out;
     }
     if (proto === Object.prototype || proto === null) {
       if (proto === null) rich('an object with a null prototype');
-      if (enumerableSymbol(v) !== undefined) refuse('a symbol-keyed property');
-      for (const k of Object.keys(v)) {
-        path.push(k);
-        walk(v[k]);
-        path.pop();
-      }
-      return;
+      const keys = keysOf(v);
+      const out = proto === null ? Object.create(null) : {};
+      copies.set(v, out);
+      for (const k of keys) put(out, k, child(v, k, k));
+      return out;
     }
     const name = RICH.get(proto);
     if (name === undefined) return refuse(instanceName(v, proto));
@@ -222,31 +264,43 @@ function classify(value, strict) {
       if (enumerableSymbol(v) !== undefined) refuse('a symbol-keyed property');
     }
     if (proto === Map.prototype) {
+      const out = new Map();
+      copies.set(v, out);
       let i = 0;
-      for (const [k, x] of v) {
+      for (const [k, x] of Map.prototype.entries.call(v)) {
         path.push(MAP_KEY, i);
-        walk(k);
+        const key = walk(k);
         path.pop();
         path.pop();
         path.push(MAP_VALUE, k);
-        walk(x);
+        out.set(key, walk(x));
         path.pop();
         path.pop();
         i++;
       }
-    } else if (proto === Set.prototype) {
-      let i = 0;
-      for (const x of v) {
-        path.push(SET_ITEM, i);
-        walk(x);
-        path.pop();
-        path.pop();
-        i++;
-      }
+      return out;
     }
+    if (proto === Set.prototype) {
+      const out = new Set();
+      copies.set(v, out);
+      let i = 0;
+      for (const x of Set.prototype.values.call(v)) {
+        path.push(SET_ITEM, i);
+        out.add(walk(x));
+        path.pop();
+        path.pop();
+        i++;
+      }
+      return out;
+    }
+    const box = BOXED.get(proto);
+    const out = box === undefined ? v : box(v);
+    copies.set(v, out);
+    return out;
   };
+  let snapshot;
   try {
-    walk(value);
+    snapshot = walk(value);
   } catch (e) {
     if (e instanceof Refusal) throw e;
     // a getter that throws, a revoked proxy, a value nested too deeply
@@ -254,7 +308,7 @@ function classify(value, strict) {
     r.path = formatPath(path);
     throw r;
   }
-  return json;
+  return { json, snapshot };
 }
 
 function refusal(codecName, r) {
@@ -278,16 +332,17 @@ function decode(text) {
 export const valueCodec = Object.freeze({
   name: 'default codec',
   encode(value) {
-    let json;
+    let c;
     try {
-      json = classify(value, false);
+      c = classify(value, false);
     } catch (e) {
       if (e instanceof Refusal) throw refusal('default codec', e);
       throw e;
     }
-    if (json) return JSON.stringify(value);
+    // The snapshot, not `value`: every property was read once, by classify.
+    if (c.json) return JSON.stringify(c.snapshot);
     try {
-      return DEVALUE_PREFIX + devalueStringify(value);
+      return DEVALUE_PREFIX + devalueStringify(c.snapshot);
     } catch (e) {
       // e.g. an own `__proto__` member beside a Map: devalue refuses what it cannot keep
       const path = `value${e !== null && typeof e === 'object' && typeof e.path === 'string' ? e.path : ''}`;
@@ -305,13 +360,14 @@ export const valueCodec = Object.freeze({
 export const jsonCodec = Object.freeze({
   name: 'JSON codec',
   encode(value) {
+    let c;
     try {
-      classify(value, true);
+      c = classify(value, true);
     } catch (e) {
       if (e instanceof Refusal) throw refusal('JSON codec', e);
       throw e;
     }
-    return JSON.stringify(value);
+    return JSON.stringify(c.snapshot);
   },
   decode,
 });
