@@ -217,7 +217,7 @@ export interface OperationOptions {
    */
   fingerprint?: string | Uint8Array | ArrayBuffer;
   /**
-   * The holder or lease presenting the token (1..=256 bytes). The first named
+   * The holder or lease presenting the token (1..=256 UTF-8 bytes; the Issuer's holder limit too). The first named
    * holder of an epoch binds it; another holder at the same epoch gets
    * EPOCH_CONFLICT. A signed token's lease id is used when this is absent.
    */
@@ -839,7 +839,9 @@ export interface RequestIdReused {
 
 /** Arguments of {@link Issuer.acquire}. */
 export interface AcquireArgs {
+  /** 1..=512 UTF-8 bytes (the resource-key and signed-token scope limit). */
   scope: string;
+  /** 1..=256 UTF-8 bytes: the gate's holder limit, so `establish(key, lease.epoch, { holder: lease.holder })` always takes it. */
   holder: string;
   /** Lease length in ms, a safe integer ≥ 1; `now + ttlMs` must stay ≤ 2^53−1. */
   ttlMs: number;
@@ -848,7 +850,7 @@ export interface AcquireArgs {
   /**
    * Makes retries idempotent: the same request id with the same holder and
    * ttlMs returns the same lease while it is live; with another holder or
-   * ttlMs it answers REQUEST_ID_REUSED (nothing changes).
+   * ttlMs it answers REQUEST_ID_REUSED (nothing changes). 1..=256 UTF-8 bytes.
    */
   requestId?: string;
 }
@@ -882,7 +884,8 @@ export class Issuer {
    * Extends the live lease `leaseId` of `holder` to `now + ttlMs`, same epoch.
    * LEASE_EXPIRED when that lease is over (expired, released, revoked,
    * superseded); LEASE_NOT_HELD when `leaseId` and `holder` are not the
-   * scope's current lease. Both change nothing.
+   * scope's current lease. Both change nothing. `leaseId` is 1..=128 UTF-8
+   * bytes (an issued id is at most 51), `holder` 1..=256: else INVALID_ARGUMENT.
    */
   renew(args: { scope: string; leaseId: string; holder: string; ttlMs: number; now?: number }): Promise<IssuerGrant | LeaseExpired | LeaseNotHeld>;
   /**

@@ -151,8 +151,15 @@ function step(scope, key, state, op) {
   }
 }
 
-/** The longest scope, holder, request id or lease id accepted, in UTF-16 code units. */
-const MAX_TEXT = 1024;
+// Text limits, all in UTF-8 bytes (what Wasm and the stores see):
+//   scope      MAX_KEY_BYTES (512): the resource-key and signed-token scope limit
+//   holder     256: the gate's holder limit (src/ops.rs MAX_HOLDER_BYTES), so a
+//              lease's holder can always be bound at a resource
+//              (`establish(key, lease.epoch, { holder: lease.holder })`)
+//   requestId  256: an id, kept in the issuer record while its lease lives
+//   leaseId    128: the signed-token lease-id limit (src/signed.rs); an issued
+//              id is at most 51 bytes, so a longer one names no lease
+const LIMITS = { scope: MAX_KEY_BYTES, holder: 256, requestId: 256, leaseId: 128 };
 
 /**
  * Throws INVALID_ARGUMENT unless `scope` is a non-empty, well-formed string of
@@ -160,19 +167,21 @@ const MAX_TEXT = 1024;
  * the resource-key limit (the default scope of a gate is the key). @internal
  */
 export function checkScope(scope) {
-  if (wellFormed(scope) && scope.length > MAX_KEY_BYTES / 3 && utf8Length(scope, MAX_KEY_BYTES) > MAX_KEY_BYTES) {
-    throw invalid(`a scope is at most ${MAX_KEY_BYTES} UTF-8 bytes; ${JSON.stringify(cut(scope))} is longer`, {
-      scope: cut(scope),
-      scopeBytes: utf8Length(scope, Infinity),
-    });
-  }
-  checkString('scope', scope);
+  return checkText('scope', scope);
 }
 
-function checkString(name, value) {
+/** `value` when it is a non-empty, well-formed string of at most `LIMITS[name]` UTF-8 bytes; else INVALID_ARGUMENT (a long value cut to 40 characters, its length in `<name>Bytes`). */
+function checkText(name, value) {
+  const max = LIMITS[name];
   // Well-formed (no lone surrogates: UTF-8 in Wasm would make two strings one) and bounded.
-  if (!wellFormed(value) || value === '' || value.length > MAX_TEXT) {
-    throw invalid(`${name} must be a non-empty, well-formed string of at most ${MAX_TEXT} characters`, { [name]: value });
+  if (!wellFormed(value) || value === '') {
+    throw invalid(`a ${name} is 1..=${max} UTF-8 bytes of well-formed text, got ${describe(value)}`, { [name]: value });
+  }
+  if (value.length > max / 3 && utf8Length(value, max) > max) {
+    throw invalid(`a ${name} is 1..=${max} UTF-8 bytes of text; ${JSON.stringify(cut(value))} is ${utf8Length(value, Infinity)} bytes`, {
+      [name]: cut(value),
+      [`${name}Bytes`]: utf8Length(value, Infinity),
+    });
   }
   return value;
 }
@@ -263,10 +272,10 @@ export class Issuer {
     checkScope(scope);
     return this.#apply(scope, {
       code: OPS.acquire,
-      holder: checkString('holder', holder),
+      holder: checkText('holder', holder),
       ttlMs: checkMs('ttlMs', ttlMs),
       now: checkMs('now', this.#now(now)),
-      requestId: requestId === undefined || requestId === null ? undefined : checkString('requestId', requestId),
+      requestId: requestId === undefined || requestId === null ? undefined : checkText('requestId', requestId),
       bigint: this.#o.epochs === 'bigint',
       random: randomBytes(LEASE_KEY_BYTES),
     });
@@ -282,8 +291,8 @@ export class Issuer {
     checkScope(scope);
     return this.#apply(scope, {
       code: OPS.renew,
-      leaseId: checkString('leaseId', leaseId),
-      holder: checkString('holder', holder),
+      leaseId: checkText('leaseId', leaseId),
+      holder: checkText('holder', holder),
       ttlMs: checkMs('ttlMs', ttlMs),
       now: checkMs('now', this.#now(now)),
     });
@@ -299,8 +308,8 @@ export class Issuer {
     checkScope(scope);
     return this.#apply(scope, {
       code: OPS.release,
-      leaseId: checkString('leaseId', leaseId),
-      holder: checkString('holder', holder),
+      leaseId: checkText('leaseId', leaseId),
+      holder: checkText('holder', holder),
       ttlMs: 0,
       now: 0,
     });

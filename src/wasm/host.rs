@@ -284,11 +284,12 @@ pub(crate) fn check_meta(
             ));
         }
     }
-    if holder == Some("") || holder.is_some_and(|h| h.len() > MAX_HOLDER_BYTES) {
+    if let Some(h) = holder.filter(|h| h.is_empty() || h.len() > MAX_HOLDER_BYTES) {
+        // The issuer's holder check (pkg/lib/issuer.mjs) says the same.
         return Err(error(
             Code::InvalidArgument,
-            "a holder is 1..=256 bytes of text",
-            &[],
+            &format!("a holder is 1..={MAX_HOLDER_BYTES} UTF-8 bytes of text"),
+            &[("holderBytes", JsValue::from(h.len()))],
         ));
     }
     if window == 0 || window as usize > MAX_WINDOW {
