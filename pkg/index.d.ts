@@ -897,7 +897,9 @@ export class Issuer {
   /**
    * Repair after restoring issuer state from an older copy (R11): lifts the
    * scope's epoch to at least `atLeast` (the highest mark its resources have
-   * accepted). LEASE_HELD while a lease is live at `now`.
+   * accepted). LEASE_HELD while a lease is live at `now`. Throws
+   * EPOCH_OVERFLOW (`atLeast`, `limit`; nothing changes) when `atLeast` is above
+   * the issuer's limit (2^53−1 for `epochs: 'number'`, 2^64−1 for `'bigint'`).
    */
   raise(args: {
     scope: string;

@@ -567,6 +567,16 @@ pub enum IssuerError {
         /// The limit in force.
         limit: u64,
     },
+    /// `raise` to an epoch above the issuer's limit: the issuer could never
+    /// issue past it (a `'number'` issuer above 2^53−1 would refuse every
+    /// acquisition for good). Code `EPOCH_OVERFLOW`; nothing changes.
+    #[error("cannot raise to {at_least}: above the largest epoch this issuer can issue ({limit}); nothing changed")]
+    RaiseOverflow {
+        /// The floor asked for.
+        at_least: u64,
+        /// The limit in force.
+        limit: u64,
+    },
     /// The stored state is behind a lease id it issued (an issuer restored from
     /// an old backup, R11) or could not be decoded. Code `CORRUPT_STATE`.
     #[error(transparent)]
@@ -578,7 +588,9 @@ impl IssuerError {
     pub fn code(&self) -> Code {
         match self {
             IssuerError::InvalidArgument(_) => Code::InvalidArgument,
-            IssuerError::EpochOverflow { .. } => Code::EpochOverflow,
+            IssuerError::EpochOverflow { .. } | IssuerError::RaiseOverflow { .. } => {
+                Code::EpochOverflow
+            }
             IssuerError::Corrupt(_) => Code::CorruptState,
         }
     }
@@ -957,6 +969,19 @@ pub fn release(
     }
 }
 
+/// `at_least` when a raise to it stays within `limit`; else
+/// [`IssuerError::RaiseOverflow`] (`raise` and `raise_revoking` themselves
+/// take any u64: the caller checks the floor against its issuer's limit first).
+pub fn raise_floor(at_least: u64, limit: EpochLimit) -> Result<u64, IssuerError> {
+    if at_least > limit.max() {
+        return Err(IssuerError::RaiseOverflow {
+            at_least,
+            limit: limit.max(),
+        });
+    }
+    Ok(at_least)
+}
+
 /// Raise (repair after a restore, R11): lifts the scope's epoch to at least
 /// `at_least` so the next acquisition issues `at_least + 1` or more. Use it
 /// with the largest mark any resource of the scope has accepted after an
@@ -1023,6 +1048,30 @@ mod tests {
     use super::*;
     use proptest::prelude::*;
     use std::collections::{HashMap, HashSet};
+
+    #[test]
+    fn raise_floor_refuses_above_the_issuers_limit() {
+        assert_eq!(
+            raise_floor(MAX_SAFE_INTEGER, EpochLimit::Number),
+            Ok(MAX_SAFE_INTEGER)
+        );
+        let e = raise_floor(MAX_SAFE_INTEGER + 1, EpochLimit::Number).unwrap_err();
+        assert_eq!(
+            e,
+            IssuerError::RaiseOverflow {
+                at_least: 1 << 53,
+                limit: MAX_SAFE_INTEGER
+            }
+        );
+        assert_eq!(e.code(), Code::EpochOverflow);
+        assert_eq!(
+            e.to_string(),
+            "cannot raise to 9007199254740992: above the largest epoch this issuer can issue \
+             (9007199254740991); nothing changed"
+        );
+        assert_eq!(raise_floor(u64::MAX, EpochLimit::BigInt), Ok(u64::MAX));
+        assert_eq!(raise_floor(1 << 53, EpochLimit::BigInt), Ok(1 << 53));
+    }
     use std::sync::atomic::{AtomicU64, Ordering};
 
     const T0: u64 = 1_700_000_000_000;

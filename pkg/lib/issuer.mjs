@@ -329,7 +329,8 @@ export class Issuer {
     checkScope(scope);
     if (revoke !== undefined && typeof revoke !== 'boolean') throw invalid('revoke must be a boolean', { revoke });
     const code = revoke === true ? OPS.raiseRevoking : OPS.raise;
-    return this.#apply(scope, { code, ttlMs: 0, now: checkMs('now', this.#now(now)), atLeast });
+    // `bigint`: the issuer's epoch limit, which a raise may not pass (EPOCH_OVERFLOW, nothing changes)
+    return this.#apply(scope, { code, ttlMs: 0, now: checkMs('now', this.#now(now)), atLeast, bigint: this.#o.epochs === 'bigint' });
   }
 
   /** `{ scope, epoch, lease: { leaseId, holder, expiresAt, requestId } | null }` as stored (epoch 0: never acquired). */

@@ -26,6 +26,9 @@ import { FencegateError } from './errors.mjs';
 import { invalid, checkKey, listOf } from './common.mjs';
 import { checkScope } from './issuer.mjs';
 
+const MAX_SAFE = 2n ** 53n - 1n;
+const MAX_U64 = 2n ** 64n - 1n;
+
 function big(epoch) {
   return typeof epoch === 'bigint' ? epoch : BigInt(epoch);
 }
@@ -116,8 +119,23 @@ export async function reconcile(options) {
         errors.push({ key, code: e.code, message: e.message });
       }
     }
+    // A mark above the issuer's epoch limit (a resource that took a bigint
+    // token, a 'number' issuer) cannot be repaired by raising: the issuer
+    // could never issue past it. Such a key is an error of its own and is
+    // left out of the raise; the rest of the scope is repaired as usual.
+    const limit = issuer.epochs === 'bigint' ? MAX_U64 : MAX_SAFE;
     let maxMark = 0;
-    for (const r of read) maxMark = max(maxMark, r.mark);
+    for (const r of read) {
+      if (big(r.mark) > limit) {
+        errors.push({
+          key: r.key,
+          code: 'EPOCH_OVERFLOW',
+          message: `the mark of ${JSON.stringify(r.key)} (${r.mark}) is above the largest epoch this issuer can issue (${limit}); not raised, left untouched: reconcile it with an issuer of epochs 'bigint'`,
+        });
+        continue;
+      }
+      maxMark = max(maxMark, r.mark);
+    }
 
     // One epoch, two owners: a resource bound the issuer's current epoch to
     // another holder than the issuer's lease names (reported even when that

@@ -17,8 +17,8 @@ use wasm_bindgen::prelude::*;
 use super::{epoch_to_js, error, token_from_js};
 use crate::error::Code;
 use crate::issuer::{
-    acquire, ms_from_f64, raise, raise_revoking, release, renew, AcquireRequest, EpochLimit, Grant,
-    IssuerError, IssuerResult, IssuerState, LEASE_KEY_BYTES,
+    acquire, ms_from_f64, raise, raise_floor, raise_revoking, release, renew, AcquireRequest,
+    EpochLimit, Grant, IssuerError, IssuerResult, IssuerState, LEASE_KEY_BYTES,
 };
 
 fn issuer_error(e: &IssuerError, scope: &str) -> JsValue {
@@ -30,6 +30,15 @@ fn issuer_error(e: &IssuerError, scope: &str) -> JsValue {
             &[
                 ("scope", scope),
                 ("epoch", epoch_to_js(*epoch)),
+                ("limit", epoch_to_js(*limit)),
+            ],
+        ),
+        IssuerError::RaiseOverflow { at_least, limit } => error(
+            e.code(),
+            &e.to_string(),
+            &[
+                ("scope", scope),
+                ("atLeast", epoch_to_js(*at_least)),
                 ("limit", epoch_to_js(*limit)),
             ],
         ),
@@ -155,7 +164,7 @@ fn row(result: &IssuerResult) -> [JsValue; 7] {
 /// * `lease_id`: the presented lease id (renew, release); ignored otherwise.
 /// * `ttl_ms`, `now_ms`: host milliseconds (ignored where the operation takes none).
 /// * `request_id`: acquire's request id, or `undefined`.
-/// * `bigint`: epochs may go up to 2^64−1 (else 2^53−1).
+/// * `bigint`: epochs may go up to 2^64−1 (else 2^53−1): the limit of acquire and raise.
 /// * `at_least`: raise's floor (number or bigint).
 /// * `random`: acquire's 16 bytes from the host's CSPRNG (the key of a new
 ///   lease id); ignored by the other operations.
@@ -182,6 +191,11 @@ pub fn issuer_step(
     random: &[u8],
 ) -> Result<Array, JsValue> {
     let decoded = decode(state, scope)?;
+    let limit = if bigint {
+        EpochLimit::BigInt
+    } else {
+        EpochLimit::Number
+    };
     let step = (|| match op {
         0 => acquire(
             &decoded,
@@ -191,11 +205,7 @@ pub fn issuer_step(
                 ttl_ms: ms("ttlMs", ttl_ms)?,
                 now_ms: ms("now", now_ms)?,
                 request_id: request_id.as_deref(),
-                limit: if bigint {
-                    EpochLimit::BigInt
-                } else {
-                    EpochLimit::Number
-                },
+                limit,
                 random: <[u8; LEASE_KEY_BYTES]>::try_from(random).map_err(|_| {
                     IssuerError::InvalidArgument(format!(
                         "acquire needs {LEASE_KEY_BYTES} random bytes for the lease id"
@@ -216,13 +226,21 @@ pub fn issuer_step(
             let floor = token_from_js(&at_least).map_err(|e| {
                 IssuerError::InvalidArgument(format!("atLeast must be an epoch: {e}"))
             })?;
-            Ok(raise(&decoded, floor, ms("now", now_ms)?))
+            Ok(raise(
+                &decoded,
+                raise_floor(floor, limit)?,
+                ms("now", now_ms)?,
+            ))
         }
         4 => {
             let floor = token_from_js(&at_least).map_err(|e| {
                 IssuerError::InvalidArgument(format!("atLeast must be an epoch: {e}"))
             })?;
-            Ok(raise_revoking(&decoded, floor, ms("now", now_ms)?))
+            Ok(raise_revoking(
+                &decoded,
+                raise_floor(floor, limit)?,
+                ms("now", now_ms)?,
+            ))
         }
         _ => Err(IssuerError::InvalidArgument(
             "unknown issuer operation".to_owned(),
