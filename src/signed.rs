@@ -86,14 +86,16 @@ pub enum Algorithm {
 }
 
 impl Algorithm {
-    const fn byte(self) -> u8 {
+    /// The algorithm byte of the wire form (also the binding's `claims_alg`).
+    pub(crate) const fn byte(self) -> u8 {
         match self {
             Algorithm::HmacSha256 => 1,
             Algorithm::Ed25519 => 2,
         }
     }
 
-    const fn from_byte(b: u8) -> Option<Algorithm> {
+    /// The algorithm of a wire-form byte, if any.
+    pub(crate) const fn from_byte(b: u8) -> Option<Algorithm> {
         match b {
             1 => Some(Algorithm::HmacSha256),
             2 => Some(Algorithm::Ed25519),

@@ -22,7 +22,7 @@
 // (`keyPrefix`), so one store can hold gate records and issuer records.
 import * as wasm from '../dist/fencegate.js';
 import { FencegateError } from './errors.mjs';
-import { randomBytes } from './runtime.mjs';
+import { randomBytes, TABLES } from './runtime.mjs';
 import { invalid, checkReady, checkOptions, messageOf, wellFormed, describe, stateTextOf, checkStateText, MAX_KEY_BYTES, utf8Length, cut } from './common.mjs';
 import { StoreDriver, driverOptions, checkStore } from './driver.mjs';
 import { MemoryHostStore } from './memory.mjs';
@@ -82,11 +82,7 @@ const FAULTS = {
   record: stateOf,
 };
 
-const OPS = { acquire: 0, renew: 1, release: 2, raise: 3, raiseRevoking: 4 };
-const KINDS = ['granted', 'held', 'renewed', 'expired', 'released', 'raised', 'not-held', 'request-id-reused'];
 const NO_BYTES = new Uint8Array(0);
-/** Random bytes in a lease id (128 bits), drawn from the host's CSPRNG per acquire. */
-const LEASE_KEY_BYTES = 16;
 
 /**
  * The stored state as the JSON text the Wasm decoder reads (undefined: no
@@ -106,9 +102,8 @@ function stateText(scope, key, state) {
 
 /** Shapes the Wasm answer `[kind, epoch, expiresAt, holder, requestId, flag, leaseId|epochBefore, nextState]`. */
 function shape(scope, a) {
-  const kind = KINDS[a[0]];
   let result;
-  switch (kind) {
+  switch (a[0]) {
     case 'granted':
       result = { ok: true, code: null, scope, epoch: a[1], leaseId: a[6], holder: a[3], expiresAt: a[2], requestId: a[4], replayed: a[5] };
       break;
@@ -143,7 +138,7 @@ function step(scope, key, state, op) {
   try {
     return shape(
       scope,
-      wasm.__issuerStep(text, op.code, scope, op.holder ?? '', op.leaseId ?? '', op.ttlMs, op.now, op.requestId, op.bigint, op.atLeast, op.random ?? NO_BYTES),
+      wasm.__issuerStep(text, op.op, scope, op.holder ?? '', op.leaseId ?? '', op.ttlMs, op.now, op.requestId, op.bigint, op.atLeast, op.random ?? NO_BYTES),
     );
   } catch (e) {
     if (e instanceof FencegateError && e.key === undefined) e.key = key;
@@ -262,13 +257,13 @@ export class Issuer {
     const { scope, holder, ttlMs, now, requestId } = argsObject(args, 'acquire');
     checkScope(scope);
     return this.#apply(scope, {
-      code: OPS.acquire,
+      op: 'acquire',
       holder: checkString('holder', holder),
       ttlMs: checkMs('ttlMs', ttlMs),
       now: checkMs('now', this.#now(now)),
       requestId: requestId === undefined || requestId === null ? undefined : checkString('requestId', requestId),
       bigint: this.#o.epochs === 'bigint',
-      random: randomBytes(LEASE_KEY_BYTES),
+      random: randomBytes(TABLES.leaseKeyBytes), // the random part of a lease id (128 bits)
     });
   }
 
@@ -281,7 +276,7 @@ export class Issuer {
     const { scope, leaseId, holder, ttlMs, now } = argsObject(args, 'renew');
     checkScope(scope);
     return this.#apply(scope, {
-      code: OPS.renew,
+      op: 'renew',
       leaseId: checkString('leaseId', leaseId),
       holder: checkString('holder', holder),
       ttlMs: checkMs('ttlMs', ttlMs),
@@ -298,7 +293,7 @@ export class Issuer {
     const { scope, leaseId, holder } = argsObject(args, 'release');
     checkScope(scope);
     return this.#apply(scope, {
-      code: OPS.release,
+      op: 'release',
       leaseId: checkString('leaseId', leaseId),
       holder: checkString('holder', holder),
       ttlMs: 0,
@@ -319,8 +314,8 @@ export class Issuer {
     const { scope, atLeast, now, revoke } = argsObject(args, 'raise');
     checkScope(scope);
     if (revoke !== undefined && typeof revoke !== 'boolean') throw invalid('revoke must be a boolean', { revoke });
-    const code = revoke === true ? OPS.raiseRevoking : OPS.raise;
-    return this.#apply(scope, { code, ttlMs: 0, now: checkMs('now', this.#now(now)), atLeast });
+    const op = revoke === true ? 'raiseRevoking' : 'raise';
+    return this.#apply(scope, { op, ttlMs: 0, now: checkMs('now', this.#now(now)), atLeast });
   }
 
   /** `{ scope, epoch, lease: { leaseId, holder, expiresAt, requestId } | null }` as stored (epoch 0: never acquired). */

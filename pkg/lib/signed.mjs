@@ -3,19 +3,21 @@
 // shapes results.
 import { shape } from './verdict.mjs';
 import * as wasm from '../dist/fencegate.js';
-import { ready, lastMarks } from './runtime.mjs';
+import { ready, lastMarks, TABLES } from './runtime.mjs';
 import { invalid, notReady, wellFormed, describe, listOf } from './common.mjs';
 
-const MODES = { adopt: 0, 'adopt-within': 1, 'reject-future': 2 };
-const ALGS = [null, 'hmac-sha256', 'ed25519'];
-// Longest fg1 text (src/signed.rs MAX_TEXT_LEN). Longer strings are cut to one
-// unit more before they enter Wasm: still refused (MALFORMED_TOKEN), but a huge
-// header cannot grow Wasm memory, which never shrinks.
-const MAX_TEXT_LEN = 1058;
+// Mode and algorithm names and the longest token text come from Rust
+// (`TABLES`, read at instantiation).
 
-/** `token`, with strings longer than any valid token cut to MAX_TEXT_LEN + 1 units. @internal */
+/**
+ * `token`, with strings longer than any valid fg1 text (src/signed.rs
+ * MAX_TEXT_LEN) cut to one unit more before they enter Wasm: still refused
+ * (MALFORMED_TOKEN), but a huge header cannot grow Wasm memory, which never
+ * shrinks. @internal
+ */
 export function bounded(token) {
-  return typeof token === 'string' && token.length > MAX_TEXT_LEN ? token.slice(0, MAX_TEXT_LEN + 1) : token;
+  const max = TABLES.maxTokenText;
+  return typeof token === 'string' && token.length > max ? token.slice(0, max + 1) : token;
 }
 
 /** The claims last verified by a RawPolicy, as an object, or null. @internal */
@@ -25,7 +27,7 @@ export function claimsOf(raw) {
   const k = raw.claims_kid_len();
   const s = k + raw.claims_scope_len();
   return {
-    alg: ALGS[raw.claims_alg()],
+    alg: TABLES.algorithms[raw.claims_alg()],
     kid: text.slice(0, k),
     scope: text.slice(k, s),
     epoch: raw.claims_epoch(),
@@ -97,8 +99,10 @@ function higherEpochOf(h) {
   if (typeof h === 'string') h = { mode: h };
   if (typeof h !== 'object') throw invalid('higherEpoch must be an object { mode, maxJump, ceiling }', { higherEpoch: h });
   const mode = h.mode === undefined ? 'adopt' : h.mode;
-  if (typeof mode !== 'string' || !Object.prototype.hasOwnProperty.call(MODES, mode)) {
-    throw invalid(`higherEpoch.mode must be 'adopt', 'adopt-within' or 'reject-future', got ${describe(mode)}`, { mode });
+  const modes = TABLES.higherEpochModes;
+  if (typeof mode !== 'string' || !modes.includes(mode)) {
+    const names = modes.map((m) => `'${m}'`);
+    throw invalid(`higherEpoch.mode must be ${names.slice(0, -1).join(', ')} or ${names.at(-1)}, got ${describe(mode)}`, { mode });
   }
   if (mode === 'adopt-within' && h.maxJump === undefined) {
     throw invalid("higherEpoch.maxJump (epochs) is required for 'adopt-within'");
@@ -145,7 +149,7 @@ export function policyFromOptions(options) {
     scopeOf = () => scope;
   }
   const h = higherEpochOf(higherEpoch);
-  const raw = new wasm.RawPolicy(requireSigned === true, MODES[h.mode], h.maxJump);
+  const raw = new wasm.RawPolicy(requireSigned === true, TABLES.higherEpochModes.indexOf(h.mode), h.maxJump);
   try {
     addKeys(raw, keys, retired);
     let ceilingFn = null;

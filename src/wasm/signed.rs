@@ -12,7 +12,7 @@ use super::{epoch_to_js, error, host, token_from_js, RawMemoryGate};
 use crate::decision::{Operation, SameEpoch};
 use crate::error::{Code, TokenError};
 use crate::policy::{GatePolicy, HigherEpoch, Presented};
-use crate::signed::{Algorithm, Claims, Key, SignedError};
+use crate::signed::{Claims, Key, SignedError};
 use crate::token::{epoch_from_f64, epoch_from_u64};
 
 fn signed_error(e: &SignedError) -> JsValue {
@@ -79,6 +79,13 @@ fn make_key(alg: &str, bytes: &[u8]) -> Result<Key, SignedError> {
     }
 }
 
+/// The higher-epoch modes by the number `RawPolicy::new` takes.
+pub(crate) const HIGHER_EPOCH_MODES: [HigherEpoch; 3] = [
+    HigherEpoch::Adopt,
+    HigherEpoch::AdoptWithin { max_jump: 0 },
+    HigherEpoch::RejectFuture,
+];
+
 /// A gate policy: keyring, `requireSigned`, the higher-epoch mode and the
 /// host's ceiling. Built by the JS wrapper from gate options; holds key
 /// material in WebAssembly memory until `free()`.
@@ -92,16 +99,17 @@ pub struct RawPolicy {
 
 #[wasm_bindgen]
 impl RawPolicy {
-    /// `mode`: 0 adopt, 1 adopt-within (`max_jump` epochs), 2 reject-future.
+    /// `mode`: the index of the higher-epoch mode in [`HIGHER_EPOCH_MODES`]
+    /// (the JS side reads their names from `__tables().higherEpochModes`);
+    /// `max_jump` (epochs) for `adopt-within`.
     #[wasm_bindgen(constructor)]
     pub fn new(require_signed: bool, mode: u8, max_jump: JsValue) -> Result<RawPolicy, JsValue> {
-        let higher = match mode {
-            0 => HigherEpoch::Adopt,
-            1 => HigherEpoch::AdoptWithin {
+        let higher = match HIGHER_EPOCH_MODES.get(usize::from(mode)) {
+            Some(HigherEpoch::AdoptWithin { .. }) => HigherEpoch::AdoptWithin {
                 max_jump: u64_from_js(&max_jump, "higherEpoch.maxJump")?,
             },
-            2 => HigherEpoch::RejectFuture,
-            _ => return Err(invalid("unknown higher-epoch mode")),
+            Some(other) => *other,
+            None => return Err(invalid("unknown higher-epoch mode")),
         };
         Ok(RawPolicy {
             policy: GatePolicy {
@@ -189,13 +197,9 @@ impl RawPolicy {
             .map_or(0, |c| c.scope.encode_utf16().count() as u32)
     }
 
-    /// 1 = hmac-sha256, 2 = ed25519, 0 = none.
+    /// The algorithm's wire byte (its index in `__tables().algorithms`), 0 = none.
     pub fn claims_alg(&self) -> u8 {
-        match self.last_claims.as_ref().map(|c| c.alg) {
-            Some(Algorithm::HmacSha256) => 1,
-            Some(Algorithm::Ed25519) => 2,
-            None => 0,
-        }
+        self.last_claims.as_ref().map_or(0, |c| c.alg.byte())
     }
 
     /// The validated token of the last host-store decision under this policy
