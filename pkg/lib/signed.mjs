@@ -62,17 +62,33 @@ function addKeys(raw, keys, retired) {
   }
 }
 
+/**
+ * `f()`, then the Wasm stack below is zeroed (`__wipeStack`), so no copy of
+ * key material made while adding, using, retiring or dropping a key stays
+ * there. The key bytes themselves are wiped in Rust when a key is dropped.
+ */
+function wipingStack(f) {
+  try {
+    return f();
+  } finally {
+    wasm.__wipeStack();
+  }
+}
+
 /** Adds one verification key (`secret | { hmac } | { ed25519 }`) to a RawPolicy. */
 function addKey(raw, kid, k) {
   if (typeof kid !== 'string') throw invalid('a key id must be a string', { kid });
-  if (isBytes(k)) raw.add_key(kid, 'hmac-sha256', k);
-  else if (k && typeof k === 'object' && isBytes(k.hmac)) raw.add_key(kid, 'hmac-sha256', k.hmac);
-  else if (k && typeof k === 'object' && isBytes(k.ed25519)) raw.add_key(kid, 'ed25519-public', k.ed25519);
+  let alg;
+  let bytes;
+  if (isBytes(k)) [alg, bytes] = ['hmac-sha256', k];
+  else if (k && typeof k === 'object' && isBytes(k.hmac)) [alg, bytes] = ['hmac-sha256', k.hmac];
+  else if (k && typeof k === 'object' && isBytes(k.ed25519)) [alg, bytes] = ['ed25519-public', k.ed25519];
   else {
     throw invalid(`key ${kid}: an HMAC secret (Uint8Array, or { hmac: Uint8Array }) or { ed25519: publicKey Uint8Array }`, {
       kid,
     });
   }
+  wipingStack(() => raw.add_key(kid, alg, bytes));
 }
 
 function needPolicy(p, what) {
@@ -91,7 +107,7 @@ export function addPolicyKey(p, kid, key) {
 export function retirePolicyKey(p, kid) {
   needPolicy(p, 'retireKey');
   if (typeof kid !== 'string') throw invalid('a key id must be a string', { kid });
-  p.raw.retire(kid);
+  wipingStack(() => p.raw.retire(kid));
 }
 
 function higherEpochOf(h) {
@@ -157,7 +173,7 @@ export function policyFromOptions(options) {
     else if (h.ceiling !== undefined) raw.set_ceiling(h.ceiling);
     return { raw, scopeOf, ceilingFn, mode: h.mode };
   } catch (e) {
-    raw.free();
+    wipingStack(() => raw.free());
     throw e;
   }
 }
@@ -225,7 +241,7 @@ const FREED = new Proxy({}, {
  */
 export function freePolicy(p) {
   if (p === null || p.raw === FREED) return;
-  p.raw.free();
+  wipingStack(() => p.raw.free());
   p.raw = FREED;
 }
 
@@ -259,7 +275,7 @@ export function mintToken(claims, key) {
   checkText(scope, 'scope');
   checkText(leaseId, 'leaseId');
   const [alg, bytes] = signingKey(key);
-  return wasm.__mintToken(scope, epoch, leaseId, generation, key.kid, alg, bytes);
+  return wipingStack(() => wasm.__mintToken(scope, epoch, leaseId, generation, key.kid, alg, bytes));
 }
 
 /**
@@ -278,7 +294,7 @@ export function verifyToken(text, options) {
     raw.verify(bounded(text), scope === null ? undefined : scope);
     return claimsOf(raw);
   } finally {
-    raw.free();
+    wipingStack(() => raw.free());
   }
 }
 
@@ -286,7 +302,7 @@ export function verifyToken(text, options) {
 export function ed25519PublicKey(seed) {
   if (!ready) notReady();
   if (!isBytes(seed)) throw invalid('seed must be a Uint8Array of 32 bytes');
-  return wasm.__ed25519PublicKey(seed);
+  return wipingStack(() => wasm.__ed25519PublicKey(seed));
 }
 
 /** Optional algorithms compiled into this build: `['ed25519']` or `[]`. */
