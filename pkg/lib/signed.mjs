@@ -288,7 +288,7 @@ export function verifyToken(text, options) {
   if (options === null || typeof options !== 'object') throw invalid('options must be { keys, retired?, scope }');
   const { keys, retired, scope } = options;
   if (scope !== null) checkText(scope, 'scope');
-  const raw = new wasm.RawPolicy(false, 0, undefined);
+  const raw = new wasm.RawPolicy(false, TABLES.higherEpochModes.indexOf('adopt'), undefined);
   try {
     addKeys(raw, keys, retired);
     raw.verify(bounded(text), scope === null ? undefined : scope);
