@@ -104,6 +104,10 @@ pub const LEASE_KEY_BYTES: usize = 16;
 /// Base64url characters of a lease key.
 const LEASE_KEY_LEN: usize = 22;
 
+/// The longest acquire `requestId`, in UTF-8 bytes (checked by the JS
+/// binding before the call; it is kept in the record while its lease lives).
+pub const MAX_REQUEST_ID_BYTES: usize = 256;
+
 /// Bytes of SHA-256(scope) in a lease id's scope tag.
 const SCOPE_TAG_BYTES: usize = 6;
 

@@ -47,7 +47,9 @@
 
 use hmac::{Hmac, Mac};
 use sha2::Sha256;
+use std::mem::{size_of, MaybeUninit};
 use thiserror::Error;
+use zeroize::Zeroize;
 
 use crate::error::Code;
 
@@ -86,14 +88,16 @@ pub enum Algorithm {
 }
 
 impl Algorithm {
-    const fn byte(self) -> u8 {
+    /// The algorithm byte of the wire form (also the binding's `claims_alg`).
+    pub(crate) const fn byte(self) -> u8 {
         match self {
             Algorithm::HmacSha256 => 1,
             Algorithm::Ed25519 => 2,
         }
     }
 
-    const fn from_byte(b: u8) -> Option<Algorithm> {
+    /// The algorithm of a wire-form byte, if any.
+    pub(crate) const fn from_byte(b: u8) -> Option<Algorithm> {
         match b {
             1 => Some(Algorithm::HmacSha256),
             2 => Some(Algorithm::Ed25519),
@@ -467,6 +471,49 @@ impl std::fmt::Debug for Key {
 }
 
 type HmacSha256 = Hmac<Sha256>;
+
+impl Drop for Key {
+    /// Wipes the key material when a key is dropped (a gate freed, a key
+    /// retired, a one-off mint done), so it does not stay readable in freed
+    /// Wasm memory. An Ed25519 signing key wipes itself (ed25519-dalek's
+    /// `zeroize` feature); a public key is not secret.
+    #[allow(irrefutable_let_patterns)] // without the `ed25519` feature, Hmac is the only key
+    fn drop(&mut self) {
+        if let Key::Hmac(mac) = self {
+            let mac: &mut HmacSha256 = mac;
+            // SAFETY: `Hmac<Sha256>` (hmac 0.12, sha2 0.10) is flat data: two
+            // SHA-256 states ([u32; 8] and a u64 block count) and a block buffer
+            // ([u8; 64] and a u8 position); no pointers, no Drop, and all zeros is
+            // a valid value. It is dropped (freed) right after. These crates have
+            // no zeroize support of their own. The bytes are viewed as
+            // `MaybeUninit<u8>` because the struct may have padding.
+            let bytes = unsafe {
+                std::slice::from_raw_parts_mut(
+                    (mac as *mut HmacSha256).cast::<MaybeUninit<u8>>(),
+                    size_of::<HmacSha256>(),
+                )
+            };
+            wipe(bytes);
+        }
+    }
+}
+
+/// Zeroes `bytes` in a way the compiler does not remove (the `zeroize` crate).
+/// Not inlined: a loop, not an unrolled fill at each call site (Wasm size).
+#[inline(never)]
+fn wipe(bytes: &mut [MaybeUninit<u8>]) {
+    bytes.zeroize();
+}
+
+/// Zeroes a byte buffer, its spare capacity included (see [`wipe`]).
+pub(crate) fn wipe_vec(v: &mut Vec<u8>) {
+    // SAFETY: a `u8` is a valid `MaybeUninit<u8>`, and only zeros are written.
+    let len = v.len();
+    let bytes =
+        unsafe { std::slice::from_raw_parts_mut(v.as_mut_ptr().cast::<MaybeUninit<u8>>(), len) };
+    wipe(bytes);
+    wipe(v.spare_capacity_mut());
+}
 
 impl Key {
     /// An HMAC-SHA256 key. `INVALID_ARGUMENT` unless 32..=1024 bytes.

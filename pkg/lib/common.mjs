@@ -1,7 +1,7 @@
 // Small helpers shared by the JS API modules: argument errors, readiness,
 // token canonical form, and the host-callback plumbing (timeouts, unknown commits).
 import { FencegateError } from './errors.mjs';
-import { ready } from './runtime.mjs';
+import { ready, MAX_KEY_BYTES } from './runtime.mjs';
 
 export const MAX_U64 = 0xffff_ffff_ffff_ffffn;
 export const MAX_SAFE = 9007199254740991n;
@@ -38,12 +38,7 @@ export function wellFormed(s) {
   return typeof s === 'string' && (typeof s.isWellFormed !== 'function' || s.isWellFormed());
 }
 
-/**
- * The longest resource key, in UTF-8 bytes: the longest signed-token scope
- * (a key is its own default scope), and short enough for every shipped
- * store's index (PostgreSQL's btree refuses rows above about 2,700 bytes).
- */
-export const MAX_KEY_BYTES = 512;
+export { MAX_KEY_BYTES };
 
 /** The UTF-8 length of a well-formed string, counted up to `limit + 1`. */
 export function utf8Length(s, limit) {

@@ -2,7 +2,7 @@
 // into Wasm (numbers and bigints never go through serde) and shapes verdicts.
 import * as wasm from '../dist/fencegate.js';
 import { FencegateError } from './errors.mjs';
-import { ready, initAsync, CODES, lastMarks } from './runtime.mjs';
+import { ready, initAsync, CODES, DUPLICATE, TABLES, lastMarks } from './runtime.mjs';
 import { policyFromOptions, applyWithPolicy, setPolicyCeiling, addPolicyKey, retirePolicyKey, freePolicy } from './signed.mjs';
 import { shape, metaOf, windowOf, auditOf, Observer } from './verdict.mjs';
 import { MAX_U64, canonical, invalid, notReady, checkKey, checkOptions, GATE_OPTIONS, describe, stateTextOf, checkStateText } from './common.mjs';
@@ -85,7 +85,7 @@ function verdictOf(raw, key, status, token) {
   const marks = lastMarks();
   const before = marks[0];
   const after = marks[1];
-  const code = status >= 2 && status < 256 ? CODES[status - 2] : null;
+  const code = status >= 2 && status < DUPLICATE ? CODES[status - 2] : null;
   const t = code === 'MISSING_TOKEN' || code === 'MALFORMED_TOKEN' ? null : canonical(token);
   return shape(key, status, t, before >= 0 ? before : raw.before_b(), after >= 0 ? after : raw.after_b());
 }
@@ -197,7 +197,7 @@ export class MemoryGate {
       const status = write ? raw.write_m(slot, token) : raw.establish_m(slot, token);
       return verdictOf(raw, key, status, token);
     } catch (e) {
-      wasm.__meta(undefined, undefined, 64, undefined); // never leave metadata for a later decision
+      wasm.__meta(undefined, undefined, TABLES.defaultWindow, undefined); // never leave metadata for a later decision
       throw e;
     }
   }

@@ -20,15 +20,11 @@
 // keep the fence record) or `{ kind: 'none' }` (establish: only the state).
 import * as wasm from '../dist/fencegate.js';
 import { FencegateError } from './errors.mjs';
-import { lastMarks, exactMarks } from './runtime.mjs';
+import { lastMarks, exactMarks, CODES, DUPLICATE, TABLES } from './runtime.mjs';
 import { policyFromOptions, claimsOf, ceilingOf, addPolicyKey, retirePolicyKey, bounded, freePolicy } from './signed.mjs';
 import { shape, metaOf, windowOf, auditOf, Observer } from './verdict.mjs';
 import { MAX_U64, canonical, invalid, checkReady, checkKey, checkOptions, messageOf, GATE_OPTIONS, describe, listOf, stateTextOf, checkStateText } from './common.mjs';
 import { StoreDriver, driverOptions } from './driver.mjs';
-
-// Code indexes (status - 2) of the two token codes, whose verdicts carry `token: null`.
-const MISSING = 0;
-const MALFORMED = 1;
 
 const NONE = Object.freeze({ kind: 'none' });
 const DELETE = Object.freeze({ kind: 'delete' });
@@ -173,7 +169,7 @@ function decide(key, state, token, establish, strict, policy, meta, window) {
     try {
       return decidePolicy(token, flags, policy);
     } catch (e) {
-      wasm.__meta(undefined, undefined, 64, undefined); // never leave metadata for a later decision
+      wasm.__meta(undefined, undefined, TABLES.defaultWindow, undefined); // never leave metadata for a later decision
       throw e;
     }
   }
@@ -196,7 +192,9 @@ function decide(key, state, token, establish, strict, policy, meta, window) {
   }
   const status = lastMarks()[4];
   const [markBefore, markAfter] = marksOf();
-  const badToken = status === 2 + MISSING || status === 2 + MALFORMED;
+  // A missing or malformed token's verdict carries `token: null`.
+  const code = status >= 2 && status < DUPLICATE ? CODES[status - 2] : null;
+  const badToken = code === 'MISSING_TOKEN' || code === 'MALFORMED_TOKEN';
   return {
     status,
     token: badToken ? null : canonical(token),

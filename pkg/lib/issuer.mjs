@@ -22,7 +22,7 @@
 // (`keyPrefix`), so one store can hold gate records and issuer records.
 import * as wasm from '../dist/fencegate.js';
 import { FencegateError } from './errors.mjs';
-import { randomBytes } from './runtime.mjs';
+import { randomBytes, TABLES } from './runtime.mjs';
 import { invalid, checkReady, checkOptions, messageOf, wellFormed, describe, stateTextOf, checkStateText, MAX_KEY_BYTES, utf8Length, cut } from './common.mjs';
 import { StoreDriver, driverOptions, checkStore } from './driver.mjs';
 import { MemoryHostStore } from './memory.mjs';
@@ -82,11 +82,7 @@ const FAULTS = {
   record: stateOf,
 };
 
-const OPS = { acquire: 0, renew: 1, release: 2, raise: 3, raiseRevoking: 4 };
-const KINDS = ['granted', 'held', 'renewed', 'expired', 'released', 'raised', 'not-held', 'request-id-reused'];
 const NO_BYTES = new Uint8Array(0);
-/** Random bytes in a lease id (128 bits), drawn from the host's CSPRNG per acquire. */
-const LEASE_KEY_BYTES = 16;
 
 /**
  * The stored state as the JSON text the Wasm decoder reads (undefined: no
@@ -106,9 +102,8 @@ function stateText(scope, key, state) {
 
 /** Shapes the Wasm answer `[kind, epoch, expiresAt, holder, requestId, flag, leaseId|epochBefore, nextState]`. */
 function shape(scope, a) {
-  const kind = KINDS[a[0]];
   let result;
-  switch (kind) {
+  switch (a[0]) {
     case 'granted':
       result = { ok: true, code: null, scope, epoch: a[1], leaseId: a[6], holder: a[3], expiresAt: a[2], requestId: a[4], replayed: a[5] };
       break;
@@ -143,7 +138,7 @@ function step(scope, key, state, op) {
   try {
     return shape(
       scope,
-      wasm.__issuerStep(text, op.code, scope, op.holder ?? '', op.leaseId ?? '', op.ttlMs, op.now, op.requestId, op.bigint, op.atLeast, op.random ?? NO_BYTES),
+      wasm.__issuerStep(text, op.op, scope, op.holder ?? '', op.leaseId ?? '', op.ttlMs, op.now, op.requestId, op.bigint, op.atLeast, op.random ?? NO_BYTES),
     );
   } catch (e) {
     if (e instanceof FencegateError && e.key === undefined) e.key = key;
@@ -151,15 +146,16 @@ function step(scope, key, state, op) {
   }
 }
 
-// Text limits, all in UTF-8 bytes (what Wasm and the stores see):
-//   scope      MAX_KEY_BYTES (512): the resource-key and signed-token scope limit
-//   holder     256: the gate's holder limit (src/ops.rs MAX_HOLDER_BYTES), so a
-//              lease's holder can always be bound at a resource
+// Text limits, all in UTF-8 bytes (what Wasm and the stores see), as Rust
+// defines them (`__tables`):
+//   scope      maxKeyBytes (512): the resource-key and signed-token scope limit
+//   holder     maxHolderBytes (256): the gate's holder limit, so a lease's
+//              holder can always be bound at a resource
 //              (`establish(key, lease.epoch, { holder: lease.holder })`)
-//   requestId  256: an id, kept in the issuer record while its lease lives
-//   leaseId    128: the signed-token lease-id limit (src/signed.rs); an issued
-//              id is at most 51 bytes, so a longer one names no lease
-const LIMITS = { scope: MAX_KEY_BYTES, holder: 256, requestId: 256, leaseId: 128 };
+//   requestId  maxRequestIdBytes (256): kept in the issuer record while its lease lives
+//   leaseId    maxLeaseIdBytes (128): the signed-token lease-id limit; an
+//              issued id is at most 51 bytes, so a longer one names no lease
+const LIMIT_NAMES = { scope: 'maxKeyBytes', holder: 'maxHolderBytes', requestId: 'maxRequestIdBytes', leaseId: 'maxLeaseIdBytes' };
 
 /**
  * Throws INVALID_ARGUMENT unless `scope` is a non-empty, well-formed string of
@@ -170,9 +166,9 @@ export function checkScope(scope) {
   return checkText('scope', scope);
 }
 
-/** `value` when it is a non-empty, well-formed string of at most `LIMITS[name]` UTF-8 bytes; else INVALID_ARGUMENT (a long value cut to 40 characters, its length in `<name>Bytes`). */
+/** `value` when it is a non-empty, well-formed string of at most its limit in UTF-8 bytes; else INVALID_ARGUMENT (a long value cut to 40 characters, its length in `<name>Bytes`). */
 function checkText(name, value) {
-  const max = LIMITS[name];
+  const max = name === 'scope' ? MAX_KEY_BYTES : TABLES[LIMIT_NAMES[name]];
   // Well-formed (no lone surrogates: UTF-8 in Wasm would make two strings one) and bounded.
   if (!wellFormed(value) || value === '') {
     throw invalid(`a ${name} is 1..=${max} UTF-8 bytes of well-formed text, got ${describe(value)}`, { [name]: value });
@@ -271,13 +267,13 @@ export class Issuer {
     const { scope, holder, ttlMs, now, requestId } = argsObject(args, 'acquire');
     checkScope(scope);
     return this.#apply(scope, {
-      code: OPS.acquire,
+      op: 'acquire',
       holder: checkText('holder', holder),
       ttlMs: checkMs('ttlMs', ttlMs),
       now: checkMs('now', this.#now(now)),
       requestId: requestId === undefined || requestId === null ? undefined : checkText('requestId', requestId),
       bigint: this.#o.epochs === 'bigint',
-      random: randomBytes(LEASE_KEY_BYTES),
+      random: randomBytes(TABLES.leaseKeyBytes), // the random part of a lease id (128 bits)
     });
   }
 
@@ -290,7 +286,7 @@ export class Issuer {
     const { scope, leaseId, holder, ttlMs, now } = argsObject(args, 'renew');
     checkScope(scope);
     return this.#apply(scope, {
-      code: OPS.renew,
+      op: 'renew',
       leaseId: checkText('leaseId', leaseId),
       holder: checkText('holder', holder),
       ttlMs: checkMs('ttlMs', ttlMs),
@@ -307,7 +303,7 @@ export class Issuer {
     const { scope, leaseId, holder } = argsObject(args, 'release');
     checkScope(scope);
     return this.#apply(scope, {
-      code: OPS.release,
+      op: 'release',
       leaseId: checkText('leaseId', leaseId),
       holder: checkText('holder', holder),
       ttlMs: 0,
@@ -328,9 +324,9 @@ export class Issuer {
     const { scope, atLeast, now, revoke } = argsObject(args, 'raise');
     checkScope(scope);
     if (revoke !== undefined && typeof revoke !== 'boolean') throw invalid('revoke must be a boolean', { revoke });
-    const code = revoke === true ? OPS.raiseRevoking : OPS.raise;
+    const op = revoke === true ? 'raiseRevoking' : 'raise';
     // `bigint`: the issuer's epoch limit, which a raise may not pass (EPOCH_OVERFLOW, nothing changes)
-    return this.#apply(scope, { code, ttlMs: 0, now: checkMs('now', this.#now(now)), atLeast, bigint: this.#o.epochs === 'bigint' });
+    return this.#apply(scope, { op, ttlMs: 0, now: checkMs('now', this.#now(now)), atLeast, bigint: this.#o.epochs === 'bigint' });
   }
 
   /** `{ scope, epoch, lease: { leaseId, holder, expiresAt, requestId } | null }` as stored (epoch 0: never acquired). */

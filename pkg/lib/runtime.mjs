@@ -1,6 +1,6 @@
 // Loads the WebAssembly module once per realm. Entry files call initSync()
 // (Node, workerd) or core.init() calls initAsync() (browsers).
-import glueInit, { initSync as glueInitSync, __setErrorClass, __codes, __marksPtr } from '../dist/fencegate.js';
+import glueInit, { initSync as glueInitSync, __setErrorClass, __tables, __marksPtr } from '../dist/fencegate.js';
 import { FencegateError } from './errors.mjs';
 
 /**
@@ -27,6 +27,28 @@ export function randomBytes(n) {
 export let ready = false;
 /** Code strings indexed like the Rust `Code` discriminants. */
 export let CODES = [];
+/**
+ * The names and limits Rust defines (`__tables`, src/wasm/mod.rs): read once
+ * at instantiation, so JS keeps no copy of them. `{ codes, outcomes,
+ * duplicateStatus, higherEpochModes, algorithms, maxTokenText, maxKeyBytes,
+ * maxWindow, defaultWindow, leaseKeyBytes, maxHolderBytes, maxRequestIdBytes,
+ * maxLeaseIdBytes }`.
+ */
+export let TABLES = null;
+
+// Hot-path constants: JS literals, checked against Rust's at instantiation.
+/** Status of a duplicate of an advance (+1: of an accept); 0 advance, 1 accept, 2 + code index reject. */
+export const DUPLICATE = 256;
+/** The outcome names verdict.mjs spells, by status class. */
+const OUTCOMES = ['advance', 'accept', 'reject', 'duplicate'];
+/**
+ * The longest resource key, in UTF-8 bytes: the longest signed-token scope
+ * (a key is its own default scope), and short enough for every shipped
+ * store's index (PostgreSQL's btree refuses rows above about 2,700 bytes).
+ */
+export const MAX_KEY_BYTES = 512;
+/** The first two codes (verdicts with them carry `token: null`). */
+const TOKEN_CODES = ['MISSING_TOKEN', 'MALFORMED_TOKEN'];
 
 let memory = null;
 let marksPtr = 0;
@@ -54,7 +76,14 @@ function attach(exports) {
   memory = exports.memory;
   marksPtr = __marksPtr();
   __setErrorClass(FencegateError);
-  CODES = __codes();
+  const t = __tables();
+  // The hot path spells these as literals: they must be Rust's.
+  const same =
+    t.duplicateStatus === DUPLICATE && t.maxKeyBytes === MAX_KEY_BYTES &&
+    t.outcomes.join() === OUTCOMES.join() && t.codes.slice(0, 2).join() === TOKEN_CODES.join();
+  if (!same) throw new Error('fencegate: pkg/lib does not match the Wasm build (its __tables differ)');
+  TABLES = t;
+  CODES = t.codes;
   ready = true;
 }
 

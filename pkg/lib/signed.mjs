@@ -3,19 +3,21 @@
 // shapes results.
 import { shape } from './verdict.mjs';
 import * as wasm from '../dist/fencegate.js';
-import { ready, lastMarks } from './runtime.mjs';
+import { ready, lastMarks, TABLES } from './runtime.mjs';
 import { invalid, notReady, wellFormed, describe, listOf } from './common.mjs';
 
-const MODES = { adopt: 0, 'adopt-within': 1, 'reject-future': 2 };
-const ALGS = [null, 'hmac-sha256', 'ed25519'];
-// Longest fg1 text (src/signed.rs MAX_TEXT_LEN). Longer strings are cut to one
-// unit more before they enter Wasm: still refused (MALFORMED_TOKEN), but a huge
-// header cannot grow Wasm memory, which never shrinks.
-const MAX_TEXT_LEN = 1058;
+// Mode and algorithm names and the longest token text come from Rust
+// (`TABLES`, read at instantiation).
 
-/** `token`, with strings longer than any valid token cut to MAX_TEXT_LEN + 1 units. @internal */
+/**
+ * `token`, with strings longer than any valid fg1 text (src/signed.rs
+ * MAX_TEXT_LEN) cut to one unit more before they enter Wasm: still refused
+ * (MALFORMED_TOKEN), but a huge header cannot grow Wasm memory, which never
+ * shrinks. @internal
+ */
 export function bounded(token) {
-  return typeof token === 'string' && token.length > MAX_TEXT_LEN ? token.slice(0, MAX_TEXT_LEN + 1) : token;
+  const max = TABLES.maxTokenText;
+  return typeof token === 'string' && token.length > max ? token.slice(0, max + 1) : token;
 }
 
 /** The claims last verified by a RawPolicy, as an object, or null. @internal */
@@ -25,7 +27,7 @@ export function claimsOf(raw) {
   const k = raw.claims_kid_len();
   const s = k + raw.claims_scope_len();
   return {
-    alg: ALGS[raw.claims_alg()],
+    alg: TABLES.algorithms[raw.claims_alg()],
     kid: text.slice(0, k),
     scope: text.slice(k, s),
     epoch: raw.claims_epoch(),
@@ -60,17 +62,33 @@ function addKeys(raw, keys, retired) {
   }
 }
 
+/**
+ * `f()`, then the Wasm stack below is zeroed (`__wipeStack`), so no copy of
+ * key material made while adding, using, retiring or dropping a key stays
+ * there. The key bytes themselves are wiped in Rust when a key is dropped.
+ */
+function wipingStack(f) {
+  try {
+    return f();
+  } finally {
+    wasm.__wipeStack();
+  }
+}
+
 /** Adds one verification key (`secret | { hmac } | { ed25519 }`) to a RawPolicy. */
 function addKey(raw, kid, k) {
   if (typeof kid !== 'string') throw invalid('a key id must be a string', { kid });
-  if (isBytes(k)) raw.add_key(kid, 'hmac-sha256', k);
-  else if (k && typeof k === 'object' && isBytes(k.hmac)) raw.add_key(kid, 'hmac-sha256', k.hmac);
-  else if (k && typeof k === 'object' && isBytes(k.ed25519)) raw.add_key(kid, 'ed25519-public', k.ed25519);
+  let alg;
+  let bytes;
+  if (isBytes(k)) [alg, bytes] = ['hmac-sha256', k];
+  else if (k && typeof k === 'object' && isBytes(k.hmac)) [alg, bytes] = ['hmac-sha256', k.hmac];
+  else if (k && typeof k === 'object' && isBytes(k.ed25519)) [alg, bytes] = ['ed25519-public', k.ed25519];
   else {
     throw invalid(`key ${kid}: an HMAC secret (Uint8Array, or { hmac: Uint8Array }) or { ed25519: publicKey Uint8Array }`, {
       kid,
     });
   }
+  wipingStack(() => raw.add_key(kid, alg, bytes));
 }
 
 function needPolicy(p, what) {
@@ -89,7 +107,7 @@ export function addPolicyKey(p, kid, key) {
 export function retirePolicyKey(p, kid) {
   needPolicy(p, 'retireKey');
   if (typeof kid !== 'string') throw invalid('a key id must be a string', { kid });
-  p.raw.retire(kid);
+  wipingStack(() => p.raw.retire(kid));
 }
 
 function higherEpochOf(h) {
@@ -97,8 +115,10 @@ function higherEpochOf(h) {
   if (typeof h === 'string') h = { mode: h };
   if (typeof h !== 'object') throw invalid('higherEpoch must be an object { mode, maxJump, ceiling }', { higherEpoch: h });
   const mode = h.mode === undefined ? 'adopt' : h.mode;
-  if (typeof mode !== 'string' || !Object.prototype.hasOwnProperty.call(MODES, mode)) {
-    throw invalid(`higherEpoch.mode must be 'adopt', 'adopt-within' or 'reject-future', got ${describe(mode)}`, { mode });
+  const modes = TABLES.higherEpochModes;
+  if (typeof mode !== 'string' || !modes.includes(mode)) {
+    const names = modes.map((m) => `'${m}'`);
+    throw invalid(`higherEpoch.mode must be ${names.slice(0, -1).join(', ')} or ${names.at(-1)}, got ${describe(mode)}`, { mode });
   }
   if (mode === 'adopt-within' && h.maxJump === undefined) {
     throw invalid("higherEpoch.maxJump (epochs) is required for 'adopt-within'");
@@ -145,7 +165,7 @@ export function policyFromOptions(options) {
     scopeOf = () => scope;
   }
   const h = higherEpochOf(higherEpoch);
-  const raw = new wasm.RawPolicy(requireSigned === true, MODES[h.mode], h.maxJump);
+  const raw = new wasm.RawPolicy(requireSigned === true, TABLES.higherEpochModes.indexOf(h.mode), h.maxJump);
   try {
     addKeys(raw, keys, retired);
     let ceilingFn = null;
@@ -153,7 +173,7 @@ export function policyFromOptions(options) {
     else if (h.ceiling !== undefined) raw.set_ceiling(h.ceiling);
     return { raw, scopeOf, ceilingFn, mode: h.mode };
   } catch (e) {
-    raw.free();
+    wipingStack(() => raw.free());
     throw e;
   }
 }
@@ -221,7 +241,7 @@ const FREED = new Proxy({}, {
  */
 export function freePolicy(p) {
   if (p === null || p.raw === FREED) return;
-  p.raw.free();
+  wipingStack(() => p.raw.free());
   p.raw = FREED;
 }
 
@@ -255,7 +275,7 @@ export function mintToken(claims, key) {
   checkText(scope, 'scope');
   checkText(leaseId, 'leaseId');
   const [alg, bytes] = signingKey(key);
-  return wasm.__mintToken(scope, epoch, leaseId, generation, key.kid, alg, bytes);
+  return wipingStack(() => wasm.__mintToken(scope, epoch, leaseId, generation, key.kid, alg, bytes));
 }
 
 /**
@@ -268,13 +288,13 @@ export function verifyToken(text, options) {
   if (options === null || typeof options !== 'object') throw invalid('options must be { keys, retired?, scope }');
   const { keys, retired, scope } = options;
   if (scope !== null) checkText(scope, 'scope');
-  const raw = new wasm.RawPolicy(false, 0, undefined);
+  const raw = new wasm.RawPolicy(false, TABLES.higherEpochModes.indexOf('adopt'), undefined);
   try {
     addKeys(raw, keys, retired);
     raw.verify(bounded(text), scope === null ? undefined : scope);
     return claimsOf(raw);
   } finally {
-    raw.free();
+    wipingStack(() => raw.free());
   }
 }
 
@@ -282,7 +302,7 @@ export function verifyToken(text, options) {
 export function ed25519PublicKey(seed) {
   if (!ready) notReady();
   if (!isBytes(seed)) throw invalid('seed must be a Uint8Array of 32 bytes');
-  return wasm.__ed25519PublicKey(seed);
+  return wipingStack(() => wasm.__ed25519PublicKey(seed));
 }
 
 /** Optional algorithms compiled into this build: `['ed25519']` or `[]`. */

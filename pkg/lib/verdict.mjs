@@ -1,9 +1,7 @@
 // Verdict shaping and the audit trail, shared by MemoryGate and Gate.
-import { CODES } from './runtime.mjs';
+import { CODES, DUPLICATE, TABLES } from './runtime.mjs';
 import { invalid, wellFormed } from './common.mjs';
 
-/** Statuses from Wasm: 0 advance, 1 accept, 2 + code index reject, 256/257 duplicate of an advance/accept. */
-export const DUPLICATE = 256;
 
 /** The verdict object for a status. */
 export function shape(key, status, token, markBefore, markAfter) {
@@ -56,10 +54,11 @@ export function metaOf(options) {
   return { opId, holder, fingerprint };
 }
 
-/** The gate option `opWindow` (operation ids kept per key and epoch): 1..=1024, default 64. */
+/** The gate option `opWindow` (operation ids kept per key and epoch): 1..=maxWindow (1024), default defaultWindow (64). */
 export function windowOf(options) {
-  const w = options?.opWindow ?? 64;
-  if (!Number.isSafeInteger(w) || w < 1 || w > 1024) throw invalid('opWindow must be an integer in 1..=1024', { opWindow: w });
+  const { maxWindow, defaultWindow } = TABLES;
+  const w = options?.opWindow ?? defaultWindow;
+  if (!Number.isSafeInteger(w) || w < 1 || w > maxWindow) throw invalid(`opWindow must be an integer in 1..=${maxWindow}`, { opWindow: w });
   return w;
 }
 

@@ -67,19 +67,19 @@ fn opt_str(s: Option<&str>) -> JsValue {
     s.map_or(JsValue::NULL, JsValue::from_str)
 }
 
-/// Result kinds, index 0 of the answer array.
-const GRANTED: u8 = 0;
-const HELD: u8 = 1;
-const RENEWED: u8 = 2;
-const EXPIRED: u8 = 3;
-const RELEASED: u8 = 4;
-const RAISED: u8 = 5;
-const NOT_HELD: u8 = 6;
-const REQUEST_ID_REUSED: u8 = 7;
+/// Result kinds, index 0 of the answer array (strings: the JS side keeps no table).
+const GRANTED: &str = "granted";
+const HELD: &str = "held";
+const RENEWED: &str = "renewed";
+const EXPIRED: &str = "expired";
+const RELEASED: &str = "released";
+const RAISED: &str = "raised";
+const NOT_HELD: &str = "not-held";
+const REQUEST_ID_REUSED: &str = "request-id-reused";
 
-fn grant_row(kind: u8, g: &Grant, flag: bool) -> [JsValue; 7] {
+fn grant_row(kind: &str, g: &Grant, flag: bool) -> [JsValue; 7] {
     [
-        JsValue::from(kind),
+        JsValue::from_str(kind),
         epoch_to_js(g.epoch),
         JsValue::from_f64(g.expires_at as f64),
         JsValue::from_str(&g.holder),
@@ -99,7 +99,7 @@ fn row(result: &IssuerResult) -> [JsValue; 7] {
             holder,
             expires_at,
         } => [
-            JsValue::from(HELD),
+            JsValue::from_str(HELD),
             epoch_to_js(*epoch),
             JsValue::from_f64(*expires_at as f64),
             JsValue::from_str(holder),
@@ -108,7 +108,7 @@ fn row(result: &IssuerResult) -> [JsValue; 7] {
             none(),
         ],
         IssuerResult::Expired { epoch } => [
-            JsValue::from(EXPIRED),
+            JsValue::from_str(EXPIRED),
             epoch_to_js(*epoch),
             none(),
             none(),
@@ -117,7 +117,7 @@ fn row(result: &IssuerResult) -> [JsValue; 7] {
             none(),
         ],
         IssuerResult::NotHeld | IssuerResult::RequestIdReused => [
-            JsValue::from(if matches!(result, IssuerResult::NotHeld) {
+            JsValue::from_str(if matches!(result, IssuerResult::NotHeld) {
                 NOT_HELD
             } else {
                 REQUEST_ID_REUSED
@@ -130,7 +130,7 @@ fn row(result: &IssuerResult) -> [JsValue; 7] {
             none(),
         ],
         IssuerResult::Released { released, epoch } => [
-            JsValue::from(RELEASED),
+            JsValue::from_str(RELEASED),
             epoch_to_js(*epoch),
             none(),
             none(),
@@ -143,7 +143,7 @@ fn row(result: &IssuerResult) -> [JsValue; 7] {
             after,
             revoked,
         } => [
-            JsValue::from(RAISED),
+            JsValue::from_str(RAISED),
             epoch_to_js(*after),
             none(),
             none(),
@@ -158,8 +158,8 @@ fn row(result: &IssuerResult) -> [JsValue; 7] {
 ///
 /// * `state`: the stored state as JSON text (`{"v":2,"epoch":"41","lease":…}`,
 ///   or format 1), or `undefined`/`null` for a scope with no record.
-/// * `op`: 0 acquire, 1 renew, 2 release, 3 raise, 4 raise revoking a live
-///   lease at or below `at_least` (reconcile).
+/// * `op`: `"acquire"`, `"renew"`, `"release"`, `"raise"`, or `"raiseRevoking"`
+///   (raise, revoking a live lease at or below `at_least`: reconcile).
 /// * `holder`: who asks (acquire, renew, release); ignored by raise.
 /// * `lease_id`: the presented lease id (renew, release); ignored otherwise.
 /// * `ttl_ms`, `now_ms`: host milliseconds (ignored where the operation takes none).
@@ -170,16 +170,17 @@ fn row(result: &IssuerResult) -> [JsValue; 7] {
 ///   lease id); ignored by the other operations.
 ///
 /// Answers `[kind, epoch, expiresAt, holder, requestId, flag, leaseId|epochBefore, nextState]`:
-/// `kind` 0 granted (flag = replayed), 1 LEASE_HELD, 2 renewed, 3 LEASE_EXPIRED,
-/// 4 released (flag = released), 5 raised (flag = revoked), 6 LEASE_NOT_HELD,
-/// 7 REQUEST_ID_REUSED (6 and 7 carry nothing else); `nextState` is the JSON
+/// `kind` `"granted"` (flag = replayed), `"held"` (LEASE_HELD), `"renewed"`,
+/// `"expired"` (LEASE_EXPIRED), `"released"` (flag = released), `"raised"`
+/// (flag = revoked), `"not-held"` (LEASE_NOT_HELD), `"request-id-reused"`
+/// (REQUEST_ID_REUSED; these two carry nothing else); `nextState` is the JSON
 /// text to commit before the result is handed out, or `null` when nothing changes.
 /// Throws INVALID_ARGUMENT, CORRUPT_STATE, EPOCH_OVERFLOW (nothing changes on any).
 #[allow(clippy::too_many_arguments)]
 #[wasm_bindgen(js_name = "__issuerStep")]
 pub fn issuer_step(
     state: Option<String>,
-    op: u8,
+    op: &str,
     scope: &str,
     holder: &str,
     lease_id: &str,
@@ -197,7 +198,7 @@ pub fn issuer_step(
         EpochLimit::Number
     };
     let step = (|| match op {
-        0 => acquire(
+        "acquire" => acquire(
             &decoded,
             &AcquireRequest {
                 scope,
@@ -213,7 +214,7 @@ pub fn issuer_step(
                 })?,
             },
         ),
-        1 => renew(
+        "renew" => renew(
             &decoded,
             scope,
             lease_id,
@@ -221,8 +222,8 @@ pub fn issuer_step(
             ms("ttlMs", ttl_ms)?,
             ms("now", now_ms)?,
         ),
-        2 => release(&decoded, scope, lease_id, holder),
-        3 => {
+        "release" => release(&decoded, scope, lease_id, holder),
+        "raise" => {
             let floor = token_from_js(&at_least).map_err(|e| {
                 IssuerError::InvalidArgument(format!("atLeast must be an epoch: {e}"))
             })?;
@@ -232,7 +233,7 @@ pub fn issuer_step(
                 ms("now", now_ms)?,
             ))
         }
-        4 => {
+        "raiseRevoking" => {
             let floor = token_from_js(&at_least).map_err(|e| {
                 IssuerError::InvalidArgument(format!("atLeast must be an epoch: {e}"))
             })?;

@@ -34,10 +34,81 @@ pub fn set_error_class(class: Function) {
     ERROR_CLASS.with(|c| *c.borrow_mut() = Some(class));
 }
 
-/// Every stable code string, indexed by the hot-path status (`status - 2`).
-#[wasm_bindgen(js_name = "__codes")]
-pub fn codes() -> Vec<String> {
-    Code::ALL.iter().map(|c| c.as_str().to_owned()).collect()
+/// The names and limits the JS wrapper needs, read once when the module is
+/// instantiated so that no table or limit is written twice (issue 12):
+///
+/// * `codes`: every stable code string, indexed by the hot-path status (`status - 2`);
+/// * `outcomes`: the outcome names; `duplicateStatus`: the first duplicate status;
+/// * `higherEpochModes`: mode names by the number `RawPolicy` takes;
+/// * `algorithms`: algorithm names by `claims_alg` (index 0: `null`);
+/// * `maxTokenText`: the longest signed-token text (UTF-16 units = bytes, ASCII);
+/// * `maxKeyBytes`: the longest resource key / scope in UTF-8 bytes;
+/// * `maxWindow`, `defaultWindow`: the `opWindow` bounds;
+/// * `leaseKeyBytes`: the random bytes an issuer's `acquire` takes.
+#[wasm_bindgen(js_name = "__tables")]
+pub fn tables() -> Object {
+    use crate::decision::{Outcome, DUPLICATE_STATUS};
+    use crate::signed::{Algorithm, MAX_SCOPE_LEN, MAX_TEXT_LEN};
+    let names = |it: &mut dyn Iterator<Item = &'static str>| -> JsValue {
+        it.map(JsValue::from_str).collect::<Array>().into()
+    };
+    let algorithms = (1..=u8::MAX)
+        .map_while(Algorithm::from_byte)
+        .map(|a| JsValue::from_str(a.as_str()));
+    let duplicate = Outcome::Duplicate {
+        original_advanced: false,
+        original_before: 0,
+    };
+    let outcomes = [
+        Outcome::Advance,
+        Outcome::Accept,
+        Outcome::Reject,
+        duplicate,
+    ];
+    let fields: [(&str, JsValue); 13] = [
+        ("codes", names(&mut Code::ALL.iter().map(|c| c.as_str()))),
+        (
+            "outcomes",
+            names(&mut outcomes.into_iter().map(Outcome::as_str)),
+        ),
+        ("duplicateStatus", DUPLICATE_STATUS.into()),
+        (
+            "higherEpochModes",
+            names(&mut signed::HIGHER_EPOCH_MODES.iter().map(|m| m.as_str())),
+        ),
+        (
+            "algorithms",
+            std::iter::once(JsValue::NULL)
+                .chain(algorithms)
+                .collect::<Array>()
+                .into(),
+        ),
+        ("maxTokenText", (MAX_TEXT_LEN as u32).into()),
+        ("maxKeyBytes", (MAX_SCOPE_LEN as u32).into()),
+        ("maxWindow", (crate::ops::MAX_WINDOW as u32).into()),
+        ("defaultWindow", (crate::ops::DEFAULT_WINDOW as u32).into()),
+        (
+            "leaseKeyBytes",
+            (crate::issuer::LEASE_KEY_BYTES as u32).into(),
+        ),
+        (
+            "maxHolderBytes",
+            (crate::ops::MAX_HOLDER_BYTES as u32).into(),
+        ),
+        (
+            "maxRequestIdBytes",
+            (crate::issuer::MAX_REQUEST_ID_BYTES as u32).into(),
+        ),
+        (
+            "maxLeaseIdBytes",
+            (crate::signed::MAX_LEASE_ID_LEN as u32).into(),
+        ),
+    ];
+    let out = Object::new();
+    for (k, v) in fields {
+        let _ = Reflect::set(&out, &JsValue::from_str(k), &v);
+    }
+    out
 }
 
 /// Builds a `FencegateError(code, message, details)`; a plain `Error` with

@@ -12,7 +12,7 @@ use super::{epoch_to_js, error, host, token_from_js, RawMemoryGate};
 use crate::decision::{Operation, SameEpoch};
 use crate::error::{Code, TokenError};
 use crate::policy::{GatePolicy, HigherEpoch, Presented};
-use crate::signed::{Algorithm, Claims, Key, SignedError};
+use crate::signed::{Claims, Key, SignedError};
 use crate::token::{epoch_from_f64, epoch_from_u64};
 
 fn signed_error(e: &SignedError) -> JsValue {
@@ -79,6 +79,34 @@ fn make_key(alg: &str, bytes: &[u8]) -> Result<Key, SignedError> {
     }
 }
 
+/// Key bytes handed in by the host: the binding owns this copy in Wasm memory
+/// and wipes it when dropped, so a secret does not stay in freed memory.
+struct Secret(Vec<u8>);
+
+impl Drop for Secret {
+    fn drop(&mut self) {
+        crate::signed::wipe_vec(&mut self.0);
+    }
+}
+
+/// Zeroes the 64 KiB of Wasm stack below the caller's frame. Key material is
+/// copied onto the stack while a key is made or used (the HMAC pad states,
+/// an Ed25519 seed), and nothing else clears it; the JS side calls this after
+/// adding, retiring and freeing keys, minting and verifying, from the top
+/// level (so every frame those calls used lies below). 64 KiB is far more
+/// than any call here uses, and far less than the 1 MiB stack.
+#[wasm_bindgen(js_name = "__wipeStack")]
+pub fn wipe_stack() {
+    zeroize::zeroize_stack::<{ 64 * 1024 }>();
+}
+
+/// The higher-epoch modes by the number `RawPolicy::new` takes.
+pub(crate) const HIGHER_EPOCH_MODES: [HigherEpoch; 3] = [
+    HigherEpoch::Adopt,
+    HigherEpoch::AdoptWithin { max_jump: 0 },
+    HigherEpoch::RejectFuture,
+];
+
 /// A gate policy: keyring, `requireSigned`, the higher-epoch mode and the
 /// host's ceiling. Built by the JS wrapper from gate options; holds key
 /// material in WebAssembly memory until `free()`.
@@ -92,16 +120,17 @@ pub struct RawPolicy {
 
 #[wasm_bindgen]
 impl RawPolicy {
-    /// `mode`: 0 adopt, 1 adopt-within (`max_jump` epochs), 2 reject-future.
+    /// `mode`: the index of the higher-epoch mode in [`HIGHER_EPOCH_MODES`]
+    /// (the JS side reads their names from `__tables().higherEpochModes`);
+    /// `max_jump` (epochs) for `adopt-within`.
     #[wasm_bindgen(constructor)]
     pub fn new(require_signed: bool, mode: u8, max_jump: JsValue) -> Result<RawPolicy, JsValue> {
-        let higher = match mode {
-            0 => HigherEpoch::Adopt,
-            1 => HigherEpoch::AdoptWithin {
+        let higher = match HIGHER_EPOCH_MODES.get(usize::from(mode)) {
+            Some(HigherEpoch::AdoptWithin { .. }) => HigherEpoch::AdoptWithin {
                 max_jump: u64_from_js(&max_jump, "higherEpoch.maxJump")?,
             },
-            2 => HigherEpoch::RejectFuture,
-            _ => return Err(invalid("unknown higher-epoch mode")),
+            Some(other) => *other,
+            None => return Err(invalid("unknown higher-epoch mode")),
         };
         Ok(RawPolicy {
             policy: GatePolicy {
@@ -118,13 +147,14 @@ impl RawPolicy {
     /// Adds a key: `alg` is `"hmac-sha256"` (the secret), `"ed25519-public"`
     /// (a 32-byte public key) or `"ed25519-seed"` (a 32-byte seed). Throws
     /// INVALID_ARGUMENT for bad ids, lengths, duplicates or retired ids.
-    pub fn add_key(&mut self, kid: &str, alg: &str, bytes: &[u8]) -> Result<(), JsValue> {
-        make_key(alg, bytes)
+    /// The copy of `bytes` in Wasm memory is wiped when the call returns.
+    pub fn add_key(&mut self, kid: &str, alg: &str, bytes: Vec<u8>) -> Result<(), JsValue> {
+        make_key(alg, &Secret(bytes).0)
             .and_then(|key| self.policy.keyring.insert(kid, key))
             .map_err(|e| signed_error(&e))
     }
 
-    /// Retires a key id (KEY_RETIRED from now on).
+    /// Retires a key id (KEY_RETIRED from now on); its key bytes are wiped.
     pub fn retire(&mut self, kid: &str) -> Result<(), JsValue> {
         self.policy
             .keyring
@@ -189,13 +219,9 @@ impl RawPolicy {
             .map_or(0, |c| c.scope.encode_utf16().count() as u32)
     }
 
-    /// 1 = hmac-sha256, 2 = ed25519, 0 = none.
+    /// The algorithm's wire byte (its index in `__tables().algorithms`), 0 = none.
     pub fn claims_alg(&self) -> u8 {
-        match self.last_claims.as_ref().map(|c| c.alg) {
-            Some(Algorithm::HmacSha256) => 1,
-            Some(Algorithm::Ed25519) => 2,
-            None => 0,
-        }
+        self.last_claims.as_ref().map_or(0, |c| c.alg.byte())
     }
 
     /// The validated token of the last host-store decision under this policy
@@ -400,8 +426,10 @@ pub fn mint_token(
     generation: JsValue,
     kid: String,
     alg: &str,
-    key: &[u8],
+    key: Vec<u8>,
 ) -> Result<String, JsValue> {
+    // Owned (not borrowed) so that the copy in Wasm memory is wiped on return.
+    let key = Secret(key);
     let epoch = token_from_js(&epoch).map_err(|e| {
         invalid(&format!(
             "epoch must be an epoch (number or bigint ≥ 1): {e}"
@@ -411,7 +439,7 @@ pub fn mint_token(
     if alg == "ed25519-public" {
         return Err(invalid("an Ed25519 public key can verify but not mint"));
     }
-    let key = make_key(alg, key).map_err(|e| signed_error(&e))?;
+    let key = make_key(alg, &key.0).map_err(|e| signed_error(&e))?;
     let claims = Claims {
         alg: key.alg(),
         epoch,
@@ -425,10 +453,11 @@ pub fn mint_token(
 
 /// The 32-byte Ed25519 public key of a 32-byte seed (Ed25519 builds only).
 #[wasm_bindgen(js_name = "__ed25519PublicKey")]
-pub fn ed25519_public_key(seed: &[u8]) -> Result<Vec<u8>, JsValue> {
+pub fn ed25519_public_key(seed: Vec<u8>) -> Result<Vec<u8>, JsValue> {
+    let seed = Secret(seed);
     #[cfg(feature = "ed25519")]
     {
-        let key = Key::ed25519_secret(seed).map_err(|e| signed_error(&e))?;
+        let key = Key::ed25519_secret(&seed.0).map_err(|e| signed_error(&e))?;
         key.ed25519_public_bytes()
             .map(|b| b.to_vec())
             .ok_or_else(|| invalid("not an Ed25519 key"))
