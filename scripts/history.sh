@@ -4,15 +4,18 @@
 #   scripts/history.sh 100000            the soak: 100 000 operations per engine
 #   HISTORY_ENGINES="redis" scripts/history.sh 20000 7
 # Each engine's server is started by the workload itself (it restarts it as a
-# fault); `scripts/services.sh install` provides redis-server and PostgreSQL.
+# fault); `scripts/services.sh install` provides redis-server and PostgreSQL,
+# `scripts/etcd-cluster.sh install` etcd (the `etcd` engine, one member, is not
+# in the default list: `etcd-cluster` runs the same store on three members).
 # Histories go to build/history/<engine>-<seed>.jsonl; re-check one with
 # `node tests/history/check.mjs FILE`. Fails on any violation.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 ops=${1:-2000}
 seed=${2:-16}
-engines=${HISTORY_ENGINES:-sqlite redis postgres}
+engines=${HISTORY_ENGINES:-sqlite redis postgres etcd-cluster}
 bash scripts/services.sh install
+bash scripts/etcd-cluster.sh install
 mkdir -p build/history
 summaries=()
 for engine in $engines; do

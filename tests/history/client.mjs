@@ -38,12 +38,22 @@ async function call(op, fields, fn) {
     line = { ev: 'ok', id, p, op, holder, ...fields, ...pick(r), t: Date.now(), m: mono() };
   } catch (e) {
     const code = e && e.code;
-    line = { ev: code === 'COMMIT_UNKNOWN' ? 'unknown' : 'fail', id, p, op, holder, ...fields, code: code ?? String(e), t: Date.now(), m: mono() };
+    line = { ev: code === 'COMMIT_UNKNOWN' ? 'unknown' : 'fail', id, p, op, holder, ...fields, code: code ?? String(e), why: why(e), t: Date.now(), m: mono() };
   }
   log(line);
   done += 1;
   process.stdout.write(`${done}\n`);
+  // A client backs off after a store error: without it, a store that fails
+  // fast (a driver's circuit breaker open, no connection) spends the run's
+  // operation budget in a few hundred milliseconds of instant failures.
+  if (line.ev !== 'ok') await sleep(10 + rand() * 40);
   return line;
+}
+
+/** The cause of a thrown error, for people reading the history: its class and message, shortened. */
+function why(e) {
+  const c = (e && e.cause) || e;
+  return `${(c && c.constructor && c.constructor.name) || typeof c}: ${String((c && c.message) || c).slice(0, 160)}`;
 }
 
 function pick(r) {
@@ -96,10 +106,10 @@ while (done < ops) {
       await call('read', { key }, async () => ({ ok: true, ...(await gate.read(key)) }));
     } else if (x < 0.93) {
       const now = Date.now();
-      const r = await call('renew', { key, token: epoch, leaseId: held.leaseId, now, ttlMs }, () => issuer.renew({ scope: key, leaseId: held.leaseId, ttlMs, now }));
+      const r = await call('renew', { key, token: epoch, leaseId: held.leaseId, now, ttlMs }, () => issuer.renew({ scope: key, leaseId: held.leaseId, holder, ttlMs, now }));
       if (r.ev !== 'ok' || !r.ok) held = null;
     } else {
-      await call('release', { key, token: epoch, leaseId: held.leaseId }, () => issuer.release({ scope: key, leaseId: held.leaseId }));
+      await call('release', { key, token: epoch, leaseId: held.leaseId }, () => issuer.release({ scope: key, leaseId: held.leaseId, holder }));
       held = null;
     }
   }

@@ -6,12 +6,17 @@
 //     faults       the fault kinds this engine supports besides the client ones
 //     restart()    stop the server hard and start it again on the same port and data
 //     stop()       async stop; stopSync() the same from an exit handler }
-// Adding an engine (etcd, a 3-member etcd cluster) is one more entry here plus
-// its `kind` in stores.mjs: see the TODO entries below.
-import { spawn, spawnSync, execFileSync } from 'node:child_process';
+//   restartGapMs (per engine, default 2000) the least time between two restarts
+//     killLeader()  (replicated engines, fault kind `leader`) kill the leader member,
+//                   wait for a new leader, restart it; resolves to a description
+//   and per engine: stopDir(dir) stops what a start() cut short left behind (Ctrl-C
+//   during a start). Adding an engine is one more entry here plus its `kind` in stores.mjs.
+import { spawn, spawnSync, execFile, execFileSync } from 'node:child_process';
 import fs from 'node:fs';
 import net from 'node:net';
 import path from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { promisify } from 'node:util';
 
 export function freePort() {
   return new Promise((resolve, reject) => {
@@ -147,13 +152,100 @@ export const ENGINES = {
     },
   },
 
-  // TODO(issue 16, etcd; branch i16a builds the adapter and the cluster script):
-  //   etcd: { faults: ['proxy', 'restart'], start(dir) { one `etcd` member on free
-  //     client/peer ports, data dir under `dir`; spec: { kind: 'etcd', hosts } } },
-  //   'etcd-cluster': { faults: ['proxy', 'restart', 'leader'], start(dir) { three
-  //     members; restart() restarts a random member; the `leader` fault kind makes
-  //     run.mjs call `await handle.killLeader()` (kill the leader member, restart
-  //     it, resolve to its name) } },
-  // and `case 'etcd'` in stores.mjs (and the engine names in scripts/history.sh's
-  // default list). Nothing else in tests/history changes.
+  // etcd (Debian etcd-server 3.4) through scripts/etcd-cluster.sh: one member,
+  // or three on loopback. Members are SIGKILLed (a crash) and started again on
+  // the same ports and data dir; each gets its own proxy (`port` is a list).
+  etcd: etcdEngine(1),
+  'etcd-cluster': etcdEngine(3),
 };
+
+const clusterScript = fileURLToPath(new URL('../../scripts/etcd-cluster.sh', import.meta.url));
+const execFileP = promisify(execFile);
+
+/** Kills (SIGKILL) every member whose pid file is in `cdir`: synchronous, for exit handlers. */
+function killMembersSync(cdir) {
+  let files = [];
+  try {
+    files = fs.readdirSync(cdir).filter((f) => /^m[0-9]+\.pid$/.test(f));
+  } catch {
+    return;
+  }
+  for (const f of files) {
+    try {
+      process.kill(Number(fs.readFileSync(path.join(cdir, f), 'utf8')), 'SIGKILL');
+    } catch {}
+  }
+}
+
+function etcdEngine(n) {
+  const cdirOf = (dir) => path.join(dir, 'etcd');
+  return {
+    faults: n === 1 ? ['proxy', 'restart'] : ['proxy', 'restart', 'leader'],
+    // a member takes about 2 s to restart (and a leader kill about 1 s of election): at least 4 s between them
+    restartGapMs: 4000,
+    stopDir: (dir) => killMembersSync(cdirOf(dir)),
+    async start(dir, { rand = Math.random } = {}) {
+      const cdir = cdirOf(dir);
+      const sh = async (...args) => (await execFileP('bash', [clusterScript, ...args], { encoding: 'utf8' })).stdout.trim();
+      await sh('start', cdir, String(n));
+      const members = Array.from({ length: n }, (_, i) => i + 1);
+      const urls = members.map((i) => fs.readFileSync(path.join(cdir, `m${i}.url`), 'utf8').trim());
+      const ports = urls.map((u) => Number(new URL(u).port));
+      const pidOf = (i) => {
+        try {
+          return Number(fs.readFileSync(path.join(cdir, `m${i}.pid`), 'utf8'));
+        } catch {
+          return null;
+        }
+      };
+      // every member answers and the cluster has a leader (the script's own check)
+      const healthy = async () => {
+        const until = Date.now() + 30000;
+        for (;;) {
+          const ok = await execFileP('etcdctl', [`--endpoints=${urls.join(',')}`, '--command-timeout=2s', 'endpoint', 'health'], { env: { ...process.env, ETCDCTL_API: '3' } }).then(
+            () => true,
+            () => false,
+          );
+          if (ok) return;
+          if (Date.now() > until) throw new Error(`etcd: members ${urls.join(',')} not healthy after 30 s`);
+          await new Promise((r) => setTimeout(r, 100));
+        }
+      };
+      const leader = async () => {
+        for (let i = 0; i < 100; i++) {
+          const l = await sh('leader', cdir).catch(() => '');
+          if (/^[0-9]+$/.test(l)) return Number(l);
+          await new Promise((r) => setTimeout(r, 100));
+        }
+        throw new Error('etcd: no leader after 10 s');
+      };
+      const restartMember = async (i) => {
+        await sh('stop-member', cdir, String(i)); // SIGKILL
+        await sh('start-member', cdir, String(i));
+        await healthy();
+      };
+      const spec = (p = ports) => ({ kind: 'etcd', hosts: p.map((x) => `http://127.0.0.1:${x}`) });
+      return {
+        spec,
+        direct: spec(ports),
+        port: ports,
+        pids: () => members.map(pidOf).filter((x) => x !== null),
+        async restart() {
+          await restartMember(members[Math.floor(rand() * n)]);
+        },
+        async killLeader() {
+          const old = await leader();
+          await sh('stop-member', cdir, String(old));
+          const next = await leader(); // the other two elect one (election timeout 500 ms)
+          await sh('start-member', cdir, String(old));
+          await healthy();
+          return `m${old} (m${next} elected)`;
+        },
+        async stop() {
+          await sh('stop', cdir);
+        },
+        stopSync: () => killMembersSync(cdir),
+      };
+    },
+  };
+}

@@ -81,3 +81,23 @@ export async function startProxy(upstreamPort) {
     },
   };
 }
+
+/**
+ * One proxy per upstream port (the members of a cluster), driven as one:
+ * `arm` arms every proxy (whichever member a client talks to is hit),
+ * `counts` sums them, `ports` lists the proxy ports in the upstreams' order.
+ */
+export async function startProxies(upstreamPorts) {
+  const all = await Promise.all(upstreamPorts.map((p) => startProxy(p)));
+  return {
+    ports: all.map((x) => x.port),
+    get counts() {
+      const c = { delay: 0, drop: 0, cut: 0 };
+      for (const x of all) for (const k of Object.keys(c)) c[k] += x.counts[k];
+      return c;
+    },
+    arm: (kind, opts) => all.forEach((x) => x.arm(kind, opts)),
+    cutAll: () => all.forEach((x) => x.cutAll()),
+    close: () => Promise.all(all.map((x) => x.close())),
+  };
+}

@@ -4,12 +4,13 @@
 // read, renew, release — while this process injects faults from a seeded
 // schedule, then checks the history (check.mjs).
 //
-//   node tests/history/run.mjs --engine sqlite|redis|postgres --ops N --procs P --seed S
+//   node tests/history/run.mjs --engine sqlite|redis|postgres|etcd|etcd-cluster --ops N --procs P --seed S
 //        [--keys K] [--ttl MS] [--out FILE] [--broken] [--no-faults]
 //
 // Faults (from outside the clients): SIGSTOP longer than the lease then
 // SIGCONT; SIGKILL of a client mid-operation and its restart; the TCP proxy
-// (proxy.mjs) delaying, dropping or cutting replies; a server restart; an
+// (proxy.mjs) delaying, dropping or cutting replies; a server restart; on a
+// replicated engine (etcd-cluster) the leader member killed and restarted; an
 // issuer-store restore drill (backup, later restore, raise, reconcile).
 // Every server and client it starts is stopped on every exit path, Ctrl-C
 // included. Exit status: 0 with no violation, 1 with violations, 2 on usage
@@ -22,7 +23,7 @@ import { fileURLToPath } from 'node:url';
 import { parseArgs } from 'node:util';
 import { Gate, Issuer, reconcile } from '../../pkg/node.mjs';
 import { ENGINES } from './engines.mjs';
-import { startProxy } from './proxy.mjs';
+import { startProxy, startProxies } from './proxy.mjs';
 import { openStores, putRecord } from './stores.mjs';
 import { rng } from './rng.mjs';
 import { checkFile, formatReport } from './check.mjs';
@@ -87,6 +88,7 @@ function stopAllSync() {
   }
   if (proxy) proxy.cutAll();
   if (engine) engine.stopSync();
+  else ENGINES[engineName].stopDir?.(dir); // a start cut short
 }
 process.on('exit', stopAllSync);
 for (const sig of ['SIGINT', 'SIGTERM', 'SIGHUP']) {
@@ -98,15 +100,16 @@ for (const sig of ['SIGINT', 'SIGTERM', 'SIGHUP']) {
   });
 }
 
-const faults = { sigstop: 0, sigkill: 0, delay: 0, drop: 0, cut: 0, restart: 0, drill: 0 };
+const faults = { sigstop: 0, sigkill: 0, delay: 0, drop: 0, cut: 0, restart: 0, ...(ENGINES[engineName].faults.includes('leader') ? { leader: 0 } : {}), drill: 0 };
 const crashes = [];
 try {
   const E = ENGINES[engineName];
-  engine = await E.start(dir);
+  engine = await E.start(dir, { rand });
   for (const pid of engine.pids()) notePid(pid, `${engineName} server`);
   const kinds = a['no-faults'] ? [] : ['sigstop', 'sigkill', ...(E.faults.includes('proxy') ? ['proxy', 'proxy'] : []), ...(E.faults.includes('restart') ? ['restart'] : []), ...(E.faults.includes('leader') ? ['leader'] : [])];
-  if (engine.port !== null) proxy = await startProxy(engine.port);
-  const clientSpec = { ...(proxy ? engine.spec(proxy.port) : engine.spec()), broken: a.broken };
+  // one proxy per server port (a cluster lists its members' ports)
+  if (engine.port !== null) proxy = Array.isArray(engine.port) ? await startProxies(engine.port) : await startProxy(engine.port);
+  const clientSpec = { ...(proxy ? engine.spec(proxy.ports ?? proxy.port) : engine.spec()), broken: a.broken };
 
   // The runner's own handles: direct to the server, a correct host.
   const own = await openStores(engine.direct);
@@ -157,7 +160,8 @@ try {
   const cycle = Math.min(ops, 25000);
   let backup = null;
   let drillsDone = 0;
-  let lastRestart = 0;
+  let lastRestart = 0; // when the last server restart (or leader kill) finished
+  const restartGap = E.restartGapMs ?? 2000;
   const retrying = async (what, fn) => {
     for (let i = 0; ; i++) {
       try {
@@ -248,20 +252,22 @@ try {
         proxy.arm(k, { ms, forMs: 50 + Math.floor(rand() * 200) });
         faults[k] += 1;
         log({ ev: 'fault', kind: k, ms });
-      } else if (kind === 'leader' && Date.now() - lastRestart > 2000) {
+      } else if (kind === 'leader' && Date.now() - lastRestart > restartGap) {
         // a replicated engine (the etcd cluster): kill the leader member, restart it
         lastRestart = Date.now();
-        faults.leader = (faults.leader ?? 0) + 1;
+        faults.leader += 1;
         log({ ev: 'fault', kind: 'leader', phase: 'stop' });
         const member = await engine.killLeader();
         for (const pid of engine.pids()) notePid(pid, `${engineName} server`);
+        lastRestart = Date.now();
         log({ ev: 'fault', kind: 'leader', phase: 'started', member });
-      } else if (kind === 'restart' && Date.now() - lastRestart > 2000) {
+      } else if (kind === 'restart' && Date.now() - lastRestart > restartGap) {
         lastRestart = Date.now();
         faults.restart += 1;
         log({ ev: 'fault', kind: 'restart', phase: 'stop' });
         await engine.restart();
         for (const pid of engine.pids()) notePid(pid, `${engineName} server`);
+        lastRestart = Date.now();
         log({ ev: 'fault', kind: 'restart', phase: 'started' });
       }
     }

@@ -4,6 +4,7 @@
 //   { kind: 'sqlite', file }                one database file, tables `res` and `iss`
 //   { kind: 'redis', url }                  one Redis, key prefixes `res:` and `iss:`
 //   { kind: 'pg', url }                     one PostgreSQL database, tables `res` and `iss`
+//   { kind: 'etcd', hosts }                 etcd member URLs, key prefixes `res/` and `iss/`
 // Every network call has a timeout, so a reply the proxy swallowed ends as an
 // error (COMMIT_UNKNOWN for a commit) instead of a hang.
 // `broken: true` wraps the resource store in a host whose commit ignores the
@@ -65,8 +66,27 @@ export async function openStores(spec) {
       close = async () => pool.end();
       break;
     }
-    // TODO(issue 16, etcd): case 'etcd' — open fencegate/etcd over an etcd3 client
-    // (spec.hosts) with prefixes `res/` and `iss/`; nothing else in this directory changes.
+    case 'etcd': {
+      const { EtcdStore } = await import(adapter('etcd'));
+      const { Etcd3, isRecoverableError } = await import('etcd3');
+      // etcd3's own cockatiel (not a dependency of ours): the same per-host circuit breaker as its default
+      // (open after 3 consecutive failures) but half-open after 250 ms, not 5 s,
+      // or one cut connection fails every call fast for 5 s. Its global policy
+      // (3 attempts over the hosts, resends included) stays as users get it;
+      // each call gets a deadline; gRPC reconnects quickly after a member restart.
+      const { circuitBreaker, handleWhen, ConsecutiveBreaker } = createRequire(require.resolve('etcd3'))('cockatiel');
+      const client = new Etcd3({
+        hosts: spec.hosts,
+        faultHandling: { host: () => circuitBreaker(handleWhen(isRecoverableError), { halfOpenAfter: 250, breaker: new ConsecutiveBreaker(3) }) },
+        dialTimeout: TIMEOUT_MS,
+        defaultCallOptions: (ctx) => (ctx.isStream ? {} : { deadline: Date.now() + TIMEOUT_MS }),
+        grpcOptions: { 'grpc.initial_reconnect_backoff_ms': 100, 'grpc.max_reconnect_backoff_ms': 1000 },
+      });
+      res = new EtcdStore(client, { prefix: 'res/' });
+      iss = new EtcdStore(client, { prefix: 'iss/' });
+      close = async () => client.close();
+      break;
+    }
     default:
       throw new Error(`unknown store kind ${spec.kind}`);
   }
