@@ -9,7 +9,7 @@
 #   bash scripts/fuzz.sh ci                 short runs of every target (seconds each; scripts/test.sh)
 #   bash scripts/fuzz.sh soak [EXECS]       each Rust target EXECS executions (default 10000000),
 #                                           the signed-token parser 120 s, each JS target
-#                                           FUZZ_JS_RUNS executions (default 1000000)
+#                                           FUZZ_JS_RUNS executions (default 10000000)
 #   bash scripts/fuzz.sh rust TARGET[,…] EXECS [SEED]
 #   bash scripts/fuzz.sh js TARGET[,…] RUNS [SEED]
 # Needs the built package for the JS targets (scripts/build.sh). Every line
@@ -47,7 +47,7 @@ case "${1:-}" in
     n="${2:-10000000}"
     rust all "$n"
     bash scripts/fuzz-signed.sh 120
-    for t in parseToken cli-args cli-urls; do js "$t" "${FUZZ_JS_RUNS:-1000000}"; done
+    for t in parseToken cli-args cli-urls; do js "$t" "${FUZZ_JS_RUNS:-10000000}"; done
     ;;
   rust) [ $# -ge 3 ] || { echo "usage: $0 rust TARGET EXECS [SEED]" >&2; exit 2; }; rust "$2" "$3" "${4:-}" ;;
   js) [ $# -ge 3 ] || { echo "usage: $0 js TARGET RUNS [SEED]" >&2; exit 2; }; js "$2" "$3" "${4:-16}" ;;
