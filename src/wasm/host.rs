@@ -129,18 +129,12 @@ pub fn gate_decide(
     if op_id.is_some() || holder.is_some() || window as usize != DEFAULT_WINDOW {
         check_meta(op_id.as_deref(), holder.as_deref(), window)?;
     }
-    if fingerprint_bytes.is_some() && op_id.is_none() {
-        return Err(error(
-            Code::InvalidArgument,
-            "a fingerprint belongs to an operation id: pass opId with it",
-            &[],
-        ));
-    }
+    let fp = fingerprint_of(op_id.as_deref(), fingerprint_bytes)?;
     let meta = OpMeta {
         op_id: op_id.as_deref(),
         holder: holder.as_deref(),
         window: window as usize,
-        fingerprint: fingerprint_bytes.map(|b| fingerprint(&b)),
+        fingerprint: fp,
     };
     let d = decide_state(
         stored.as_ref(),
@@ -257,16 +251,25 @@ pub fn meta(
     fingerprint_bytes: Option<Vec<u8>>,
 ) -> Result<(), JsValue> {
     check_meta(op_id.as_deref(), holder.as_deref(), window)?;
-    if fingerprint_bytes.is_some() && op_id.is_none() {
+    let fp = fingerprint_of(op_id.as_deref(), fingerprint_bytes)?;
+    META.with(|m| m.set((op_id, holder, window as usize, fp)));
+    Ok(())
+}
+
+/// The stored fingerprint of an operation's bytes; INVALID_ARGUMENT for a
+/// fingerprint without an operation id.
+fn fingerprint_of(
+    op_id: Option<&str>,
+    bytes: Option<Vec<u8>>,
+) -> Result<Option<[u8; FINGERPRINT_BYTES]>, JsValue> {
+    if bytes.is_some() && op_id.is_none() {
         return Err(error(
             Code::InvalidArgument,
             "a fingerprint belongs to an operation id: pass opId with it",
             &[],
         ));
     }
-    let fp = fingerprint_bytes.map(|b| fingerprint(&b));
-    META.with(|m| m.set((op_id, holder, window as usize, fp)));
-    Ok(())
+    Ok(bytes.map(|b| fingerprint(&b)))
 }
 
 /// Validates operation metadata (shared with the in-memory gate).
