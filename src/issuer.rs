@@ -83,6 +83,7 @@
 //! epoch whose lease is over in any case (an older epoch, or the current one
 //! after it was released or revoked).
 
+use serde::{Deserialize, Serialize, Serializer};
 use thiserror::Error;
 
 use crate::error::{Code, StateError};
@@ -181,6 +182,34 @@ impl Lease {
             LeaseForm::Keyed { ttl_ms, .. } => Some(*ttl_ms),
         }
     }
+}
+
+/// An issuer's lease as `Issuer.current` reports it.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct LeaseRecord {
+    /// The lease id.
+    pub lease_id: String,
+    /// Who holds it.
+    pub holder: String,
+    /// Expiry in host ms; live while `now < expires_at`.
+    #[serde(serialize_with = "serialize_epoch")]
+    pub expires_at: u64,
+    /// The acquiring request's id.
+    pub request_id: Option<String>,
+}
+
+/// A scope's issuer record as `Issuer.current` reports it (epoch 0: never acquired).
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct IssuerRecord {
+    /// The scope.
+    pub scope: String,
+    /// The last epoch issued.
+    #[serde(serialize_with = "serialize_epoch")]
+    pub epoch: u64,
+    /// The lease of `epoch`, `None` when released or never acquired.
+    pub lease: Option<LeaseRecord>,
 }
 
 /// The decoded issuer state of one scope. `Default` is a fresh scope (epoch 0, no lease).
@@ -481,6 +510,21 @@ impl IssuerState {
         self.to_wire().to_json()
     }
 
+    /// The record `Issuer.current` reports for `scope`.
+    pub fn record(&self, scope: &str) -> IssuerRecord {
+        IssuerRecord {
+            scope: scope.to_owned(),
+            epoch: self.epoch,
+            lease: self.lease.as_ref().map(|l| LeaseRecord {
+                lease_id: l.id(scope, self.epoch),
+                holder: l.holder.clone(),
+                expires_at: l.expires_at,
+                request_id: l.request_id.clone(),
+            }),
+        }
+    }
+
+
     /// The lease, when it is live at `now_ms` (`now < expires_at`).
     pub fn live_lease(&self, now_ms: u64) -> Option<&Lease> {
         self.lease.as_ref().filter(|l| now_ms < l.expires_at)
@@ -720,6 +764,86 @@ impl IssuerResult {
             IssuerResult::RequestIdReused => Some(Code::RequestIdReused),
             _ => None,
         }
+    }
+}
+
+/// Serializes an epoch (or host ms) the way the package hands epochs to JS: a
+/// number up to 2^53−1, a bigint above (serde-wasm-bindgen turns a `u128` into
+/// a `BigInt`; serde_json writes both as numbers).
+pub fn serialize_epoch<S: Serializer>(epoch: &u64, s: S) -> Result<S::Ok, S::Error> {
+    if *epoch <= MAX_SAFE_INTEGER {
+        s.serialize_u64(*epoch)
+    } else {
+        s.serialize_u128(u128::from(*epoch))
+    }
+}
+
+/// An [`IssuerResult`] of `scope` in the shape the JS `Issuer` resolves to
+/// (`pkg/index.d.ts`: `IssuerGrant`, `LeaseHeld`, `LeaseExpired`,
+/// `LeaseNotHeld`, `RequestIdReused`, `IssuerReleased`, `IssuerRaised`):
+/// `{ ok, code, scope, … }`, `ok` and `code` from [`IssuerResult::code`].
+pub struct ScopedResult<'a> {
+    /// The scope.
+    pub scope: &'a str,
+    /// The answer.
+    pub result: &'a IssuerResult,
+}
+
+/// An epoch field of a serialized result.
+struct E(u64);
+
+impl Serialize for E {
+    fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        serialize_epoch(&self.0, s)
+    }
+}
+
+impl Serialize for ScopedResult<'_> {
+    fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        use serde::ser::SerializeStruct;
+        let code = self.result.code();
+        let mut out = s.serialize_struct("IssuerResult", 9)?;
+        out.serialize_field("ok", &code.is_none())?;
+        out.serialize_field("code", &code.map(Code::as_str))?;
+        out.serialize_field("scope", self.scope)?;
+        match self.result {
+            IssuerResult::Granted(g) | IssuerResult::Renewed(g) => {
+                out.serialize_field("epoch", &E(g.epoch))?;
+                out.serialize_field("leaseId", &g.lease_id)?;
+                out.serialize_field("holder", &g.holder)?;
+                out.serialize_field("expiresAt", &E(g.expires_at))?;
+                out.serialize_field("requestId", &g.request_id)?;
+                if matches!(self.result, IssuerResult::Granted(_)) {
+                    out.serialize_field("replayed", &g.replayed)?;
+                }
+            }
+            IssuerResult::Held {
+                epoch,
+                holder,
+                expires_at,
+            } => {
+                out.serialize_field("epoch", &E(*epoch))?;
+                out.serialize_field("holder", holder)?;
+                out.serialize_field("expiresAt", &E(*expires_at))?;
+            }
+            IssuerResult::Expired { epoch } => out.serialize_field("epoch", &E(*epoch))?,
+            // Nothing about the lease: not its holder, id, epoch or expiry.
+            IssuerResult::NotHeld | IssuerResult::RequestIdReused => {}
+            IssuerResult::Released { released, epoch } => {
+                out.serialize_field("released", released)?;
+                out.serialize_field("epoch", &E(*epoch))?;
+            }
+            IssuerResult::Raised {
+                before,
+                after,
+                revoked,
+            } => {
+                out.serialize_field("epochBefore", &E(*before))?;
+                out.serialize_field("epoch", &E(*after))?;
+                out.serialize_field("revoked", revoked)?;
+            }
+        }
+        out.end()
     }
 }
 

@@ -20,6 +20,7 @@ pub mod issuer;
 pub mod json;
 pub mod ops;
 pub mod policy;
+pub mod reconcile;
 pub mod signed;
 pub mod state;
 pub mod store;

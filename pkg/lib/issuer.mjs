@@ -82,8 +82,6 @@ const FAULTS = {
   record: stateOf,
 };
 
-const NO_BYTES = new Uint8Array(0);
-
 /**
  * The stored state as the JSON text the Wasm decoder reads (undefined: no
  * record). The object form is read field by field (`stateTextOf`: NaN,
@@ -100,46 +98,17 @@ function stateText(scope, key, state) {
   return stateTextOf(state, what, { scope, key });
 }
 
-/** Shapes the Wasm answer `[kind, epoch, expiresAt, holder, requestId, flag, leaseId|epochBefore, nextState]`. */
-function shape(scope, a) {
-  let result;
-  switch (a[0]) {
-    case 'granted':
-      result = { ok: true, code: null, scope, epoch: a[1], leaseId: a[6], holder: a[3], expiresAt: a[2], requestId: a[4], replayed: a[5] };
-      break;
-    case 'renewed':
-      result = { ok: true, code: null, scope, epoch: a[1], leaseId: a[6], holder: a[3], expiresAt: a[2], requestId: a[4] };
-      break;
-    case 'held':
-      result = { ok: false, code: 'LEASE_HELD', scope, epoch: a[1], holder: a[3], expiresAt: a[2] };
-      break;
-    case 'expired':
-      result = { ok: false, code: 'LEASE_EXPIRED', scope, epoch: a[1] };
-      break;
-    case 'released':
-      result = { ok: true, code: null, scope, released: a[5], epoch: a[1] };
-      break;
-    case 'not-held':
-      // Nothing about the lease: not its holder, id, epoch or expiry.
-      result = { ok: false, code: 'LEASE_NOT_HELD', scope };
-      break;
-    case 'request-id-reused':
-      result = { ok: false, code: 'REQUEST_ID_REUSED', scope };
-      break;
-    default:
-      result = { ok: true, code: null, scope, epochBefore: a[6], epoch: a[1], revoked: a[5] };
-  }
-  return { result, nextState: a[7] === null ? null : JSON.parse(a[7]) };
-}
-
-/** One transition on one scope's stored state: `{ result, nextState }` (nextState null: write nothing). */
-function step(scope, key, state, op) {
+/**
+ * One transition on one scope's stored state, decided in Wasm (`__issuerStep`:
+ * the stored record, the operation and its options in; the result object —
+ * `ok`/`code` decided in Rust — and the next record text out):
+ * `{ result, nextState }` (nextState null: write nothing).
+ */
+function step(scope, key, state, { op, ...options }) {
   const text = stateText(scope, key, state);
   try {
-    return shape(
-      scope,
-      wasm.__issuerStep(text, op.op, scope, op.holder ?? '', op.leaseId ?? '', op.ttlMs, op.now, op.requestId, op.bigint, op.atLeast, op.random ?? NO_BYTES),
-    );
+    const { result, next } = wasm.__issuerStep(text, scope, op, options);
+    return { result, nextState: next === null ? null : JSON.parse(next) };
   } catch (e) {
     if (e instanceof FencegateError && e.key === undefined) e.key = key;
     throw e;
@@ -306,8 +275,6 @@ export class Issuer {
       op: 'release',
       leaseId: checkText('leaseId', leaseId),
       holder: checkText('holder', holder),
-      ttlMs: 0,
-      now: 0,
     });
   }
 
@@ -326,22 +293,19 @@ export class Issuer {
     if (revoke !== undefined && typeof revoke !== 'boolean') throw invalid('revoke must be a boolean', { revoke });
     const op = revoke === true ? 'raiseRevoking' : 'raise';
     // `bigint`: the issuer's epoch limit, which a raise may not pass (EPOCH_OVERFLOW, nothing changes)
-    return this.#apply(scope, { op, ttlMs: 0, now: checkMs('now', this.#now(now)), atLeast, bigint: this.#o.epochs === 'bigint' });
+    return this.#apply(scope, { op, now: checkMs('now', this.#now(now)), atLeast, bigint: this.#o.epochs === 'bigint' });
   }
 
   /** `{ scope, epoch, lease: { leaseId, holder, expiresAt, requestId } | null }` as stored (epoch 0: never acquired). */
   async current(scope) {
     const key = this.keyOf(scope);
     const state = await this.#driver.state({ scope, key }, key);
-    let a;
     try {
-      a = wasm.__issuerDecode(stateText(scope, key, state), scope);
+      return wasm.__issuerDecode(stateText(scope, key, state), scope);
     } catch (e) {
       if (e instanceof FencegateError && e.key === undefined) e.key = key;
       throw e;
     }
-    const lease = a[1] === null ? null : { leaseId: a[4], holder: a[1], expiresAt: a[2], requestId: a[3] };
-    return { scope, epoch: a[0], lease };
   }
 
   #apply(scope, op) {

@@ -6,6 +6,7 @@
 //! `pkg/lib/core.mjs` dispatches on the token's JS type before calling in.
 
 pub mod issuer;
+mod reconcile;
 
 use std::cell::RefCell;
 use std::sync::atomic::{AtomicU64, Ordering};

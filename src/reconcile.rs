@@ -1,0 +1,355 @@
+//! The reconcile planner (issue 9, DESIGN R11): what to repair after a restore.
+//!
+//! An issuer restored from an old backup hands out epochs again that resources
+//! have already seen; a resource restored from an old backup (or one that lost
+//! its record) accepts epochs it had already fenced out. [`plan`] takes what
+//! the JS `reconcile()` read for one scope — the issuer's record
+//! (`Issuer.current`) and the fence record of each resource key
+//! (`Gate.inspect`) — and answers the repair, only ever raising:
+//!
+//! 1. issuer: the scope's epoch is raised to the largest mark any of its
+//!    resources has (the next acquisition issues a larger epoch). A live lease
+//!    that cannot be a valid ownership is revoked: its epoch is below that
+//!    mark, or equal to it while a resource bound the epoch to another holder
+//!    (one epoch handed to two owners: a [`Conflict`]).
+//! 2. resources: a key whose mark is below the issuer's epoch E is raised:
+//!    while E's lease is live, `establish(key, E, { holder })` binds the live
+//!    holder; otherwise the key is quarantined at E.
+//!
+//! A mark above the issuer's epoch limit (a resource that took a bigint token,
+//! a `'number'` issuer) cannot be repaired by raising: the issuer could never
+//! issue past it. Such a key is an `EPOCH_OVERFLOW` error of its own and is
+//! left out of the raise; the rest of the scope is repaired as usual.
+//!
+//! The planner is pure: it reads nothing and writes nothing. The JS side
+//! (`pkg/lib/reconcile.mjs`) carries the plan out through the stores. The
+//! issuer step is planned from the record; once the raise was carried out,
+//! [`ScopeInput::raised`] hands its actual result back and the same function
+//! plans the resources from it (in a dry run, from the planned raise).
+
+use serde::{Deserialize, Serialize, Serializer};
+
+use crate::error::Code;
+use crate::issuer::{serialize_epoch, EpochLimit, IssuerRecord};
+
+/// A resource's fence record as `Gate.inspect` reports it.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct FenceRecord {
+    /// The resource key.
+    pub key: String,
+    /// Whether the key has a record.
+    pub exists: bool,
+    /// Its high-water mark (0 without a record).
+    #[serde(serialize_with = "serialize_epoch")]
+    pub mark: u64,
+    /// The holder bound to the mark, if any.
+    pub holder: Option<String>,
+    /// The quarantine floor, if any.
+    #[serde(serialize_with = "serialize_opt_epoch")]
+    pub quarantine: Option<u64>,
+}
+
+/// The actual result of the planned issuer raise (`Issuer.raise`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct Raised {
+    /// The epoch before.
+    pub epoch_before: u64,
+    /// The epoch after.
+    pub epoch: u64,
+    /// Whether a live lease was revoked.
+    pub revoked: bool,
+}
+
+/// What the planner reads for one scope.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct ScopeInput {
+    /// The issuer's record of the scope.
+    pub issuer: IssuerRecord,
+    /// The fence records of the scope's keys that could be read.
+    pub keys: Vec<FenceRecord>,
+    /// Host time in ms (decides whether the lease is live).
+    pub now: u64,
+    /// The issuer's epochs are bigints (limit 2^64−1; else 2^53−1).
+    pub bigint: bool,
+    /// The result of the raise carried out, once it was (absent: plan it).
+    #[serde(default)]
+    pub raised: Option<Raised>,
+}
+
+/// The issuer's lease in a scope's report (no lease id: with the holder it
+/// renews or releases the lease, and reports get printed and logged).
+#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct LeaseSummary {
+    /// Who holds it.
+    pub holder: String,
+    /// Its expiry in host ms.
+    #[serde(serialize_with = "serialize_epoch")]
+    pub expires_at: u64,
+    /// Whether it is live at `now`.
+    pub live: bool,
+}
+
+/// The issuer as read, in a scope's report.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct IssuerSummary {
+    /// The epoch as read.
+    #[serde(serialize_with = "serialize_epoch")]
+    pub epoch: u64,
+    /// Its lease, live or not.
+    pub lease: Option<LeaseSummary>,
+}
+
+/// One epoch, two owners: a resource bound the issuer's current epoch to
+/// another holder than the issuer's lease names (reported even when that
+/// lease has ended; only a live one needs revoking).
+#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct Conflict {
+    /// The resource key.
+    pub key: String,
+    /// The issuer's epoch (= the key's mark).
+    #[serde(serialize_with = "serialize_epoch")]
+    pub epoch: u64,
+    /// The holder the resource bound.
+    pub resource_holder: String,
+    /// The holder of the issuer's lease.
+    pub lease_holder: String,
+    /// Whether that lease is live.
+    pub live: bool,
+}
+
+/// A key the planner leaves untouched, with why.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct KeyError {
+    /// The resource key.
+    pub key: String,
+    /// Its code (`EPOCH_OVERFLOW`).
+    pub code: &'static str,
+    /// What happened and what to do.
+    pub message: String,
+}
+
+/// A revoked lease.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct Revoked {
+    /// Its holder.
+    pub holder: String,
+    /// Its epoch.
+    #[serde(serialize_with = "serialize_epoch")]
+    pub epoch: u64,
+}
+
+/// The issuer's change, as reported.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct IssuerChange {
+    /// `"raise"` or `"raise+revoke"`.
+    pub action: &'static str,
+    /// The epoch before.
+    #[serde(serialize_with = "serialize_epoch")]
+    pub epoch_before: u64,
+    /// The epoch after.
+    #[serde(serialize_with = "serialize_epoch")]
+    pub epoch_after: u64,
+    /// The revoked lease, if one was.
+    pub revoked: Option<Revoked>,
+}
+
+/// The issuer step: `Issuer.raise({ atLeast, revoke: true })`.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct RaiseStep {
+    /// The floor to raise to (the largest repairable mark, at least 1).
+    #[serde(serialize_with = "serialize_epoch")]
+    pub at_least: u64,
+    /// The change it makes (planned, or from [`ScopeInput::raised`]); `None`: none.
+    pub change: Option<IssuerChange>,
+}
+
+/// One resource step: `establish(key, markAfter, { holder })` or
+/// `quarantine(key, floor)`.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct ResourceStep {
+    /// The resource key.
+    pub key: String,
+    /// `"establish"` or `"quarantine"`.
+    pub action: &'static str,
+    /// The mark as read.
+    #[serde(serialize_with = "serialize_epoch")]
+    pub mark_before: u64,
+    /// The mark after (the issuer's epoch).
+    #[serde(serialize_with = "serialize_epoch")]
+    pub mark_after: u64,
+    /// establish: the live lease's holder.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub holder: Option<String>,
+    /// quarantine: the floor (the issuer's epoch).
+    #[serde(
+        skip_serializing_if = "Option::is_none",
+        serialize_with = "serialize_opt_epoch"
+    )]
+    pub floor: Option<u64>,
+}
+
+/// The plan for one scope.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct ScopePlan {
+    /// The issuer as read.
+    pub issuer: IssuerSummary,
+    /// Epochs bound to two owners.
+    pub conflicts: Vec<Conflict>,
+    /// Keys left untouched (marks above the issuer's limit).
+    pub errors: Vec<KeyError>,
+    /// The issuer step, `None` when the issuer needs no change.
+    pub raise: Option<RaiseStep>,
+    /// The resource steps, in key order.
+    pub resources: Vec<ResourceStep>,
+}
+
+fn serialize_opt_epoch<S: Serializer>(v: &Option<u64>, s: S) -> Result<S::Ok, S::Error> {
+    match v {
+        Some(e) => serialize_epoch(e, s),
+        None => s.serialize_none(),
+    }
+}
+
+/// JSON string literal of `s`, as `JSON.stringify` writes it.
+fn quoted(s: &str) -> String {
+    let mut out = String::with_capacity(s.len() + 2);
+    out.push('"');
+    for c in s.chars() {
+        match c {
+            '"' => out.push_str("\\\""),
+            '\\' => out.push_str("\\\\"),
+            '\n' => out.push_str("\\n"),
+            '\r' => out.push_str("\\r"),
+            '\t' => out.push_str("\\t"),
+            '\u{8}' => out.push_str("\\b"),
+            '\u{c}' => out.push_str("\\f"),
+            c if c < ' ' => out.push_str(&format!("\\u{:04x}", c as u32)),
+            c => out.push(c),
+        }
+    }
+    out.push('"');
+    out
+}
+
+/// Plans the repair of one scope (see the module docs).
+pub fn plan(input: &ScopeInput) -> ScopePlan {
+    let cur = &input.issuer;
+    let limit = if input.bigint {
+        EpochLimit::BigInt
+    } else {
+        EpochLimit::Number
+    }
+    .max();
+    let live = cur.lease.as_ref().filter(|l| input.now < l.expires_at);
+
+    let mut errors = Vec::new();
+    let mut max_mark = 0;
+    for r in &input.keys {
+        if r.mark > limit {
+            errors.push(KeyError {
+                key: r.key.clone(),
+                code: Code::EpochOverflow.as_str(),
+                message: format!(
+                    "the mark of {} ({}) is above the largest epoch this issuer can issue ({limit}); not raised, left untouched: reconcile it with an issuer of epochs 'bigint'",
+                    quoted(&r.key),
+                    r.mark
+                ),
+            });
+        } else {
+            max_mark = max_mark.max(r.mark);
+        }
+    }
+
+    let conflicts: Vec<Conflict> = match &cur.lease {
+        None => Vec::new(),
+        Some(lease) => input
+            .keys
+            .iter()
+            .filter_map(|r| match &r.holder {
+                Some(h) if r.mark == cur.epoch && *h != lease.holder => Some(Conflict {
+                    key: r.key.clone(),
+                    epoch: cur.epoch,
+                    resource_holder: h.clone(),
+                    lease_holder: lease.holder.clone(),
+                    live: live.is_some(),
+                }),
+                _ => None,
+            })
+            .collect(),
+    };
+    let live_conflict = conflicts.iter().any(|c| c.live);
+
+    // 1. The issuer: above every mark; revoke a live lease that cannot be valid.
+    let mut epoch = cur.epoch;
+    let mut holder = live.map(|l| l.holder.as_str());
+    let raise = (max_mark > cur.epoch || live_conflict).then(|| {
+        let r = input.raised.unwrap_or(Raised {
+            epoch_before: cur.epoch,
+            epoch: cur.epoch.max(max_mark),
+            revoked: live.is_some(),
+        });
+        epoch = r.epoch;
+        if r.revoked {
+            holder = None;
+        }
+        RaiseStep {
+            at_least: max_mark.max(1),
+            change: (r.epoch_before != r.epoch || r.revoked).then(|| IssuerChange {
+                action: if r.revoked { "raise+revoke" } else { "raise" },
+                epoch_before: r.epoch_before,
+                epoch_after: r.epoch,
+                revoked: live.filter(|_| r.revoked).map(|l| Revoked {
+                    holder: l.holder.clone(),
+                    epoch: cur.epoch,
+                }),
+            }),
+        }
+    });
+
+    // 2. The resources: nothing below the issuer's epoch. A live lease that
+    // survived step 1 is the lease of `epoch` itself.
+    let resources = input
+        .keys
+        .iter()
+        .filter(|r| r.mark < epoch)
+        .map(|r| ResourceStep {
+            key: r.key.clone(),
+            action: if holder.is_some() {
+                "establish"
+            } else {
+                "quarantine"
+            },
+            mark_before: r.mark,
+            mark_after: epoch,
+            holder: holder.map(str::to_owned),
+            floor: holder.is_none().then_some(epoch),
+        })
+        .collect();
+
+    ScopePlan {
+        issuer: IssuerSummary {
+            epoch: cur.epoch,
+            lease: cur.lease.as_ref().map(|l| LeaseSummary {
+                holder: l.holder.clone(),
+                expires_at: l.expires_at,
+                live: live.is_some(),
+            }),
+        },
+        conflicts,
+        errors,
+        raise,
+        resources,
+    }
+}
