@@ -524,7 +524,6 @@ impl IssuerState {
         }
     }
 
-
     /// The lease, when it is live at `now_ms` (`now < expires_at`).
     pub fn live_lease(&self, now_ms: u64) -> Option<&Lease> {
         self.lease.as_ref().filter(|l| now_ms < l.expires_at)

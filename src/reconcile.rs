@@ -353,3 +353,254 @@ pub fn plan(input: &ScopeInput) -> ScopePlan {
         resources,
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::issuer::LeaseRecord;
+    use proptest::prelude::*;
+
+    fn rec(key: &str, mark: u64, holder: Option<&str>) -> FenceRecord {
+        FenceRecord {
+            key: key.to_owned(),
+            exists: mark > 0,
+            mark,
+            holder: holder.map(str::to_owned),
+            quarantine: None,
+        }
+    }
+
+    fn input(
+        epoch: u64,
+        lease: Option<(&str, u64)>,
+        keys: Vec<FenceRecord>,
+        now: u64,
+    ) -> ScopeInput {
+        ScopeInput {
+            issuer: IssuerRecord {
+                scope: "s".to_owned(),
+                epoch,
+                lease: lease.map(|(holder, expires_at)| LeaseRecord {
+                    lease_id: format!("{epoch}.x"),
+                    holder: holder.to_owned(),
+                    expires_at,
+                    request_id: None,
+                }),
+            },
+            keys,
+            now,
+            bigint: false,
+            raised: None,
+        }
+    }
+
+    #[test]
+    fn a_healthy_scope_plans_nothing() {
+        let p = plan(&input(
+            3,
+            Some(("A", 100)),
+            vec![rec("k", 3, Some("A"))],
+            50,
+        ));
+        assert_eq!(p.raise, None);
+        assert_eq!(p.resources, vec![]);
+        assert_eq!(p.conflicts, vec![]);
+        assert_eq!(
+            serde_json::to_value(&p.issuer).unwrap(),
+            serde_json::json!({ "epoch": 3, "lease": { "holder": "A", "expiresAt": 100, "live": true } })
+        );
+    }
+
+    #[test]
+    fn a_restored_issuer_is_raised_revoking_its_live_lease_and_lagging_keys_are_quarantined() {
+        // Issuer restored to epoch 5 (lease of A live); k1 saw 7, k2 is at 4.
+        let keys = vec![rec("k1", 7, Some("B")), rec("k2", 4, None)];
+        let p = plan(&input(5, Some(("A", 100)), keys.clone(), 50));
+        assert_eq!(
+            serde_json::to_value(&p).unwrap(),
+            serde_json::json!({
+                "issuer": { "epoch": 5, "lease": { "holder": "A", "expiresAt": 100, "live": true } },
+                "conflicts": [],
+                "errors": [],
+                "raise": { "atLeast": 7, "change": {
+                    "action": "raise+revoke", "epochBefore": 5, "epochAfter": 7,
+                    "revoked": { "holder": "A", "epoch": 5 } } },
+                "resources": [
+                    { "key": "k2", "action": "quarantine", "markBefore": 4, "markAfter": 7, "floor": 7 }
+                ]
+            })
+        );
+        // Planned again from the raise's actual result (say another raise got to 8 first, no revoke).
+        let mut again = input(5, Some(("A", 100)), keys, 50);
+        again.raised = Some(Raised {
+            epoch_before: 8,
+            epoch: 8,
+            revoked: false,
+        });
+        let p = plan(&again);
+        assert_eq!(p.raise.unwrap().change, None);
+        let steps: Vec<_> = p
+            .resources
+            .iter()
+            .map(|r| (r.key.as_str(), r.action, r.mark_after))
+            .collect();
+        assert_eq!(steps, vec![("k1", "establish", 8), ("k2", "establish", 8)]);
+        assert_eq!(p.resources[0].holder.as_deref(), Some("A"));
+    }
+
+    #[test]
+    fn lagging_keys_are_bound_to_the_live_holder() {
+        let p = plan(&input(
+            6,
+            Some(("A", 100)),
+            vec![rec("k", 2, None), rec("m", 6, Some("A"))],
+            99,
+        ));
+        assert_eq!(p.raise, None);
+        assert_eq!(
+            serde_json::to_value(&p.resources).unwrap(),
+            serde_json::json!([{ "key": "k", "action": "establish", "markBefore": 2, "markAfter": 6, "holder": "A" }])
+        );
+    }
+
+    #[test]
+    fn one_epoch_two_owners_is_a_conflict_and_a_live_one_is_revoked() {
+        let keys = vec![rec("k", 6, Some("B"))];
+        let live = plan(&input(6, Some(("A", 100)), keys.clone(), 50));
+        assert_eq!(
+            serde_json::to_value(&live.conflicts).unwrap(),
+            serde_json::json!([{ "key": "k", "epoch": 6, "resourceHolder": "B", "leaseHolder": "A", "live": true }])
+        );
+        let r = live.raise.unwrap();
+        assert_eq!((r.at_least, r.change.unwrap().action), (6, "raise+revoke"));
+        // Lapsed: reported, nothing to revoke, nothing raised.
+        let lapsed = plan(&input(6, Some(("A", 100)), keys, 100));
+        assert!(!lapsed.conflicts[0].live);
+        assert_eq!(lapsed.raise, None);
+    }
+
+    #[test]
+    fn a_mark_above_the_number_limit_is_an_error_of_its_key_and_not_raised_for() {
+        let big = MAX_SAFE + 5;
+        let p = plan(&input(
+            2,
+            None,
+            vec![rec("b\"ig\n", big, None), rec("k", 4, None)],
+            0,
+        ));
+        assert_eq!(p.errors.len(), 1);
+        assert_eq!(p.errors[0].code, "EPOCH_OVERFLOW");
+        assert_eq!(
+            p.errors[0].message,
+            "the mark of \"b\\\"ig\\n\" (9007199254740996) is above the largest epoch this issuer can issue (9007199254740991); not raised, left untouched: reconcile it with an issuer of epochs 'bigint'"
+        );
+        assert_eq!(p.raise.unwrap().at_least, 4);
+        // A bigint issuer raises to it; the plan serializes it above 2^53−1 (a BigInt in JS).
+        let mut wide = input(2, None, vec![rec("big", big, None)], 0);
+        wide.bigint = true;
+        let p = plan(&wide);
+        assert_eq!(p.errors, vec![]);
+        assert_eq!(p.raise.unwrap().at_least, big);
+    }
+
+    #[test]
+    fn the_input_reads_the_records_the_js_api_resolves_to() {
+        let i: ScopeInput = serde_json::from_value(serde_json::json!({
+            "issuer": { "scope": "s", "epoch": 3, "lease": { "leaseId": "3.x", "holder": "A", "expiresAt": 9, "requestId": null } },
+            "keys": [{ "key": "k", "exists": true, "mark": 1, "holder": null, "quarantine": null }],
+            "now": 5, "bigint": false
+        }))
+        .unwrap();
+        assert_eq!(i, input(3, Some(("A", 9)), vec![rec("k", 1, None)], 5));
+    }
+
+    const MAX_SAFE: u64 = crate::token::MAX_SAFE_INTEGER;
+
+    /// The stores after a plan is carried out as planned.
+    fn carry_out(i: &ScopeInput, p: &ScopePlan) -> ScopeInput {
+        let mut next = i.clone();
+        if let Some(r) = &p.raise {
+            next.issuer.epoch = next.issuer.epoch.max(r.at_least);
+            if r.change.as_ref().is_some_and(|c| c.revoked.is_some()) {
+                next.issuer.lease = None;
+            }
+        }
+        for s in &p.resources {
+            let k = next.keys.iter_mut().find(|k| k.key == s.key).unwrap();
+            k.mark = s.mark_after;
+            k.holder = s.holder.clone();
+        }
+        next
+    }
+
+    fn scope_input() -> impl Strategy<Value = ScopeInput> {
+        let key = (
+            0u64..10,
+            prop::option::of(prop_oneof!["A", "B"]),
+            any::<bool>(),
+        );
+        (
+            0u64..10,
+            prop::option::of((prop_oneof!["A", "B"], 0u64..60)),
+            prop::collection::vec(key, 0..5),
+            0u64..60,
+            any::<bool>(),
+        )
+            .prop_map(|(epoch, lease, keys, now, bigint)| ScopeInput {
+                issuer: IssuerRecord {
+                    scope: "s".to_owned(),
+                    epoch,
+                    lease: lease.map(|(holder, expires_at)| LeaseRecord {
+                        lease_id: "x".to_owned(),
+                        holder,
+                        expires_at,
+                        request_id: None,
+                    }),
+                },
+                keys: keys
+                    .into_iter()
+                    .enumerate()
+                    .map(|(n, (mark, holder, huge))| FenceRecord {
+                        key: format!("k{n}"),
+                        exists: true,
+                        mark: if huge && n == 0 {
+                            MAX_SAFE + mark
+                        } else {
+                            mark
+                        },
+                        holder,
+                        quarantine: None,
+                    })
+                    .collect(),
+                now,
+                bigint,
+                raised: None,
+            })
+    }
+
+    proptest! {
+        /// Only raises; afterwards no repairable mark is above the issuer and
+        /// none below it; a second plan right after changes nothing.
+        #[test]
+        fn plans_only_raise_and_a_second_plan_changes_nothing(i in scope_input()) {
+            let p = plan(&i);
+            let limit = if i.bigint { u64::MAX } else { MAX_SAFE };
+            for s in &p.resources {
+                prop_assert!(s.mark_after > s.mark_before);
+            }
+            if let Some(r) = &p.raise {
+                prop_assert!(r.at_least >= 1);
+                if let Some(c) = &r.change {
+                    prop_assert!(c.epoch_after >= c.epoch_before);
+                }
+            }
+            let after = carry_out(&i, &p);
+            for k in after.keys.iter().filter(|k| k.mark <= limit) {
+                prop_assert_eq!(k.mark, after.issuer.epoch, "key {}", &k.key);
+            }
+            let second = plan(&after);
+            prop_assert_eq!(second.raise, None);
+            prop_assert_eq!(second.resources, vec![]);
+        }
+    }
+}

@@ -146,7 +146,10 @@ fn scope_input(input: JsValue) -> Result<ScopeInput, String> {
         issuer: IssuerRecord {
             scope: issuer.string("scope")?,
             epoch: issuer.u64("epoch")?,
-            lease: issuer.object("lease")?.map(|l| lease_record(&l)).transpose()?,
+            lease: issuer
+                .object("lease")?
+                .map(|l| lease_record(&l))
+                .transpose()?,
         },
         keys,
         now: m.u64("now")?,
