@@ -855,6 +855,77 @@ export interface AcquireArgs {
   requestId?: string;
 }
 
+/** Arguments of {@link Issuer.renew}. */
+export interface RenewArgs {
+  scope: string;
+  /** The lease id the grant named: 1..=128 UTF-8 bytes (an issued id is at most 51). */
+  leaseId: string;
+  /** 1..=256 UTF-8 bytes. */
+  holder: string;
+  /** The new length from `now`, in ms (safe integer ≥ 1). */
+  ttlMs: number;
+  /** Host time in ms; optional when the issuer has a `clock`. */
+  now?: number;
+}
+
+/** Arguments of {@link Issuer.release}. */
+export interface ReleaseArgs {
+  scope: string;
+  leaseId: string;
+  holder: string;
+}
+
+/** Arguments of {@link Issuer.raise}. */
+export interface RaiseArgs {
+  scope: string;
+  /** The floor: number or bigint, at most the issuer's limit (else EPOCH_OVERFLOW). */
+  atLeast: Epoch;
+  /** Host time in ms; optional when the issuer has a `clock`. */
+  now?: number;
+  /**
+   * Revoke a live lease whose epoch is ≤ `atLeast` instead of answering
+   * LEASE_HELD: such a lease was handed out again by a restored issuer or is
+   * already stale at a resource (see {@link reconcile}). Default false.
+   */
+  revoke?: boolean;
+}
+
+/** What {@link Issuer.release} did (`released: false`: that lease was over already, nothing changed). */
+export interface IssuerReleased {
+  ok: true;
+  code: null;
+  scope: string;
+  released: boolean;
+  /** The scope's current epoch. */
+  epoch: Epoch;
+}
+
+/** What {@link Issuer.raise} did (`epochBefore === epoch` and `revoked: false`: nothing changed). */
+export interface IssuerRaised {
+  ok: true;
+  code: null;
+  scope: string;
+  epochBefore: Epoch;
+  epoch: Epoch;
+  revoked: boolean;
+}
+
+/** A lease as stored (see {@link IssuerRecord}). */
+export interface IssuerLeaseRecord {
+  leaseId: string;
+  holder: string;
+  /** Live while `now < expiresAt` (ms). */
+  expiresAt: number;
+  requestId: string | null;
+}
+
+/** A scope's issuer record as {@link Issuer.current} reads it: epoch 0 and `lease: null` for a scope never acquired. */
+export interface IssuerRecord {
+  scope: string;
+  epoch: Epoch;
+  lease: IssuerLeaseRecord | null;
+}
+
 /**
  * A durable, lease-bound epoch issuer (R8) over a host store (default: an
  * in-memory store, not durable). Per scope it hands out epochs 1, 2, 3, … on
@@ -887,13 +958,13 @@ export class Issuer {
    * scope's current lease. Both change nothing. `leaseId` is 1..=128 UTF-8
    * bytes (an issued id is at most 51), `holder` 1..=256: else INVALID_ARGUMENT.
    */
-  renew(args: { scope: string; leaseId: string; holder: string; ttlMs: number; now?: number }): Promise<IssuerGrant | LeaseExpired | LeaseNotHeld>;
+  renew(args: RenewArgs): Promise<IssuerGrant | LeaseExpired | LeaseNotHeld>;
   /**
    * Frees the scope when `leaseId` and `holder` are its current lease;
    * `released: false` when that lease is over already; LEASE_NOT_HELD when
    * they are not the current lease. Nothing changes unless released.
    */
-  release(args: { scope: string; leaseId: string; holder: string }): Promise<{ ok: true; code: null; scope: string; released: boolean; epoch: Epoch } | LeaseNotHeld>;
+  release(args: ReleaseArgs): Promise<IssuerReleased | LeaseNotHeld>;
   /**
    * Repair after restoring issuer state from an older copy (R11): lifts the
    * scope's epoch to at least `atLeast` (the highest mark its resources have
@@ -901,23 +972,9 @@ export class Issuer {
    * EPOCH_OVERFLOW (`atLeast`, `limit`; nothing changes) when `atLeast` is above
    * the issuer's limit (2^53−1 for `epochs: 'number'`, 2^64−1 for `'bigint'`).
    */
-  raise(args: {
-    scope: string;
-    atLeast: Epoch;
-    now?: number;
-    /**
-     * Revoke a live lease whose epoch is ≤ `atLeast` instead of answering
-     * LEASE_HELD: such a lease was handed out again by a restored issuer or is
-     * already stale at a resource (see {@link reconcile}). Default false.
-     */
-    revoke?: boolean;
-  }): Promise<{ ok: true; code: null; scope: string; epochBefore: Epoch; epoch: Epoch; revoked: boolean } | LeaseHeld>;
+  raise(args: RaiseArgs): Promise<IssuerRaised | LeaseHeld>;
   /** The stored state: epoch 0 and `lease: null` for a scope never acquired. Liveness: compare `expiresAt` with your `now`. */
-  current(scope: string): Promise<{
-    scope: string;
-    epoch: Epoch;
-    lease: { leaseId: string; holder: string; expiresAt: number; requestId: string | null } | null;
-  }>;
+  current(scope: string): Promise<IssuerRecord>;
 }
 
 /**
@@ -951,33 +1008,88 @@ export interface ReconcileOptions {
   dryRun?: boolean;
 }
 
+/** A lease reconcile revoked. */
+export interface ReconcileRevoked {
+  holder: string;
+  epoch: Epoch;
+}
+
+/** The issuer's change. */
+export interface ReconcileIssuerChange {
+  scope: string;
+  target: 'issuer';
+  /** `raise+revoke`: a live lease that cannot be valid was dropped too. */
+  action: 'raise' | 'raise+revoke';
+  epochBefore: Epoch;
+  epochAfter: Epoch;
+  revoked: ReconcileRevoked | null;
+}
+
+/** A key raised to the issuer's epoch for the live lease's holder. */
+export interface ReconcileEstablish {
+  scope: string;
+  target: 'resource';
+  key: string;
+  action: 'establish';
+  markBefore: Epoch;
+  markAfter: Epoch;
+  holder: string;
+}
+
+/** A key quarantined at the issuer's epoch (no live lease). */
+export interface ReconcileQuarantine {
+  scope: string;
+  target: 'resource';
+  key: string;
+  action: 'quarantine';
+  markBefore: Epoch;
+  markAfter: Epoch;
+  floor: Epoch;
+}
+
 /** One write reconcile made (or would make, in a dry run). */
-export type ReconcileChange =
-  | {
-      scope: string;
-      target: 'issuer';
-      /** `raise+revoke`: a live lease that cannot be valid was dropped too. */
-      action: 'raise' | 'raise+revoke';
-      epochBefore: Epoch;
-      epochAfter: Epoch;
-      revoked: { holder: string; epoch: Epoch } | null;
-    }
-  | { scope: string; target: 'resource'; key: string; action: 'establish'; markBefore: Epoch; markAfter: Epoch; holder: string }
-  | { scope: string; target: 'resource'; key: string; action: 'quarantine'; markBefore: Epoch; markAfter: Epoch; floor: Epoch };
+export type ReconcileChange = ReconcileIssuerChange | ReconcileEstablish | ReconcileQuarantine;
+
+/** The issuer's lease as reconcile read it (no lease id: it is the lease's credential, and reports get logged). */
+export interface ReconcileLease {
+  holder: string;
+  expiresAt: number;
+  /** Live at reconcile's `now`. */
+  live: boolean;
+}
+
+/** The issuer's record as reconcile read it. */
+export interface ReconcileIssuer {
+  epoch: Epoch;
+  lease: ReconcileLease | null;
+}
+
+/**
+ * The issuer's current epoch bound to another holder at a resource than its
+ * lease names: one epoch handed to two owners. `live`: the lease was live (and was revoked).
+ */
+export interface ReconcileConflict {
+  key: string;
+  epoch: Epoch;
+  resourceHolder: string;
+  leaseHolder: string;
+  live: boolean;
+}
+
+/** A key reconcile left untouched: its record could not be decoded (CORRUPT_STATE), its mark is above the issuer's limit (EPOCH_OVERFLOW) or its establish was refused. Repair by hand. */
+export interface ReconcileError {
+  key: string;
+  code: ErrorCode;
+  message: string;
+}
 
 /** What reconcile read and found in one scope. */
 export interface ReconcileScope {
   scope: string;
-  /** The issuer's record as read (no lease id: it is the lease's credential, and reports get logged). */
-  issuer: { epoch: Epoch; lease: { holder: string; expiresAt: number; live: boolean } | null };
+  issuer: ReconcileIssuer;
   keys: FenceRecord[];
-  /**
-   * The issuer's current epoch bound to another holder at a resource than its
-   * lease names: one epoch handed to two owners. `live`: the lease was live (and was revoked).
-   */
-  conflicts: { key: string; epoch: Epoch; resourceHolder: string; leaseHolder: string; live: boolean }[];
-  /** Keys whose record could not be decoded (CORRUPT_STATE) or whose establish was refused: left untouched, repair by hand. */
-  errors: { key: string; code: ErrorCode; message: string }[];
+  conflicts: ReconcileConflict[];
+  errors: ReconcileError[];
 }
 
 /** The report of {@link reconcile}. */

@@ -212,6 +212,7 @@ export async function useSameEpoch(): Promise<void> {
 }
 
 import { reconcile, type ReconcileReport, type QuarantineResult, type FenceRecord, type PersistedStateV3 } from 'fencegate';
+import type { ReconcileScope, ReconcileIssuer, ReconcileLease, ReconcileConflict, ReconcileError, ReconcileIssuerChange, ReconcileRevoked, ReconcileEstablish, ReconcileQuarantine, IssuerRecord, IssuerLeaseRecord, RaiseArgs, RenewArgs, ReleaseArgs, IssuerRaised, IssuerReleased } from 'fencegate';
 
 /** Restores (issue 9, docs/restore.md): quarantine, inspect, raise with revoke, reconcile. */
 export async function useRestore(): Promise<void> {
@@ -238,6 +239,45 @@ export async function useRestore(): Promise<void> {
   const code: RejectCode = 'QUARANTINED';
   // @ts-expect-error scopes map to arrays of keys
   await reconcile({ issuer, gate, scopes: { s: 'k' } });
+  // Issue 12: the named shapes the Rust definitions are checked against (tests/js/types-sync.test.mjs).
+  const sc: ReconcileScope = report.scopes[0];
+  const ri: ReconcileIssuer = sc.issuer;
+  const rl: ReconcileLease | null = ri.lease;
+  const rc: ReconcileConflict[] = sc.conflicts;
+  const re: ReconcileError[] = sc.errors;
+  for (const c of report.changes) {
+    if (c.target === 'issuer') {
+      const ic: ReconcileIssuerChange = c;
+      const rv: ReconcileRevoked | null = ic.revoked;
+      void rv;
+    } else if (c.action === 'establish') {
+      const ec: ReconcileEstablish = c;
+      void ec;
+    } else {
+      const qc: ReconcileQuarantine = c;
+      void qc;
+    }
+  }
+  const cur: IssuerRecord = await issuer.current('s');
+  const lr: IssuerLeaseRecord | null = cur.lease;
+  const ra: RaiseArgs = { scope: 's', atLeast: 10n, now: 3 };
+  const raised = await issuer.raise(ra);
+  if (raised.ok) {
+    const ir: IssuerRaised = raised;
+    void ir;
+  }
+  const g = await issuer.acquire({ scope: 's2', holder: 'A', ttlMs: 10, now: 3 });
+  if (g.ok) {
+    const rn: RenewArgs = { scope: 's2', leaseId: g.leaseId, holder: 'A', ttlMs: 10, now: 4 };
+    await issuer.renew(rn);
+    const rel: ReleaseArgs = { scope: 's2', leaseId: g.leaseId, holder: 'A' };
+    const done = await issuer.release(rel);
+    if (done.ok) {
+      const released: IssuerReleased = done;
+      void released;
+    }
+  }
+  void [rl, rc, re];
   void [q, m, floor, v3, code];
 }
 
