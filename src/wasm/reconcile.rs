@@ -9,6 +9,8 @@
 //! error paths pull in float formatting); answers go out through
 //! serde-wasm-bindgen's `Serialize`, which is small.
 
+use std::cell::RefCell;
+
 use js_sys::Reflect;
 use wasm_bindgen::prelude::*;
 
@@ -19,6 +21,24 @@ use crate::issuer::{IssuerRecord, LeaseRecord};
 use crate::reconcile::{plan, FenceRecord, Raised, ScopeInput};
 use crate::token::MAX_SAFE_INTEGER;
 
+thread_local! {
+    /// JS strings of the member names read so far (a dozen): made once, not
+    /// per call (decoding a name from Wasm memory was most of a step's cost).
+    static NAMES: RefCell<Vec<(&'static str, JsValue)>> = const { RefCell::new(Vec::new()) };
+}
+
+fn js_name(name: &'static str) -> JsValue {
+    NAMES.with(|names| {
+        let mut names = names.borrow_mut();
+        if let Some((_, v)) = names.iter().find(|(n, _)| std::ptr::eq(*n, name)) {
+            return v.clone();
+        }
+        let v = JsValue::from_str(name);
+        names.push((name, v.clone()));
+        v
+    })
+}
+
 /// The members of a JS object that the package's own JS built (an options
 /// object, a record `Issuer.current` or `Gate.inspect` resolved to): each read
 /// once by name; a member of the wrong type is an error naming it.
@@ -26,16 +46,16 @@ pub(crate) struct Members(pub JsValue);
 
 impl Members {
     /// The member `name` (`undefined` when absent or not an object).
-    pub fn get(&self, name: &str) -> JsValue {
-        Reflect::get(&self.0, &JsValue::from_str(name)).unwrap_or(JsValue::UNDEFINED)
+    pub fn get(&self, name: &'static str) -> JsValue {
+        Reflect::get(&self.0, &js_name(name)).unwrap_or(JsValue::UNDEFINED)
     }
 
-    fn wrong(name: &str, what: &str) -> String {
+    fn wrong(name: &'static str, what: &str) -> String {
         format!("{name} must be {what}")
     }
 
     /// A string member (absent: `None`).
-    pub fn opt_string(&self, name: &str) -> Result<Option<String>, String> {
+    pub fn opt_string(&self, name: &'static str) -> Result<Option<String>, String> {
         let v = self.get(name);
         if v.is_undefined() || v.is_null() {
             return Ok(None);
@@ -46,13 +66,13 @@ impl Members {
     }
 
     /// A required string member.
-    pub fn string(&self, name: &str) -> Result<String, String> {
+    pub fn string(&self, name: &'static str) -> Result<String, String> {
         self.opt_string(name)?
             .ok_or_else(|| Self::wrong(name, "a string"))
     }
 
     /// A boolean member (absent: false).
-    pub fn flag(&self, name: &str) -> Result<bool, String> {
+    pub fn flag(&self, name: &'static str) -> Result<bool, String> {
         let v = self.get(name);
         if v.is_undefined() {
             return Ok(false);
@@ -61,7 +81,7 @@ impl Members {
     }
 
     /// A number member (absent: 0; the caller checks its range).
-    pub fn number(&self, name: &str) -> Result<f64, String> {
+    pub fn number(&self, name: &'static str) -> Result<f64, String> {
         let v = self.get(name);
         if v.is_undefined() {
             return Ok(0.0);
@@ -70,7 +90,7 @@ impl Members {
     }
 
     /// An epoch or ms member: a safe integer ≥ 0 or a bigint up to 2^64−1 (absent: `None`).
-    pub fn opt_u64(&self, name: &str) -> Result<Option<u64>, String> {
+    pub fn opt_u64(&self, name: &'static str) -> Result<Option<u64>, String> {
         let v = self.get(name);
         if v.is_undefined() || v.is_null() {
             return Ok(None);
@@ -88,13 +108,13 @@ impl Members {
     }
 
     /// A required epoch or ms member.
-    pub fn u64(&self, name: &str) -> Result<u64, String> {
+    pub fn u64(&self, name: &'static str) -> Result<u64, String> {
         self.opt_u64(name)?
             .ok_or_else(|| Self::wrong(name, "an integer in 0..2^64−1"))
     }
 
     /// An object member (absent or null: `None`).
-    pub fn object(&self, name: &str) -> Result<Option<Members>, String> {
+    pub fn object(&self, name: &'static str) -> Result<Option<Members>, String> {
         let v = self.get(name);
         if v.is_undefined() || v.is_null() {
             return Ok(None);
