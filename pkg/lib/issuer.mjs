@@ -100,14 +100,15 @@ function stateText(scope, key, state) {
 
 /**
  * One transition on one scope's stored state, decided in Wasm (`__issuerStep`:
- * the stored record, the operation and its options in; the result object —
- * `ok`/`code` decided in Rust — and the next record text out):
- * `{ result, nextState }` (nextState null: write nothing).
+ * the stored record, the operation and its options in — typed, in the order
+ * of Rust's `StepOptions` — and one object out: the result, `ok`/`code`
+ * decided in Rust, and the next record text): `{ result, nextState }`
+ * (nextState null: write nothing).
  */
-function step(scope, key, state, { op, ...options }) {
+function step(scope, key, state, o) {
   const text = stateText(scope, key, state);
   try {
-    const { result, next } = wasm.__issuerStep(text, scope, op, options);
+    const { result, next } = wasm.__issuerStep(text, scope, o.op, o.holder, o.leaseId, o.ttlMs ?? 0, o.now ?? 0, o.requestId, o.bigint === true, o.atLeast, o.random);
     return { result, nextState: next === null ? null : JSON.parse(next) };
   } catch (e) {
     if (e instanceof FencegateError && e.key === undefined) e.key = key;

@@ -14,11 +14,9 @@
 //! store): one string instead of a dozen property reads and writes, and the
 //! same strict decoder ([`IssuerState::from_json`]) as the native tests.
 
-use js_sys::Uint8Array;
 use serde::Serialize;
 use wasm_bindgen::prelude::*;
 
-use super::reconcile::Members;
 use super::{epoch_to_js, error, token_from_js};
 use crate::error::Code;
 use crate::issuer::{
@@ -67,7 +65,11 @@ fn decode(state: Option<String>, scope: &str) -> Result<IssuerState, JsValue> {
 /// The per-operation options of [`issuer_step`], as the JS `Issuer` checked
 /// and gathered them from `AcquireArgs`, `RenewArgs`, `ReleaseArgs` and
 /// `RaiseArgs` (`pkg/index.d.ts`; `tests/js/types-sync.test.mjs` compares
-/// the names). What an operation does not take is absent.
+/// the names). What an operation does not take is absent (empty, 0).
+///
+/// They cross as typed arguments, not as one object: reading an options
+/// object member by member cost 1.7 µs more per step (CPU time: 4.4 → 6.1 µs
+/// per acquire step), the gate's measured choice too (`__gate_decide`).
 pub struct StepOptions {
     /// Who asks (acquire, renew, release); ignored by raise.
     pub holder: String,
@@ -84,23 +86,7 @@ pub struct StepOptions {
     /// raise's floor (number or bigint).
     pub at_least: JsValue,
     /// acquire's 16 bytes from the host's CSPRNG (the key of a new lease id).
-    pub random: JsValue,
-}
-
-impl StepOptions {
-    fn read(options: JsValue) -> Result<StepOptions, String> {
-        let m = Members(options);
-        Ok(StepOptions {
-            holder: m.opt_string("holder")?.unwrap_or_default(),
-            lease_id: m.opt_string("leaseId")?.unwrap_or_default(),
-            ttl_ms: m.number("ttlMs")?,
-            now: m.number("now")?,
-            request_id: m.opt_string("requestId")?,
-            bigint: m.flag("bigint")?,
-            at_least: m.get("atLeast"),
-            random: m.get("random"),
-        })
-    }
+    pub random: Vec<u8>,
 }
 
 /// The answer of [`issuer_step`]: the result the `Issuer` resolves to, and
@@ -133,22 +119,39 @@ fn floor_of(at_least: &JsValue, limit: EpochLimit) -> Result<u64, IssuerError> {
 /// * `scope`: the scope.
 /// * `op`: `"acquire"`, `"renew"`, `"release"`, `"raise"`, or `"raiseRevoking"`
 ///   (raise, revoking a live lease at or below `atLeast`: reconcile).
-/// * `options`: [`StepOptions`] (what the operation takes; the rest is ignored).
+/// * the rest: the fields of [`StepOptions`], in order (what the operation
+///   does not take is `undefined`, or 0 for the two times).
 ///
 /// Answers `{ result, next }` ([`StepAnswer`]): `result` is the `Issuer`'s
-/// result object (`ok`/`code` from [`IssuerResult::code`]); `next` the JSON
-/// text to commit before the result is handed out, or `null`.
+/// result object (`ok`/`code` from [`crate::issuer::IssuerResult::code`]);
+/// `next` the JSON text to commit before the result is handed out, or `null`.
 /// Throws INVALID_ARGUMENT, CORRUPT_STATE, EPOCH_OVERFLOW (nothing changes on any).
+#[allow(clippy::too_many_arguments)]
 #[wasm_bindgen(js_name = "__issuerStep")]
 pub fn issuer_step(
     state: Option<String>,
     scope: &str,
     op: &str,
-    options: JsValue,
+    holder: Option<String>,
+    lease_id: Option<String>,
+    ttl_ms: f64,
+    now: f64,
+    request_id: Option<String>,
+    bigint: bool,
+    at_least: JsValue,
+    random: Option<Vec<u8>>,
 ) -> Result<JsValue, JsValue> {
     let decoded = decode(state, scope)?;
-    let o = StepOptions::read(options)
-        .map_err(|e| issuer_error(&IssuerError::InvalidArgument(e), scope))?;
+    let o = StepOptions {
+        holder: holder.unwrap_or_default(),
+        lease_id: lease_id.unwrap_or_default(),
+        ttl_ms,
+        now,
+        request_id,
+        bigint,
+        at_least,
+        random: random.unwrap_or_default(),
+    };
     let limit = if o.bigint {
         EpochLimit::BigInt
     } else {
@@ -164,10 +167,8 @@ pub fn issuer_step(
                 now_ms: ms_from_f64("now", o.now)?,
                 request_id: o.request_id.as_deref(),
                 limit,
-                random: o
-                    .random
-                    .dyn_ref::<Uint8Array>()
-                    .and_then(|r| <[u8; LEASE_KEY_BYTES]>::try_from(r.to_vec()).ok())
+                random: <[u8; LEASE_KEY_BYTES]>::try_from(o.random.as_slice())
+                    .ok()
                     .ok_or_else(|| {
                         IssuerError::InvalidArgument(format!(
                             "acquire needs {LEASE_KEY_BYTES} random bytes for the lease id"

@@ -149,7 +149,7 @@ function rustFields(source, name) {
   const body = block(source, head).replace(/\/\/.*$/gm, '');
   const fields = [...body.matchAll(/^\s*pub (\w+):/gm)].map((m) => m[1]);
   assert.ok(fields.length > 0, `parsed the fields of ${name}`);
-  // `StepOptions` is read by name in the binding (not serde): its names are camelCase too.
+  // `StepOptions` crosses as arguments (not serde): its JS names are camelCase too.
   return /rename_all = "camelCase"/.test(attrs) || name === 'StepOptions' ? fields.map(camel) : fields;
 }
 
@@ -237,9 +237,12 @@ test('issuer records, fence records and signed-token claims in index.d.ts have t
 
 test('the per-operation options of the Issuer in index.d.ts are what the binding reads (StepOptions)', () => {
   const rust = rustFields(wasmIssuerRs, 'StepOptions');
-  // Every name the binding reads is in the struct, and only those.
-  const read = [...block(wasmIssuerRs, 'fn read(options: JsValue)').matchAll(/m\.\w+\("(\w+)"\)/g)].map((m) => m[1]);
-  assert.deepEqual(read, rust);
+  // The binding takes exactly these, in this order, after (state, scope, op), and the Issuer passes them so.
+  const sig = wasmIssuerRs.slice(wasmIssuerRs.indexOf('pub fn issuer_step('), wasmIssuerRs.indexOf(') -> Result<JsValue, JsValue> {', wasmIssuerRs.indexOf('pub fn issuer_step(')));
+  assert.deepEqual([...sig.matchAll(/^\s*(\w+):/gm)].map((m) => camel(m[1])), ['state', 'scope', 'op', ...rust]);
+  const call = read('pkg/lib/issuer.mjs').match(/wasm\.__issuerStep\(text, scope, o\.op, ([^;]*)\);/);
+  assert.ok(call, 'issuer.mjs calls __issuerStep');
+  assert.deepEqual([...call[1].matchAll(/o\.(\w+)/g)].map((m) => m[1]), rust);
   // `bigint` and `random` are the Issuer's own (its epochs option, its CSPRNG); `scope` and `revoke` pick the step.
   const own = new Set(['bigint', 'random']);
   const select = new Set(['scope', 'revoke']);
