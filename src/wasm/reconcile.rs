@@ -7,7 +7,7 @@
 //! serde-wasm-bindgen's `Deserialize`: measured, its deserializer added
 //! 44 KB raw / 18 KB gzip to the `.wasm` for these few plain records (its
 //! error paths pull in float formatting); answers go out through
-//! serde-wasm-bindgen's `Serialize`, which is small.
+//! serde-wasm-bindgen's `Serializer`.
 
 use std::cell::RefCell;
 
@@ -39,10 +39,10 @@ fn js_name(name: &'static str) -> JsValue {
     })
 }
 
-/// The members of a JS object that the package's own JS built (an options
-/// object, a record `Issuer.current` or `Gate.inspect` resolved to): each read
+/// The members of a JS object that the package's own JS built (a record
+/// `Issuer.current` or `Gate.inspect` resolved to): each read
 /// once by name; a member of the wrong type is an error naming it.
-pub(crate) struct Members(pub JsValue);
+struct Members(JsValue);
 
 impl Members {
     /// The member `name` (`undefined` when absent or not an object).
@@ -78,15 +78,6 @@ impl Members {
             return Ok(false);
         }
         v.as_bool().ok_or_else(|| Self::wrong(name, "a boolean"))
-    }
-
-    /// A number member (absent: 0; the caller checks its range).
-    pub fn number(&self, name: &'static str) -> Result<f64, String> {
-        let v = self.get(name);
-        if v.is_undefined() {
-            return Ok(0.0);
-        }
-        v.as_f64().ok_or_else(|| Self::wrong(name, "a number"))
     }
 
     /// An epoch or ms member: a safe integer ≥ 0 or a bigint up to 2^64−1 (absent: `None`).
