@@ -5,9 +5,9 @@
 //! the JS `Issuer` class (`pkg/lib/issuer.mjs`) resolves to, and the next
 //! record text. The class loads the record from the host store, calls in, and
 //! commits the next record before it returns the result to anyone. Nothing
-//! here stores anything. Options and answers cross as objects
-//! (serde-wasm-bindgen); which result carries which code is decided here
-//! ([`crate::issuer::IssuerResult::code`]), not in JS.
+//! here stores anything. Options cross as typed arguments ([`StepOptions`]),
+//! the answer as one object (serde-wasm-bindgen); which result carries which
+//! code is decided here ([`crate::issuer::IssuerResult::code`]), not in JS.
 //!
 //! The state crosses the boundary as JSON text, both ways (the JS side
 //! stringifies an object a store returned, and parses the next state for the
