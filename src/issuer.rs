@@ -1779,6 +1779,82 @@ mod tests {
     }
 
     #[test]
+    fn results_serialize_as_the_issuer_resolves_them_with_their_codes() {
+        let json = |r: &IssuerResult| {
+            serde_json::to_value(ScopedResult {
+                scope: "s",
+                result: r,
+            })
+            .unwrap()
+        };
+        let grant = Grant {
+            epoch: 7,
+            lease_id: "7.x".to_owned(),
+            holder: "A".to_owned(),
+            expires_at: 99,
+            request_id: None,
+            replayed: true,
+        };
+        assert_eq!(
+            json(&IssuerResult::Granted(grant.clone())),
+            serde_json::json!({ "ok": true, "code": null, "scope": "s", "epoch": 7, "leaseId": "7.x", "holder": "A", "expiresAt": 99, "requestId": null, "replayed": true })
+        );
+        assert_eq!(
+            json(&IssuerResult::Renewed(grant)),
+            serde_json::json!({ "ok": true, "code": null, "scope": "s", "epoch": 7, "leaseId": "7.x", "holder": "A", "expiresAt": 99, "requestId": null })
+        );
+        assert_eq!(
+            json(&IssuerResult::Held {
+                epoch: u64::MAX,
+                holder: "B".to_owned(),
+                expires_at: 5
+            }),
+            serde_json::json!({ "ok": false, "code": "LEASE_HELD", "scope": "s", "epoch": u64::MAX, "holder": "B", "expiresAt": 5 })
+        );
+        assert_eq!(
+            json(&IssuerResult::Expired { epoch: 3 }),
+            serde_json::json!({ "ok": false, "code": "LEASE_EXPIRED", "scope": "s", "epoch": 3 })
+        );
+        assert_eq!(
+            json(&IssuerResult::NotHeld),
+            serde_json::json!({ "ok": false, "code": "LEASE_NOT_HELD", "scope": "s" })
+        );
+        assert_eq!(
+            json(&IssuerResult::RequestIdReused),
+            serde_json::json!({ "ok": false, "code": "REQUEST_ID_REUSED", "scope": "s" })
+        );
+        assert_eq!(
+            json(&IssuerResult::Released {
+                released: false,
+                epoch: 3
+            }),
+            serde_json::json!({ "ok": true, "code": null, "scope": "s", "released": false, "epoch": 3 })
+        );
+        assert_eq!(
+            json(&IssuerResult::Raised {
+                before: 3,
+                after: 9,
+                revoked: true
+            }),
+            serde_json::json!({ "ok": true, "code": null, "scope": "s", "epochBefore": 3, "epoch": 9, "revoked": true })
+        );
+        // The record Issuer.current reports: a v1 lease's id is derived from scope and epoch.
+        let v1 = IssuerState {
+            epoch: 4,
+            lease: Some(Lease {
+                holder: "A".to_owned(),
+                expires_at: 10,
+                request_id: Some("r".to_owned()),
+                form: LeaseForm::Derived,
+            }),
+        };
+        assert_eq!(
+            serde_json::to_value(v1.record("s")).unwrap(),
+            serde_json::json!({ "scope": "s", "epoch": 4, "lease": { "leaseId": "s#4", "holder": "A", "expiresAt": 10, "requestId": "r" } })
+        );
+    }
+
+    #[test]
     fn overflow_at_the_largest_exact_epoch() {
         let s = IssuerState {
             epoch: MAX_SAFE_INTEGER - 1,
