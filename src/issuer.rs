@@ -185,7 +185,7 @@ impl Lease {
 }
 
 /// An issuer's lease as `Issuer.current` reports it.
-#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Clone, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
 pub struct LeaseRecord {
     /// The lease id.
@@ -200,7 +200,7 @@ pub struct LeaseRecord {
 }
 
 /// A scope's issuer record as `Issuer.current` reports it (epoch 0: never acquired).
-#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Clone, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
 pub struct IssuerRecord {
     /// The scope.

@@ -33,7 +33,7 @@ use crate::error::Code;
 use crate::issuer::{serialize_epoch, EpochLimit, IssuerRecord};
 
 /// A resource's fence record as `Gate.inspect` reports it.
-#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Clone, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
 pub struct FenceRecord {
     /// The resource key.
@@ -51,7 +51,7 @@ pub struct FenceRecord {
 }
 
 /// The actual result of the planned issuer raise (`Issuer.raise`).
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
 pub struct Raised {
     /// The epoch before.
@@ -63,7 +63,7 @@ pub struct Raised {
 }
 
 /// What the planner reads for one scope.
-#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Clone, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
 pub struct ScopeInput {
     /// The issuer's record of the scope.

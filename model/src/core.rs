@@ -255,8 +255,10 @@ pub fn issuer_release(stored: Option<&str>, epoch: u64, holder: &str) -> Option<
 /// The answer to `Issuer.raise({ atLeast, now, revoke: true })`.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Raised {
-    /// The epoch after (≥ before) and whether a live lease was revoked.
+    /// The epoch before and after (≥ before) and whether a live lease was revoked.
     Raised {
+        /// The epoch before.
+        before: u64,
         /// The epoch after.
         epoch: u64,
         /// A live lease was revoked.
@@ -275,7 +277,12 @@ pub fn issuer_raise_revoking(
     let state = decode_issuer(stored);
     let step = raise_revoking(&state, at_least, now_ms);
     let answer = match step.result {
-        IssuerResult::Raised { after, revoked, .. } => Raised::Raised {
+        IssuerResult::Raised {
+            before,
+            after,
+            revoked,
+        } => Raised::Raised {
+            before,
             epoch: after,
             revoked,
         },

@@ -29,17 +29,20 @@
 //! * **Restores**: a snapshot of the issuer's or a resource's store can be
 //!   taken at any point (the initial empty store is the first snapshot) and
 //!   later restored.
-//! * **Reconcile** (`pkg/lib/reconcile.mjs`, JS): its plan is modelled step by
-//!   step with the Rust primitives it calls: read every record, then
-//!   `raise_revoking` on the issuer, then per key `establish` for a live
-//!   lease's holder or `quarantine_at`. Other actions interleave between the
-//!   steps, as they do in production.
+//! * **Reconcile**: the plan is the real planner's (`fencegate::reconcile::plan`,
+//!   which `pkg/lib/reconcile.mjs` carries out), run step by step with the
+//!   Rust primitives the JS calls: read every record, then `raise_revoking` on
+//!   the issuer, then (planned again from the raise's result) per key
+//!   `establish` for a live lease's holder or `quarantine_at`. Other actions
+//!   interleave between the steps, as they do in production.
 
 pub mod core;
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::fmt::Write as _;
 
+use fencegate::issuer::{IssuerRecord, LeaseRecord};
+use fencegate::reconcile::{plan, FenceRecord, Raised as PlanRaised, ScopeInput};
 use stateright::{Model, Property};
 
 use crate::core::{
@@ -258,27 +261,19 @@ pub enum Target {
     Resource(u8),
 }
 
-/// A reconcile run in progress (the plan of `pkg/lib/reconcile.mjs`).
+/// A reconcile run in progress: the plan of the real planner
+/// (`fencegate::reconcile::plan`, what `pkg/lib/reconcile.mjs` carries out).
 #[derive(Clone, Debug, PartialEq, Eq, Hash)]
 pub struct Recon {
     /// `now` as passed to reconcile.
     pub now: u64,
-    /// The issuer's epoch as read.
-    pub read_epoch: u64,
-    /// The issuer's live lease as read: holder.
-    pub live: Option<String>,
-    /// Marks as read.
-    pub marks: Vec<u64>,
-    /// The largest mark read.
-    pub max_mark: u64,
-    /// A live lease conflicts with a resource's bound holder at the same epoch.
-    pub live_conflict: bool,
+    /// What reconcile read (and, after step 0, the raise's result).
+    pub input: ScopeInput,
     /// 0: the issuer step is next; k: key k−1 is next.
     pub step: u8,
-    /// The issuer's epoch after step 0.
-    pub epoch: u64,
-    /// The live lease after step 0 (None when revoked).
-    pub lease: Option<String>,
+    /// Per key, after step 0: the epoch to raise it to and the holder to
+    /// establish for (`None`: quarantine), or nothing to do.
+    pub steps: Vec<Option<(u64, Option<String>)>>,
     /// Some epoch was issued that no record read shows (the procedure's
     /// step 3: reconcile cannot see it), or the issuer was restored during
     /// the run: this run does not count for property (d).
@@ -580,29 +575,39 @@ impl FenceModel {
     fn recon_read(&self, s: &State) -> Recon {
         let cur = issuer_view(s.issuer.as_deref());
         let views: Vec<_> = s.keys.iter().map(|t| resource_view(t.as_deref())).collect();
-        let live = cur
-            .lease
-            .as_ref()
-            .filter(|(_, exp)| s.now < *exp)
-            .map(|(h, _)| h.clone());
         let max_mark = views.iter().map(|v| v.mark).max().unwrap_or(0);
-        let conflicts_live = live.is_some()
-            && cur.lease.as_ref().is_some_and(|(lh, _)| {
-                views
-                    .iter()
-                    .any(|v| v.mark == cur.epoch && v.holder.as_ref().is_some_and(|h| h != lh))
-            });
+        let input = ScopeInput {
+            issuer: IssuerRecord {
+                scope: String::new(),
+                epoch: cur.epoch,
+                lease: cur.lease.map(|(holder, expires_at)| LeaseRecord {
+                    lease_id: String::new(),
+                    holder,
+                    expires_at,
+                    request_id: None,
+                }),
+            },
+            keys: views
+                .into_iter()
+                .enumerate()
+                .map(|(k, v)| FenceRecord {
+                    key: k.to_string(),
+                    exists: true,
+                    mark: v.mark,
+                    holder: v.holder,
+                    quarantine: v.quarantine,
+                })
+                .collect(),
+            now: s.now,
+            bigint: false,
+            raised: None,
+        };
         Recon {
             now: s.now,
-            read_epoch: cur.epoch,
-            live: live.clone(),
-            marks: views.iter().map(|v| v.mark).collect(),
-            max_mark,
-            live_conflict: conflicts_live,
             step: 0,
-            epoch: cur.epoch,
-            lease: live,
-            blind: s.ghost.max_granted > max_mark.max(cur.epoch),
+            steps: Vec::new(),
+            blind: s.ghost.max_granted > max_mark.max(input.issuer.epoch),
+            input,
             interleaved: false,
             changed: false,
         }
@@ -612,49 +617,59 @@ impl FenceModel {
     /// (an issuer raise refused: the JS throws).
     fn recon_step(&self, s: &mut State, r: &mut Recon) -> bool {
         if r.step == 0 {
-            let behind = r.max_mark > r.read_epoch;
-            if behind || r.live_conflict {
+            // The issuer step of the plan, then the resource steps planned
+            // from the raise's actual result (as reconcile.mjs does).
+            if let Some(raise) = plan(&r.input).raise {
                 let (answer, next) =
-                    issuer_raise_revoking(s.issuer.as_deref(), r.max_mark.max(1), r.now);
+                    issuer_raise_revoking(s.issuer.as_deref(), raise.at_least, r.now);
                 match answer {
                     Raised::Held => return false,
-                    Raised::Raised { epoch, revoked } => {
+                    Raised::Raised {
+                        before,
+                        epoch,
+                        revoked,
+                    } => {
                         if next.is_some() {
                             r.changed = true;
                             s.issuer = next;
                         }
-                        r.epoch = epoch;
-                        if revoked {
-                            r.lease = None;
-                        }
+                        r.input.raised = Some(PlanRaised {
+                            epoch_before: before,
+                            epoch,
+                            revoked,
+                        });
                     }
                 }
             }
+            r.steps = vec![None; r.input.keys.len()];
+            for step in plan(&r.input).resources {
+                let k: usize = step.key.parse().expect("keys are named by their index");
+                r.steps[k] = Some((step.mark_after, step.holder));
+            }
         } else {
             let k = usize::from(r.step - 1);
-            if r.marks[k] < r.epoch {
-                match &r.lease {
-                    Some(holder) => {
-                        let d = gate_op(
-                            s.keys[k].as_deref(),
-                            r.epoch,
-                            true,
-                            None,
-                            Some(holder),
-                            self.bounds.window,
-                            self.gate,
-                        );
-                        if d.answer.applies() {
-                            s.ghost.established[k] = s.ghost.established[k].max(r.epoch);
-                            r.changed = true;
-                            s.keys[k] = d.next;
-                        }
+            match r.steps[k].clone() {
+                None => {}
+                Some((epoch, Some(holder))) => {
+                    let d = gate_op(
+                        s.keys[k].as_deref(),
+                        epoch,
+                        true,
+                        None,
+                        Some(&holder),
+                        self.bounds.window,
+                        self.gate,
+                    );
+                    if d.answer.applies() {
+                        s.ghost.established[k] = s.ghost.established[k].max(epoch);
+                        r.changed = true;
+                        s.keys[k] = d.next;
                     }
-                    None => {
-                        if let Some(n) = quarantine(s.keys[k].as_deref(), r.epoch) {
-                            r.changed = true;
-                            s.keys[k] = Some(n);
-                        }
+                }
+                Some((epoch, None)) => {
+                    if let Some(n) = quarantine(s.keys[k].as_deref(), epoch) {
+                        r.changed = true;
+                        s.keys[k] = Some(n);
                     }
                 }
             }
