@@ -45,6 +45,27 @@ function scopeList(scopes) {
 }
 
 /**
+ * What reconcile reads of one scope: the issuer's record (`cur`), the fence
+ * records of the keys (`read`) and the keys whose record could not be decoded
+ * (`errors`, CORRUPT_STATE: left untouched). Any other failure throws.
+ * @internal (also the reading of tests/js/properties/reconcile-js-planner.mjs)
+ */
+export async function readScope(issuer, gate, scope, keys) {
+  const cur = await issuer.current(scope);
+  const read = [];
+  const errors = [];
+  for (const key of keys) {
+    try {
+      read.push(await gate.inspect(key));
+    } catch (e) {
+      if (!(e instanceof FencegateError) || e.code !== 'CORRUPT_STATE') throw e;
+      errors.push({ key, code: e.code, message: e.message });
+    }
+  }
+  return { cur, read, errors };
+}
+
+/**
  * Reconciles issuer and resource state after a restore (see the module notes).
  *
  * * `issuer` — an `Issuer` over the issuer's store.
@@ -81,17 +102,7 @@ export async function reconcile(options) {
   const changes = [];
   const scopes = [];
   for (const { scope, keys } of list) {
-    const cur = await issuer.current(scope);
-    const read = [];
-    const errors = [];
-    for (const key of keys) {
-      try {
-        read.push(await gate.inspect(key));
-      } catch (e) {
-        if (!(e instanceof FencegateError) || e.code !== 'CORRUPT_STATE') throw e;
-        errors.push({ key, code: e.code, message: e.message });
-      }
-    }
+    const { cur, read, errors } = await readScope(issuer, gate, scope, keys);
     const input = { issuer: cur, keys: read, now, bigint };
     let plan = wasm.__reconcilePlan(input);
     errors.push(...plan.errors);

@@ -1,7 +1,11 @@
 // THE ORACLE of tests/js/properties/reconcile-plan.test.mjs: reconcile() as
 // pkg/lib/reconcile.mjs was before issue 12 moved its planning into Rust
-// (src/reconcile.rs), kept verbatim (only its import paths changed, and the
-// export renamed). The Rust planner must make exactly the plan this did.
+// (src/reconcile.rs). Its planning and carrying out are kept verbatim; what is
+// not planning is shared or cut: it reads through the package's own
+// `readScope` (the same reads as before), takes only `{ scope: keys }` and
+// checks no arguments (the package's reconcile does, tested elsewhere), and
+// the export is renamed. The Rust
+// planner must make exactly the plan this did.
 // Reconcile after a restore (issue 9, DESIGN R11; the seed's section on
 // counter rollback: "恢复流程必须同时保全发号序列与资源状态").
 //
@@ -27,8 +31,7 @@
 // scopes to resource keys is the caller's: fencegate cannot know which keys a
 // scope's tokens are used on.
 import { FencegateError } from '../../../pkg/lib/errors.mjs';
-import { invalid, checkKey, listOf } from '../../../pkg/lib/common.mjs';
-import { checkScope } from '../../../pkg/lib/issuer.mjs';
+import { readScope } from '../../../pkg/lib/reconcile.mjs';
 
 const MAX_SAFE = 2n ** 53n - 1n;
 const MAX_U64 = 2n ** 64n - 1n;
@@ -45,84 +48,16 @@ function same(a, b) {
   return big(a) === big(b);
 }
 
-/**
- * `scopes` as `[{ scope, keys }]`: accepts `{ scope: keys }` or an array of
- * `{ scope, keys }`. Every scope and every key is checked (holes of sparse
- * arrays included) before anything is read or written, and each member is read
- * once: the checked copy is what reconcile uses.
- */
-function scopeList(scopes) {
-  let entries;
-  if (Array.isArray(scopes)) {
-    entries = listOf(scopes, 'scopes', (s) => {
-      if (s === null || typeof s !== 'object') throw invalid('each entry of scopes is { scope, keys }', { scope: s });
-    }).map((s) => ({ scope: s.scope, keys: s.keys }));
-  } else if (scopes !== null && typeof scopes === 'object') {
-    entries = Object.entries(scopes).map(([scope, keys]) => ({ scope, keys }));
-  } else {
-    entries = [];
-  }
-  if (entries.length === 0) throw invalid('scopes must map each scope to its resource keys: { scope: [key, …] }', { scopes });
-  return entries.map(({ scope, keys }) => {
-    if (scope === '') throw invalid('each scope needs a non-empty name', { scope });
-    checkScope(scope);
-    const what = `the keys of scope ${JSON.stringify(scope)}`;
-    const list = listOf(keys, 'keys', (k) => {
-      if (typeof k !== 'string') throw invalid(`${what} must be an array of strings`, { keys });
-      checkKey(k);
-    });
-    return { scope, keys: list };
-  });
-}
-
-/**
- * Reconciles issuer and resource state after a restore (see the module notes).
- *
- * * `issuer` — an `Issuer` over the issuer's store.
- * * `gate` — a `Gate` over the resources' store (it needs `load`).
- * * `scopes` — `{ scope: [key, …] }` (or `[{ scope, keys }]`): the resource
- *   keys each scope's tokens are used on.
- * * `now` — host time in ms (decides whether a lease is live); default `Date.now()`.
- * * `dryRun` — compute and report, write nothing.
- *
- * Resolves to `{ dryRun, changed, changes, scopes, errors }`: `changes` lists every
- * write made (or, in a dry run, that would be made) as
- * `{ scope, target: 'issuer', action: 'raise' | 'raise+revoke', epochBefore, epochAfter, revoked }`
- * or `{ scope, target: 'resource', key, action: 'establish' | 'quarantine', markBefore, markAfter, holder | floor }`;
- * `scopes` has, per scope, what was read (`issuer`, `keys`), the `conflicts`
- * found (`{ key, epoch, resourceHolder, leaseHolder, live }`) and keys it could not
- * read or repair (`errors`: `{ key, code, message }`, e.g. CORRUPT_STATE, or a
- * refused establish — left untouched); the top-level `errors` counts them.
- */
+/** The old reconcile(), for `{ issuer, gate, scopes: { scope: keys }, now, dryRun }`. */
 export async function reconcileJs(options) {
-  if (options === null || typeof options !== 'object') throw invalid('reconcile takes { issuer, gate, scopes, now?, dryRun? }');
-  const { issuer, gate, dryRun = false } = options;
-  if (issuer === null || typeof issuer?.current !== 'function' || typeof issuer?.raise !== 'function') {
-    throw invalid('reconcile needs an Issuer', { issuer });
-  }
-  if (gate === null || typeof gate?.inspect !== 'function' || typeof gate?.quarantine !== 'function') {
-    throw invalid('reconcile needs a Gate over the resources\' host store', { gate });
-  }
-  if (typeof dryRun !== 'boolean') throw invalid('dryRun must be a boolean', { dryRun });
-  const now = options.now ?? Date.now();
-  if (!Number.isSafeInteger(now) || now < 0) throw invalid('now must be a safe integer ≥ 0 (host ms)', { now });
-  const list = scopeList(options.scopes);
+  const { issuer, gate, dryRun = false, now } = options; // (checked by the package's reconcile)
+  const list = Object.entries(options.scopes).map(([scope, keys]) => ({ scope, keys })); // (the test passes { scope: keys })
 
   const changes = [];
   const scopes = [];
   for (const { scope, keys } of list) {
-    const cur = await issuer.current(scope);
+    const { cur, read, errors } = await readScope(issuer, gate, scope, keys);
     const live = cur.lease !== null && now < cur.lease.expiresAt ? cur.lease : null;
-    const read = [];
-    const errors = [];
-    for (const key of keys) {
-      try {
-        read.push(await gate.inspect(key));
-      } catch (e) {
-        if (!(e instanceof FencegateError) || e.code !== 'CORRUPT_STATE') throw e;
-        errors.push({ key, code: e.code, message: e.message });
-      }
-    }
     // A mark above the issuer's epoch limit (a resource that took a bigint
     // token, a 'number' issuer) cannot be repaired by raising: the issuer
     // could never issue past it. Such a key is an error of its own and is
