@@ -14,6 +14,8 @@
 pub mod decision;
 pub mod error;
 #[cfg(test)]
+mod format_fixture;
+#[cfg(test)]
 mod fuzz;
 pub mod host;
 pub mod issuer;
