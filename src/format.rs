@@ -20,9 +20,7 @@
 //!   second, hand-written scan of the text in JS.
 //! * Handing an object over costs one boundary read per member (and per
 //!   window entry) instead of one string copy; the stores hand over text.
-//! * `serde_json` with its default `std` feature (needed for the public
-//!   `Formatter`, which writes `\b` and `\f` as `\u0008` and `\u000c`, as
-//!   before) sees duplicate struct fields, unknown fields
+//! * `serde_json` (without its `std` feature: only `alloc`) sees duplicate struct fields, unknown fields
 //!   (`deny_unknown_fields`), lone surrogates, control characters and
 //!   non-canonical numbers (`01`, `1.0`, `1e3`, `-0` and integers above
 //!   2^64−1 are no `u64`) by itself; canonical decimal text is checked by
@@ -349,7 +347,7 @@ impl WireIssuerState {
     /// `null`); in format 2 also `id` and `ttlMs` (strings)), members in any order.
     pub fn from_json(text: &str) -> Result<WireIssuerState, StateError> {
         let wire: WireIssuerState =
-            serde_json::from_str(text).map_err(|e| StateError(format!("issuer state: {e}")))?;
+            from_text(text).map_err(|e| StateError(format!("issuer state: {e}")))?;
         let v2 = match wire.v {
             crate::issuer::ISSUER_STATE_VERSION_1 => false,
             crate::issuer::ISSUER_STATE_VERSION => true,
@@ -384,36 +382,32 @@ impl WireIssuerState {
 // ---------------------------------------------------------------------------
 // Text
 
-/// The JSON text of `value`, strings escaped exactly as the formats were
-/// always written: `"`, `\`, `\n`, `\r`, `\t` with a backslash, every other
-/// control character as `\u00xx` (serde_json's own choice for U+0008 and
-/// U+000C is `\b` and `\f`), everything else as is.
-pub fn to_text<T: Serialize + ?Sized>(value: &T) -> String {
-    let mut out = Vec::with_capacity(128);
-    let mut ser = serde_json::Serializer::with_formatter(&mut out, Escapes);
-    // Writing into a Vec fails only if a Serialize impl fails; ours do not.
-    if value.serialize(&mut ser).is_err() {
-        return String::new();
-    }
-    // serde_json writes UTF-8.
-    String::from_utf8(out).unwrap_or_default()
+/// Reads one value of `T` from JSON text (nothing but whitespace after it).
+pub fn from_text<T: serde::de::DeserializeOwned>(text: &str) -> Result<T, serde_json::Error> {
+    serde_json::from_str(text)
 }
 
-struct Escapes;
-
-impl serde_json::ser::Formatter for Escapes {
-    fn write_char_escape<W: ?Sized + std::io::Write>(
-        &mut self,
-        w: &mut W,
-        escape: serde_json::ser::CharEscape,
-    ) -> std::io::Result<()> {
-        use serde_json::ser::CharEscape;
-        match escape {
-            CharEscape::Backspace => w.write_all(b"\\u0008"),
-            CharEscape::FormFeed => w.write_all(b"\\u000c"),
-            other => serde_json::ser::CompactFormatter.write_char_escape(w, other),
+/// The JSON text of `value`, strings escaped exactly as the formats were
+/// always written: `"`, `\`, `\n`, `\r`, `\t` with a backslash, every other
+/// control character as `\u00xx`, everything else as is. serde_json writes
+/// U+0008 and U+000C as `\b` and `\f`; they are rewritten here (serde_json's
+/// `Formatter`, which could choose, needs its `std` feature: 2.8 KB more gzip).
+pub fn to_text<T: Serialize + ?Sized>(value: &T) -> String {
+    // Serializing into a Vec fails only if a Serialize impl fails; ours do not.
+    let text = serde_json::to_vec(value).unwrap_or_default();
+    let mut out = Vec::with_capacity(text.len() + 8);
+    // Every backslash in JSON text starts an escape: `\` and one character.
+    let mut escape = false;
+    for &b in &text {
+        match (escape, b) {
+            (true, b'b') => out.extend_from_slice(b"u0008"),
+            (true, b'f') => out.extend_from_slice(b"u000c"),
+            _ => out.push(b),
         }
+        escape = !escape && b == b'\\';
     }
+    // serde_json writes UTF-8, and only ASCII was replaced.
+    String::from_utf8(out).unwrap_or_default()
 }
 
 #[cfg(test)]
@@ -478,5 +472,205 @@ mod tests {
         for n in [0, 9, 10, 41, u64::MAX] {
             assert_eq!(decimal_str(n, &mut buf), n.to_string());
         }
+    }
+
+    const V4: &str =
+        r#"{"v":4,"mark":"41","holder":"h","ops":[["a","40"]],"evicted":null,"quarantine":null}"#;
+    const V2: &str = r#"{"v":2,"mark":"41","holder":"h","ops":{"a":"40"},"evicted":null}"#;
+    const ISSUER: &str = r#"{"v":2,"epoch":"1","lease":{"id":"1.AAAAAAAAAAAAAAAAAAAAAAAAAAAAAA","holder":"a","expiresAt":"5","ttlMs":"5","requestId":null}}"#;
+
+    /// `text` with the first `from` replaced by `to` (which must occur).
+    fn with(text: &str, from: &str, to: &str) -> String {
+        assert!(text.contains(from), "{text} has no {from}");
+        text.replacen(from, to, 1)
+    }
+
+    /// Issue 12 item 4: serde reads exactly what the hand-written reader read.
+    /// Each listed input is `CORRUPT_STATE` (a [`StateError`]) for the
+    /// resource state and the issuer record alike; so is each with its
+    /// members in another order.
+    #[test]
+    fn strictness_is_kept() {
+        use crate::issuer::IssuerState;
+        use crate::state::ResourceState;
+        let mut bad: Vec<String> = Vec::new();
+        // Non-canonical or out-of-range numbers where a number belongs (v).
+        for v in [
+            "1.0",
+            "01",
+            "1e0",
+            "1E0",
+            "-0",
+            "-1",
+            "+1",
+            "0x1",
+            "1.",
+            ".1",
+            "1e3",
+            "4.0",
+            "NaN",
+            "Infinity",
+            "9007199254740993",
+            "18446744073709551616",
+            "\"1\"",
+            "true",
+            "null",
+            "[1]",
+            "{}",
+        ] {
+            bad.push(with(V4, "\"v\":4", &format!("\"v\":{v}")));
+            bad.push(with(
+                r#"{"v":1,"mark":"41"}"#,
+                "\"v\":1",
+                &format!("\"v\":{v}"),
+            ));
+            bad.push(with(ISSUER, "\"v\":2", &format!("\"v\":{v}")));
+        }
+        // Wrong versions.
+        for v in ["0", "5", "3", "18446744073709551615"] {
+            bad.push(with(V4, "\"v\":4", &format!("\"v\":{v}")));
+            bad.push(with(ISSUER, "\"v\":2", &format!("\"v\":{v}")));
+        }
+        // Non-canonical decimal text (or a number) where text belongs.
+        for m in [
+            "\"041\"",
+            "\"00\"",
+            "\"1.0\"",
+            "\"1e3\"",
+            "\"-0\"",
+            "\"-1\"",
+            "\"+1\"",
+            "\" 41\"",
+            "\"41 \"",
+            "\"\"",
+            "\"18446744073709551616\"",
+            "41",
+            "4.1e1",
+            "null",
+        ] {
+            bad.push(with(V4, "\"mark\":\"41\"", &format!("\"mark\":{m}")));
+            bad.push(with(V2, "\"mark\":\"41\"", &format!("\"mark\":{m}")));
+            bad.push(with(ISSUER, "\"epoch\":\"1\"", &format!("\"epoch\":{m}")));
+            bad.push(with(
+                ISSUER,
+                "\"expiresAt\":\"5\"",
+                &format!("\"expiresAt\":{m}"),
+            ));
+            bad.push(with(V4, "[\"a\",\"40\"]", &format!("[\"a\",{m}]")));
+            bad.push(with(V2, "{\"a\":\"40\"}", &format!("{{\"a\":{m}}}")));
+        }
+        // Out of range.
+        bad.push(with(V4, "\"quarantine\":null", "\"quarantine\":\"42\""));
+        bad.push(with(V4, "[\"a\",\"40\"]", "[\"a\",\"42\"]"));
+        bad.push(with(
+            ISSUER,
+            "\"expiresAt\":\"5\"",
+            "\"expiresAt\":\"9007199254740992\"",
+        ));
+        bad.push(with(ISSUER, "\"ttlMs\":\"5\"", "\"ttlMs\":\"0\""));
+        // Unknown, duplicate and missing fields, at every level.
+        for (text, field, value) in [
+            (V4, "v", "4"),
+            (V4, "mark", "\"41\""),
+            (V4, "holder", "\"h\""),
+            (V4, "ops", "[[\"a\",\"40\"]]"),
+            (V4, "evicted", "null"),
+            (V4, "quarantine", "null"),
+            (V2, "holder", "\"h\""),
+            (V2, "ops", "{\"a\":\"40\"}"),
+            (V2, "evicted", "null"),
+            (ISSUER, "v", "2"),
+            (ISSUER, "epoch", "\"1\""),
+            (ISSUER, "id", "\"1.AAAAAAAAAAAAAAAAAAAAAAAAAAAAAA\""),
+            (ISSUER, "holder", "\"a\""),
+            (ISSUER, "expiresAt", "\"5\""),
+            (ISSUER, "ttlMs", "\"5\""),
+            (ISSUER, "requestId", "null"),
+        ] {
+            let member = format!("\"{field}\":{value}");
+            // Duplicate (same value, or null first), unknown (near names), missing.
+            bad.push(with(text, &member, &format!("{member},{member}")));
+            bad.push(with(text, &member, &format!("\"{field}\":null,{member}")));
+            bad.push(with(
+                text,
+                &member,
+                &format!("{member},\"{field}_\":{value}"),
+            ));
+            bad.push(with(
+                text,
+                &member,
+                &format!("{member},\"{}\":{value}", field.to_uppercase()),
+            ));
+            bad.push(match text.find(&format!("{member},")) {
+                Some(_) => with(text, &format!("{member},"), ""),
+                None => with(text, &format!(",{member}"), ""),
+            });
+            if value != "null" && field != "holder" {
+                bad.push(with(text, &member, &format!("\"{field}\":null")));
+            }
+        }
+        bad.push(with(V2, "{\"a\":\"40\"}", "{\"a\":\"40\",\"a\":\"40\"}"));
+        bad.push(with(
+            V4,
+            "[[\"a\",\"40\"]]",
+            "[[\"a\",\"40\"],[\"a\",\"41\"]]",
+        ));
+        bad.push(with(
+            V2,
+            "\"evicted\":null",
+            "\"evicted\":null,\"quarantine\":null",
+        ));
+        bad.push(with(ISSUER, "\"v\":2", "\"v\":1"));
+        // Not JSON of the shape: text, escapes, nesting, trailing text.
+        for (from, to) in [
+            ("\"h\"", "\"\\ud800\""),
+            ("\"h\"", "\"\\udc00\""),
+            ("\"h\"", "\"\\ud800\\u0041\""),
+            ("\"h\"", "\"\\x\""),
+            ("\"h\"", "\"a\nb\""),
+            ("\"h\"", "\"a\u{0}b\""),
+            ("\"h\"", "true"),
+            ("\"h\"", "[\"h\"]"),
+            ("\"h\"", "{\"h\":1}"),
+            ("\"h\"", "\"h"),
+            ("null}", "null}x"),
+            ("null}", "null},"),
+            ("null}", "null,}"),
+            ("{\"v\"", "{v"),
+            ("{\"v\"", "{'v'"),
+        ] {
+            bad.push(with(V4, from, to));
+        }
+        for t in [
+            "",
+            " ",
+            "{",
+            "[]",
+            "null",
+            "\"\"",
+            "41",
+            "{\"v\":4,\"mark\":\"41\"",
+            "\u{feff}{\"v\":1,\"mark\":\"1\"}",
+        ] {
+            bad.push(t.to_owned());
+        }
+        assert!(bad.len() > 200, "{}", bad.len());
+        for text in &bad {
+            let state = ResourceState::from_json(text);
+            let issuer = IssuerState::from_json(text);
+            assert!(
+                state.is_err() && issuer.is_err(),
+                "{text}: {state:?} {issuer:?}"
+            );
+        }
+        // The valid texts themselves, and what the old reader also accepted:
+        // whitespace, `\/`, surrogate pairs, any member order.
+        assert!(ResourceState::from_json(V4).is_ok() && ResourceState::from_json(V2).is_ok());
+        assert!(IssuerState::from_json(ISSUER).is_ok());
+        let spaced = " \t\n\r{ \"holder\" :\"\\ud83d\\udd12\\/\" , \"v\":4,\"ops\":[ [ \"a\" , \"40\" ] ],\"quarantine\":null,\"evicted\":null,\"mark\":\"41\"}\n";
+        assert_eq!(
+            ResourceState::from_json(spaced).map(|s| s.holder),
+            Ok(Some("🔒/".to_owned()))
+        );
     }
 }

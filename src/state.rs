@@ -148,7 +148,7 @@ impl ResourceState {
     /// Decodes the JSON text of format v1, v2, v3 or v4 (see the module
     /// docs): members in any order, each version's fields exactly.
     pub fn from_json(text: &str) -> Result<ResourceState, StateError> {
-        let t: StateText = serde_json::from_str(text)
+        let t: StateText = format::from_text(text)
             .map_err(|e| StateError(format!("state is not JSON of the expected shape: {e}")))?;
         let version = t.v;
         let expected = match version {
