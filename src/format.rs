@@ -654,7 +654,7 @@ mod tests {
         ] {
             bad.push(t.to_owned());
         }
-        assert!(bad.len() > 200, "{}", bad.len());
+        assert_eq!(bad.len(), 276);
         for text in &bad {
             let state = ResourceState::from_json(text);
             let issuer = IssuerState::from_json(text);
