@@ -13,11 +13,13 @@
 
 pub mod decision;
 pub mod error;
+pub mod format;
+#[cfg(test)]
+mod format_fixture;
 #[cfg(test)]
 mod fuzz;
 pub mod host;
 pub mod issuer;
-pub mod json;
 pub mod ops;
 pub mod policy;
 pub mod reconcile;

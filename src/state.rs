@@ -51,22 +51,10 @@
 use std::collections::VecDeque;
 
 use crate::error::StateError;
-use crate::json::{self, Value};
+use crate::format::{self, Dec, OpText, OpsOut, OpsText, StateOut, StateText};
 use crate::ops::{
     valid_op_id, OpRecord, OpWindow, BLOOM_BYTES, FINGERPRINT_BYTES, MAX_HOLDER_BYTES, MAX_WINDOW,
 };
-use crate::token::parse_token;
-
-/// The format version written for states with no holder and no operation ids.
-pub const STATE_VERSION: u64 = 1;
-/// The format version written when a state has a holder or operation ids.
-pub const STATE_VERSION_2: u64 = 2;
-/// The format version written while a state was quarantined (read only).
-pub const STATE_VERSION_3: u64 = 3;
-/// The format version written when a state has a holder, operation ids or a
-/// quarantine (issue 13: the window is an array, so its order survives hosts
-/// that reorder object members).
-pub const STATE_VERSION_4: u64 = 4;
 
 /// The fields of each format version (any order).
 const FIELDS_V1: &[&str] = &["v", "mark"];
@@ -124,92 +112,45 @@ impl ResourceState {
         true
     }
 
-    /// The JSON text of this state: format v1 when it has no holder, no
-    /// operation ids and no quarantine, v4 otherwise.
     /// Whether this state is written as format v1 (no holder, operation ids or quarantine).
     pub fn is_plain(&self) -> bool {
         self.holder.is_none() && self.ops.is_empty() && self.quarantine.is_none()
     }
 
+    /// The JSON text of this state: format v1 when it has no holder, no
+    /// operation ids and no quarantine, v4 otherwise ([`StateOut`]).
     pub fn to_json(&self) -> String {
-        if self.is_plain() {
-            return format!("{{\"v\":1,\"mark\":\"{}\"}}", self.mark);
+        let mut out = StateOut {
+            v: 1,
+            mark: Dec(self.mark),
+            holder: None,
+            ops: None,
+            evicted: None,
+            quarantine: None,
+        };
+        if !self.is_plain() {
+            out.v = 4;
+            out.holder = Some(self.holder.as_deref());
+            out.ops = Some(OpsOut(&self.ops.ops));
+            out.evicted = Some(self.ops.evicted.as_ref().map(|filter| {
+                let prefix = if self.ops.legacy_hash {
+                    LEGACY_FILTER
+                } else {
+                    ""
+                };
+                prefix.to_owned() + &format::hex(&filter[..])
+            }));
+            out.quarantine = Some(self.quarantine.map(Dec));
         }
-        let mut out = String::with_capacity(96);
-        out.push_str("{\"v\":4,\"mark\":\"");
-        push_decimal(&mut out, self.mark);
-        out.push_str("\",\"holder\":");
-        match &self.holder {
-            Some(h) => json::write_str(&mut out, h),
-            None => out.push_str("null"),
-        }
-        out.push_str(",\"ops\":[");
-        for (i, r) in self.ops.ops.iter().enumerate() {
-            if i > 0 {
-                out.push(',');
-            }
-            out.push('[');
-            json::write_str(&mut out, &r.id);
-            out.push_str(",\"");
-            push_decimal(&mut out, r.mark_before);
-            out.push('"');
-            if let Some(fp) = &r.fingerprint {
-                out.push_str(",\"");
-                push_hex(&mut out, fp);
-                out.push('"');
-            }
-            out.push(']');
-        }
-        out.push_str("],\"evicted\":");
-        match &self.ops.evicted {
-            Some(filter) => {
-                out.push('"');
-                if self.ops.legacy_hash {
-                    out.push_str(LEGACY_FILTER);
-                }
-                push_hex(&mut out, &filter[..]);
-                out.push('"');
-            }
-            None => out.push_str("null"),
-        }
-        out.push_str(",\"quarantine\":");
-        match self.quarantine {
-            Some(floor) => {
-                out.push('"');
-                push_decimal(&mut out, floor);
-                out.push('"');
-            }
-            None => out.push_str("null"),
-        }
-        out.push('}');
-        out
+        format::to_text(&out)
     }
 
     /// Decodes the JSON text of format v1, v2, v3 or v4 (see the module
     /// docs): members in any order, each version's fields exactly.
     pub fn from_json(text: &str) -> Result<ResourceState, StateError> {
-        let value = json::parse(text)
+        let t: StateText = format::from_text(text)
             .map_err(|e| StateError(format!("state is not JSON of the expected shape: {e}")))?;
-        let Value::Obj(fields) = value else {
-            return Err(err("state must be an object {v, mark, …}"));
-        };
-        // The parser refuses duplicate names; here every name must be known.
-        let mut slots: [Option<Value>; 6] = Default::default();
-        for (name, value) in fields {
-            let Some(i) = FIELDS_V3.iter().position(|f| *f == name) else {
-                return Err(StateError(format!(
-                    "unknown state field {:?}",
-                    cut(&name, 40)
-                )));
-            };
-            slots[i] = Some(value);
-        }
-        let [v, mark, holder, ops, evicted, quarantine] = &slots;
-        let version = match v {
-            Some(Value::Int(v)) => *v,
-            Some(_) => return Err(err("the version v must be a number")),
-            None => return Err(err("state has no version field v")),
-        };
+        let version = t.v;
         let expected = match version {
             1 => FIELDS_V1,
             2 => FIELDS_V2,
@@ -220,26 +161,28 @@ impl ResourceState {
                 )))
             }
         };
-        let present = [mark, holder, ops, evicted, quarantine].map(Option::is_some);
-        for (i, name) in FIELDS_V3.iter().enumerate().skip(1) {
-            if present[i - 1] != expected.contains(name) {
+        let present = [
+            t.holder.is_some(),
+            t.ops.is_some(),
+            t.evicted.is_some(),
+            t.quarantine.is_some(),
+        ];
+        for (i, name) in FIELDS_V3.iter().enumerate().skip(2) {
+            if present[i - 2] != expected.contains(name) {
                 return Err(StateError(format!(
                     "state format v{version} has exactly the fields {expected:?} (any order); {} {name:?}",
-                    if present[i - 1] { "unexpected" } else { "missing" }
+                    if present[i - 2] { "unexpected" } else { "missing" }
                 )));
             }
         }
-        let mark = match mark {
-            Some(Value::Str(m)) => decimal(m, "mark")?,
-            _ => return Err(err("mark must be decimal text")),
-        };
+        let mark = t.mark.0;
         let mut state = ResourceState::at(mark);
         if version == 1 {
             return Ok(state);
         }
-        state.holder = match holder {
-            Some(Value::Null) => None,
-            Some(Value::Str(h)) if !h.is_empty() && h.len() <= MAX_HOLDER_BYTES => Some(h.clone()),
+        state.holder = match t.holder.flatten() {
+            None => None,
+            Some(h) if !h.is_empty() && h.len() <= MAX_HOLDER_BYTES => Some(h),
             _ => {
                 return Err(StateError(format!(
                     "holder must be null or a string of 1..={MAX_HOLDER_BYTES} bytes"
@@ -247,9 +190,9 @@ impl ResourceState {
             }
         };
         let records =
-            match (version, ops) {
-                (4, Some(Value::Arr(items))) => ops_v4(items)?,
-                (2 | 3, Some(Value::Obj(members))) => ops_v2(members)?,
+            match (version, t.ops) {
+                (4, Some(OpsText::List(items))) => ops_v4(items)?,
+                (2 | 3, Some(OpsText::Map(members))) => ops_v2(members)?,
                 (4, _) => return Err(err(
                     "ops must be an array of [id, mark before] or [id, mark before, fingerprint]",
                 )),
@@ -269,31 +212,23 @@ impl ResourceState {
             return Err(err("more than one operation advanced to the current epoch"));
         }
         state.ops.ops = records;
-        match evicted {
-            Some(Value::Null) => {}
-            Some(Value::Str(hex)) => {
-                let (legacy, hex) = match hex.strip_prefix(LEGACY_FILTER) {
-                    Some(rest) if version == 4 => (true, rest),
-                    _ => (version < 4, hex.as_str()),
-                };
-                state.ops.evicted = Some(Box::new(unhex(hex)?));
-                state.ops.legacy_hash = legacy;
-            }
-            _ => return Err(err("evicted must be null or hex text")),
+        if let Some(hex) = t.evicted.flatten() {
+            let (legacy, hex) = match hex.strip_prefix(LEGACY_FILTER) {
+                Some(rest) if version == 4 => (true, rest),
+                _ => (version < 4, hex.as_str()),
+            };
+            state.ops.evicted = Some(Box::new(unhex(hex)?));
+            state.ops.legacy_hash = legacy;
         }
         if mark == 0 && (state.holder.is_some() || !state.ops.is_empty()) {
             return Err(err("a state at mark 0 has no holder and no operation ids"));
         }
-        state.quarantine = match quarantine {
-            None | Some(Value::Null) => None,
-            Some(Value::Str(f)) => {
-                let floor = decimal(f, "quarantine")?;
-                if floor > mark {
-                    return Err(err("the quarantine floor is above the mark"));
-                }
-                Some(floor)
+        state.quarantine = match t.quarantine.flatten() {
+            None => None,
+            Some(Dec(floor)) if floor > mark => {
+                return Err(err("the quarantine floor is above the mark"))
             }
-            _ => return Err(err("quarantine must be null or decimal text")),
+            Some(Dec(floor)) => Some(floor),
         };
         Ok(state)
     }
@@ -301,31 +236,17 @@ impl ResourceState {
 
 /// The window of a v4 state: `[[id, before], [id, before, fingerprint], …]`.
 #[inline(never)]
-fn ops_v4(items: &[Value]) -> Result<VecDeque<OpRecord>, StateError> {
+fn ops_v4(items: Vec<OpText>) -> Result<VecDeque<OpRecord>, StateError> {
     if items.len() > MAX_WINDOW {
         return Err(StateError(format!("more than {MAX_WINDOW} operation ids")));
     }
     let mut out: VecDeque<OpRecord> = VecDeque::with_capacity(items.len());
     for item in items {
-        let bad = || {
-            err("each operation is [id, mark before] or [id, mark before, fingerprint], all text")
-        };
-        let Value::Arr(parts) = item else {
-            return Err(bad());
-        };
-        let mut parts = parts.iter();
-        let (Some(Value::Str(id)), Some(Value::Str(before))) = (parts.next(), parts.next()) else {
-            return Err(bad());
-        };
-        let fingerprint = match parts.next() {
+        let fingerprint = match &item.fingerprint {
             None => None,
-            Some(Value::Str(fp)) => Some(unhex_fingerprint(fp)?),
-            Some(_) => return Err(bad()),
+            Some(fp) => Some(unhex_fingerprint(fp)?),
         };
-        if parts.next().is_some() {
-            return Err(bad());
-        }
-        let record = op_record(id, before, fingerprint)?;
+        let record = op_record(item.id, item.before, fingerprint)?;
         if out.iter().any(|r| r.id == record.id) {
             return Err(StateError(format!(
                 "operation id {:?} appears twice",
@@ -337,36 +258,34 @@ fn ops_v4(items: &[Value]) -> Result<VecDeque<OpRecord>, StateError> {
     Ok(out)
 }
 
-/// The window of a v2/v3 state: `{id: before, …}`, in text order.
+/// The window of a v2/v3 state: `{id: before, …}`, in text order (the
+/// reader refuses a repeated id).
 #[inline(never)]
-fn ops_v2(members: &[(String, Value)]) -> Result<VecDeque<OpRecord>, StateError> {
+fn ops_v2(members: Vec<(String, Dec)>) -> Result<VecDeque<OpRecord>, StateError> {
     if members.len() > MAX_WINDOW {
         return Err(StateError(format!("more than {MAX_WINDOW} operation ids")));
     }
     members
-        .iter()
-        .map(|(id, before)| match before {
-            Value::Str(before) => op_record(id, before, None),
-            _ => Err(err("an operation's mark before must be decimal text")),
-        })
+        .into_iter()
+        .map(|(id, before)| op_record(id, before, None))
         .collect()
 }
 
 #[inline(never)]
 fn op_record(
-    id: &str,
-    before: &str,
+    id: String,
+    before: Dec,
     fingerprint: Option<[u8; FINGERPRINT_BYTES]>,
 ) -> Result<OpRecord, StateError> {
-    if !valid_op_id(id) {
+    if !valid_op_id(&id) {
         return Err(StateError(format!(
             "invalid operation id {:?}",
-            cut(id, 40)
+            cut(&id, 40)
         )));
     }
     Ok(OpRecord {
-        mark_before: decimal(before, "operation mark before")?,
-        id: id.to_owned(),
+        mark_before: before.0,
+        id,
         fingerprint,
     })
 }
@@ -387,34 +306,6 @@ pub(crate) fn cut(text: &str, max: usize) -> String {
         None => text.to_owned(),
     }
 }
-
-/// Appends `n` in decimal (one out-of-line copy instead of `to_string` inlined per field).
-#[inline(never)]
-fn push_decimal(out: &mut String, mut n: u64) {
-    let mut digits = [0u8; 20];
-    let mut i = digits.len();
-    loop {
-        i -= 1;
-        digits[i] = b'0' + (n % 10) as u8;
-        n /= 10;
-        if n == 0 {
-            break;
-        }
-    }
-    for &d in &digits[i..] {
-        out.push(char::from(d));
-    }
-}
-
-#[inline(never)]
-fn push_hex(out: &mut String, bytes: &[u8]) {
-    for b in bytes {
-        out.push(char::from(HEX[usize::from(b >> 4)]));
-        out.push(char::from(HEX[usize::from(b & 15)]));
-    }
-}
-
-const HEX: &[u8; 16] = b"0123456789abcdef";
 
 fn unhex(text: &str) -> Result<[u8; BLOOM_BYTES], StateError> {
     let mut out = [0u8; BLOOM_BYTES];
@@ -446,18 +337,6 @@ fn unhex_into(text: &str, out: &mut [u8], what: &str) -> Result<(), StateError> 
         *o = (digit(pair[0])? << 4) | digit(pair[1])?;
     }
     Ok(())
-}
-
-#[inline(never)]
-fn decimal(text: &str, what: &str) -> Result<u64, StateError> {
-    if text == "0" {
-        return Ok(0);
-    }
-    parse_token(text).map_err(|_| {
-        StateError(format!(
-            "{what} {text:?} is not canonical decimal text in 0..=2^64-1"
-        ))
-    })
 }
 
 #[cfg(test)]

@@ -1,0 +1,676 @@
+//! The persisted formats as serde types, and their JSON text (issue 12 item 4).
+//!
+//! * Resource state, formats v1–v4 ([`crate::state`] documents the fields):
+//!   read as [`StateText`], written as [`StateOut`].
+//! * Issuer record, formats v1 and v2 ([`crate::issuer`] documents the
+//!   fields): [`WireIssuerState`] and [`WireLease`], both directions.
+//!
+//! # Text path: `serde_json` in Wasm, text in and text out
+//!
+//! Measured (`bench/state-codec.mjs`, `scripts/build.sh`; see
+//! `docs/design.md`, "Issue 12: persisted formats through serde"), against
+//! the hand-written JSON subset reader this replaced and the other candidate,
+//! the host's `JSON.parse` handing an object over through
+//! `serde-wasm-bindgen`:
+//!
+//! * `JSON.parse` cannot keep the format's strictness: it keeps the last of
+//!   two duplicate members, reads `4.0`, `1e0` and `-0` as numbers, and rounds
+//!   integers above 2^53−1, so `{"v":4.0,…}` or a duplicated `mark` would be
+//!   read instead of refused (`CORRUPT_STATE`). Closing that would mean a
+//!   second, hand-written scan of the text in JS.
+//! * Handing an object over costs one boundary read per member (and per
+//!   window entry) instead of one string copy; the stores hand over text.
+//! * `serde_json` (without its `std` feature: only `alloc`) sees duplicate struct fields, unknown fields
+//!   (`deny_unknown_fields`), lone surrogates, control characters and
+//!   non-canonical numbers (`01`, `1.0`, `1e3`, `-0` and integers above
+//!   2^64−1 are no `u64`) by itself; canonical decimal text is checked by
+//!   [`Dec`].
+//!
+//! Absent and `null` differ in every format (a field is required, or
+//! forbidden, by version): [`present`] keeps them apart.
+
+use std::collections::VecDeque;
+use std::fmt;
+
+use serde::de::{self, Deserializer, IgnoredAny, MapAccess, SeqAccess, Visitor};
+use serde::ser::{SerializeSeq, Serializer};
+use serde::{Deserialize, Serialize};
+
+use crate::error::StateError;
+use crate::token::parse_token;
+
+/// A `u64` as canonical decimal text: `"0"` or `[1-9][0-9]*`, ≤ 2^64−1.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Dec(pub u64);
+
+impl Serialize for Dec {
+    fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        let mut buf = [0u8; 20];
+        s.serialize_str(decimal_str(self.0, &mut buf))
+    }
+}
+
+impl<'de> Deserialize<'de> for Dec {
+    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Dec, D::Error> {
+        struct V;
+        impl Visitor<'_> for V {
+            type Value = Dec;
+            fn expecting(&self, f: &mut fmt::Formatter) -> fmt::Result {
+                f.write_str("canonical decimal text in 0..=2^64-1")
+            }
+            fn visit_str<E: de::Error>(self, text: &str) -> Result<Dec, E> {
+                decimal(text).map(Dec).ok_or_else(|| {
+                    E::custom(format_args!(
+                        "{:?} is not canonical decimal text in 0..=2^64-1",
+                        crate::state::cut(text, 40)
+                    ))
+                })
+            }
+        }
+        d.deserialize_str(V)
+    }
+}
+
+/// `text` as canonical decimal (`"0"` or what [`parse_token`] accepts).
+pub fn decimal(text: &str) -> Option<u64> {
+    if text == "0" {
+        return Some(0);
+    }
+    parse_token(text).ok()
+}
+
+/// `n` in decimal, written into `buf`.
+#[inline(never)]
+pub fn decimal_str(mut n: u64, buf: &mut [u8; 20]) -> &str {
+    let mut i = buf.len();
+    loop {
+        i -= 1;
+        buf[i] = b'0' + (n % 10) as u8;
+        n /= 10;
+        if n == 0 {
+            break;
+        }
+    }
+    // Only ASCII digits were written.
+    std::str::from_utf8(&buf[i..]).unwrap_or("0")
+}
+
+/// A field that may be absent (`None`), `null` (`Some(None)`) or a value.
+/// Used with `#[serde(default)]`: serde alone reads absent and `null` alike.
+pub fn present<'de, D, T>(d: D) -> Result<Option<Option<T>>, D::Error>
+where
+    D: Deserializer<'de>,
+    T: Deserialize<'de>,
+{
+    Option::<T>::deserialize(d).map(Some)
+}
+
+/// A required field that may be `null` (serde alone would read an absent
+/// `Option` field as `null`).
+fn nullable<'de, D, T>(d: D) -> Result<Option<T>, D::Error>
+where
+    D: Deserializer<'de>,
+    T: Deserialize<'de>,
+{
+    Option::<T>::deserialize(d)
+}
+
+/// A field that may be absent but never `null`.
+fn some<'de, D, T>(d: D) -> Result<Option<T>, D::Error>
+where
+    D: Deserializer<'de>,
+    T: Deserialize<'de>,
+{
+    T::deserialize(d).map(Some)
+}
+
+// ---------------------------------------------------------------------------
+// Resource state
+
+/// A stored resource state as read: the fields of every version, each
+/// `None` when absent. [`crate::state::ResourceState::from_json`] checks that
+/// exactly the fields of version `v` are present and validates them.
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct StateText {
+    /// The format version.
+    pub v: u64,
+    /// The high-water mark.
+    pub mark: Dec,
+    /// v2–v4: the holder or `null`.
+    #[serde(default, deserialize_with = "present")]
+    pub holder: Option<Option<String>>,
+    /// v2–v4: the operation window (v4 an array, v2/v3 an object).
+    #[serde(default)]
+    pub ops: Option<OpsText>,
+    /// v2–v4: the evicted-id filter as hex text, or `null`.
+    #[serde(default, deserialize_with = "present")]
+    pub evicted: Option<Option<String>>,
+    /// v3, v4: the quarantine floor, or `null`.
+    #[serde(default, deserialize_with = "present")]
+    pub quarantine: Option<Option<Dec>>,
+}
+
+/// The operation window as read.
+#[derive(Debug)]
+pub enum OpsText {
+    /// v4: `[[id, before], [id, before, fingerprint], …]`.
+    List(Vec<OpText>),
+    /// v2/v3: `{id: before, …}` in text order (ids unique).
+    Map(Vec<(String, Dec)>),
+}
+
+/// One v4 window entry: `[id, mark before]` or `[id, mark before, fingerprint]`.
+#[derive(Debug)]
+pub struct OpText {
+    /// The operation id.
+    pub id: String,
+    /// The mark before it.
+    pub before: Dec,
+    /// Its fingerprint as 32 lowercase hex digits.
+    pub fingerprint: Option<String>,
+}
+
+impl<'de> Deserialize<'de> for OpsText {
+    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<OpsText, D::Error> {
+        struct V;
+        impl<'de> Visitor<'de> for V {
+            type Value = OpsText;
+            fn expecting(&self, f: &mut fmt::Formatter) -> fmt::Result {
+                f.write_str("an array of operations (v4) or an object id → mark before (v2, v3)")
+            }
+            fn visit_seq<A: SeqAccess<'de>>(self, mut seq: A) -> Result<OpsText, A::Error> {
+                let mut out = Vec::new();
+                while let Some(op) = seq.next_element::<OpText>()? {
+                    out.push(op);
+                }
+                Ok(OpsText::List(out))
+            }
+            fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<OpsText, A::Error> {
+                let mut out: Vec<(String, Dec)> = Vec::new();
+                while let Some(id) = map.next_key::<String>()? {
+                    if out.iter().any(|(k, _)| *k == id) {
+                        return Err(de::Error::custom(format_args!(
+                            "operation id {:?} appears twice",
+                            crate::state::cut(&id, 40)
+                        )));
+                    }
+                    let before = map.next_value::<Dec>()?;
+                    out.push((id, before));
+                }
+                Ok(OpsText::Map(out))
+            }
+        }
+        d.deserialize_any(V)
+    }
+}
+
+impl<'de> Deserialize<'de> for OpText {
+    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<OpText, D::Error> {
+        struct V;
+        impl<'de> Visitor<'de> for V {
+            type Value = OpText;
+            fn expecting(&self, f: &mut fmt::Formatter) -> fmt::Result {
+                f.write_str("[id, mark before] or [id, mark before, fingerprint], all text")
+            }
+            fn visit_seq<A: SeqAccess<'de>>(self, mut seq: A) -> Result<OpText, A::Error> {
+                let (Some(id), Some(before)) = (seq.next_element()?, seq.next_element()?) else {
+                    return Err(de::Error::invalid_length(1, &self));
+                };
+                let fingerprint = seq.next_element()?;
+                if seq.next_element::<IgnoredAny>()?.is_some() {
+                    return Err(de::Error::invalid_length(4, &self));
+                }
+                Ok(OpText {
+                    id,
+                    before,
+                    fingerprint,
+                })
+            }
+        }
+        d.deserialize_seq(V)
+    }
+}
+
+/// A resource state as written: format v1 (`holder`… `None`) or v4 (all
+/// fields, in this order).
+#[derive(Serialize)]
+pub struct StateOut<'a> {
+    /// 1 or 4.
+    pub v: u8,
+    /// The high-water mark.
+    pub mark: Dec,
+    /// v4: the holder or `null`.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub holder: Option<Option<&'a str>>,
+    /// v4: the window, oldest first.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub ops: Option<OpsOut<'a>>,
+    /// v4: the filter (`"fnv1a:"`-prefixed for a v2/v3 filter) or `null`.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub evicted: Option<Option<String>>,
+    /// v4: the quarantine floor or `null`.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub quarantine: Option<Option<Dec>>,
+}
+
+/// The v4 window as written: `[[id, before], [id, before, fingerprint], …]`.
+pub struct OpsOut<'a>(pub &'a VecDeque<crate::ops::OpRecord>);
+
+impl Serialize for OpsOut<'_> {
+    fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        let mut seq = s.serialize_seq(Some(self.0.len()))?;
+        for r in self.0 {
+            seq.serialize_element(&OpOut(r))?;
+        }
+        seq.end()
+    }
+}
+
+struct OpOut<'a>(&'a crate::ops::OpRecord);
+
+impl Serialize for OpOut<'_> {
+    fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        let r = self.0;
+        let mut seq = s.serialize_seq(Some(2 + usize::from(r.fingerprint.is_some())))?;
+        seq.serialize_element(&r.id)?;
+        seq.serialize_element(&Dec(r.mark_before))?;
+        if let Some(fp) = &r.fingerprint {
+            seq.serialize_element(&hex(fp))?;
+        }
+        seq.end()
+    }
+}
+
+/// `bytes` as lowercase hex.
+#[inline(never)]
+pub fn hex(bytes: &[u8]) -> String {
+    const HEX: &[u8; 16] = b"0123456789abcdef";
+    let mut out = String::with_capacity(bytes.len() * 2);
+    for b in bytes {
+        out.push(char::from(HEX[usize::from(b >> 4)]));
+        out.push(char::from(HEX[usize::from(b & 15)]));
+    }
+    out
+}
+
+// ---------------------------------------------------------------------------
+// Issuer record
+
+/// A persisted issuer record as text fields, before validation
+/// ([`crate::issuer::IssuerState::from_wire`]): exactly `v`, `epoch` and
+/// `lease`, in any order.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct WireIssuerState {
+    /// Format version, 1 or 2.
+    pub v: u64,
+    /// The last epoch issued, canonical decimal text.
+    pub epoch: String,
+    /// The lease or `null` (required, may be null).
+    #[serde(deserialize_with = "nullable")]
+    pub lease: Option<WireLease>,
+}
+
+/// A lease as text fields, before validation. `id` and `ttl_ms` are present
+/// in format 2 and absent in format 1.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields, rename_all = "camelCase")]
+pub struct WireLease {
+    /// The lease id (format 2).
+    #[serde(
+        default,
+        deserialize_with = "some",
+        skip_serializing_if = "Option::is_none"
+    )]
+    pub id: Option<String>,
+    /// Holder id.
+    pub holder: String,
+    /// Expiry (ms) as canonical decimal text.
+    pub expires_at: String,
+    /// The acquiring ttl (ms) as canonical decimal text (format 2).
+    #[serde(
+        default,
+        deserialize_with = "some",
+        skip_serializing_if = "Option::is_none"
+    )]
+    pub ttl_ms: Option<String>,
+    /// Request id or `null` (required, may be null).
+    #[serde(deserialize_with = "nullable")]
+    pub request_id: Option<String>,
+}
+
+impl WireIssuerState {
+    /// Reads the JSON text of a record: exactly the fields `v` (the integer 1
+    /// or 2), `epoch` (a string) and `lease` (`null`, or an object: in format
+    /// 1 exactly `holder`, `expiresAt` (strings) and `requestId` (a string or
+    /// `null`); in format 2 also `id` and `ttlMs` (strings)), members in any order.
+    pub fn from_json(text: &str) -> Result<WireIssuerState, StateError> {
+        let wire: WireIssuerState =
+            from_text(text).map_err(|e| StateError(format!("issuer state: {e}")))?;
+        let v2 = match wire.v {
+            crate::issuer::ISSUER_STATE_VERSION_1 => false,
+            crate::issuer::ISSUER_STATE_VERSION => true,
+            other => {
+                return Err(StateError(format!(
+                    "unsupported issuer state format version {other} (this build reads versions 1 and 2)"
+                )))
+            }
+        };
+        if let Some(l) = &wire.lease {
+            if l.id.is_some() != v2 || l.ttl_ms.is_some() != v2 {
+                return Err(StateError(format!(
+                    "issuer lease of format version {} has exactly the fields {}",
+                    wire.v,
+                    if v2 {
+                        "id, holder, expiresAt, ttlMs, requestId"
+                    } else {
+                        "holder, expiresAt, requestId"
+                    }
+                )));
+            }
+        }
+        Ok(wire)
+    }
+
+    /// The JSON text, fields in the documented order (`id` and `ttlMs` only when present).
+    pub fn to_json(&self) -> String {
+        to_text(self)
+    }
+}
+
+// ---------------------------------------------------------------------------
+// Text
+
+/// Reads one value of `T` from JSON text (nothing but whitespace after it).
+pub fn from_text<T: serde::de::DeserializeOwned>(text: &str) -> Result<T, serde_json::Error> {
+    serde_json::from_str(text)
+}
+
+/// The JSON text of `value`, strings escaped exactly as the formats were
+/// always written: `"`, `\`, `\n`, `\r`, `\t` with a backslash, every other
+/// control character as `\u00xx`, everything else as is. serde_json writes
+/// U+0008 and U+000C as `\b` and `\f`; they are rewritten here (serde_json's
+/// `Formatter`, which could choose, needs its `std` feature: 2.8 KB more gzip).
+pub fn to_text<T: Serialize + ?Sized>(value: &T) -> String {
+    // Serializing into a Vec fails only if a Serialize impl fails; ours do not.
+    let text = serde_json::to_vec(value).unwrap_or_default();
+    let mut out = Vec::with_capacity(text.len() + 8);
+    // Every backslash in JSON text starts an escape: `\` and one character.
+    let mut escape = false;
+    for &b in &text {
+        match (escape, b) {
+            (true, b'b') => out.extend_from_slice(b"u0008"),
+            (true, b'f') => out.extend_from_slice(b"u000c"),
+            _ => out.push(b),
+        }
+        escape = !escape && b == b'\\';
+    }
+    // serde_json writes UTF-8, and only ASCII was replaced.
+    String::from_utf8(out).unwrap_or_default()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use proptest::prelude::*;
+
+    proptest! {
+        /// Every string is written as the hand-written writer did, and reads back.
+        #[test]
+        fn strings_round_trip(s in any::<String>()) {
+            let text = to_text(&s);
+            let mut want = String::from("\"");
+            for c in s.chars() {
+                match c {
+                    '"' => want.push_str("\\\""),
+                    '\\' => want.push_str("\\\\"),
+                    '\n' => want.push_str("\\n"),
+                    '\r' => want.push_str("\\r"),
+                    '\t' => want.push_str("\\t"),
+                    c if (c as u32) < 0x20 => want.push_str(&format!("\\u{:04x}", c as u32)),
+                    c => want.push(c),
+                }
+            }
+            want.push('"');
+            prop_assert_eq!(&text, &want);
+            let back: String = serde_json::from_str(&text).unwrap();
+            prop_assert_eq!(back, s);
+        }
+
+        /// No text makes a decoder panic (arbitrary strings, and JSON-like ones).
+        #[test]
+        fn never_panics(s in any::<String>(), j in r#"[\{\}\[\]":,0-9a-z\\ .eE+-]{0,40}"#) {
+            for t in [&s, &j] {
+                let _ = crate::issuer::IssuerState::from_json(t);
+                let _ = crate::state::ResourceState::from_json(t);
+            }
+        }
+    }
+
+    #[test]
+    fn decimal_text_is_canonical() {
+        for (text, want) in [
+            ("\"0\"", Some(0)),
+            ("\"41\"", Some(41)),
+            ("\"18446744073709551615\"", Some(u64::MAX)),
+            ("\"18446744073709551616\"", None),
+            ("\"041\"", None),
+            ("\"00\"", None),
+            ("\"-1\"", None),
+            ("\"+1\"", None),
+            ("\" 1\"", None),
+            ("\"1.0\"", None),
+            ("\"\"", None),
+            ("1", None),
+            ("null", None),
+        ] {
+            let got = serde_json::from_str::<Dec>(text).ok();
+            assert_eq!(got, want.map(Dec), "{text}");
+        }
+        let mut buf = [0u8; 20];
+        for n in [0, 9, 10, 41, u64::MAX] {
+            assert_eq!(decimal_str(n, &mut buf), n.to_string());
+        }
+    }
+
+    const V4: &str =
+        r#"{"v":4,"mark":"41","holder":"h","ops":[["a","40"]],"evicted":null,"quarantine":null}"#;
+    const V2: &str = r#"{"v":2,"mark":"41","holder":"h","ops":{"a":"40"},"evicted":null}"#;
+    const ISSUER: &str = r#"{"v":2,"epoch":"1","lease":{"id":"1.AAAAAAAAAAAAAAAAAAAAAAAAAAAAAA","holder":"a","expiresAt":"5","ttlMs":"5","requestId":null}}"#;
+
+    /// `text` with the first `from` replaced by `to` (which must occur).
+    fn with(text: &str, from: &str, to: &str) -> String {
+        assert!(text.contains(from), "{text} has no {from}");
+        text.replacen(from, to, 1)
+    }
+
+    /// Issue 12 item 4: serde reads exactly what the hand-written reader read.
+    /// Each listed input is `CORRUPT_STATE` (a [`StateError`]) for the
+    /// resource state and the issuer record alike; so is each with its
+    /// members in another order.
+    #[test]
+    fn strictness_is_kept() {
+        use crate::issuer::IssuerState;
+        use crate::state::ResourceState;
+        let mut bad: Vec<String> = Vec::new();
+        // Non-canonical or out-of-range numbers where a number belongs (v).
+        for v in [
+            "1.0",
+            "01",
+            "1e0",
+            "1E0",
+            "-0",
+            "-1",
+            "+1",
+            "0x1",
+            "1.",
+            ".1",
+            "1e3",
+            "4.0",
+            "NaN",
+            "Infinity",
+            "9007199254740993",
+            "18446744073709551616",
+            "\"1\"",
+            "true",
+            "null",
+            "[1]",
+            "{}",
+        ] {
+            bad.push(with(V4, "\"v\":4", &format!("\"v\":{v}")));
+            bad.push(with(
+                r#"{"v":1,"mark":"41"}"#,
+                "\"v\":1",
+                &format!("\"v\":{v}"),
+            ));
+            bad.push(with(ISSUER, "\"v\":2", &format!("\"v\":{v}")));
+        }
+        // Wrong versions.
+        for v in ["0", "5", "3", "18446744073709551615"] {
+            bad.push(with(V4, "\"v\":4", &format!("\"v\":{v}")));
+            bad.push(with(ISSUER, "\"v\":2", &format!("\"v\":{v}")));
+        }
+        // Non-canonical decimal text (or a number) where text belongs.
+        for m in [
+            "\"041\"",
+            "\"00\"",
+            "\"1.0\"",
+            "\"1e3\"",
+            "\"-0\"",
+            "\"-1\"",
+            "\"+1\"",
+            "\" 41\"",
+            "\"41 \"",
+            "\"\"",
+            "\"18446744073709551616\"",
+            "41",
+            "4.1e1",
+            "null",
+        ] {
+            bad.push(with(V4, "\"mark\":\"41\"", &format!("\"mark\":{m}")));
+            bad.push(with(V2, "\"mark\":\"41\"", &format!("\"mark\":{m}")));
+            bad.push(with(ISSUER, "\"epoch\":\"1\"", &format!("\"epoch\":{m}")));
+            bad.push(with(
+                ISSUER,
+                "\"expiresAt\":\"5\"",
+                &format!("\"expiresAt\":{m}"),
+            ));
+            bad.push(with(V4, "[\"a\",\"40\"]", &format!("[\"a\",{m}]")));
+            bad.push(with(V2, "{\"a\":\"40\"}", &format!("{{\"a\":{m}}}")));
+        }
+        // Out of range.
+        bad.push(with(V4, "\"quarantine\":null", "\"quarantine\":\"42\""));
+        bad.push(with(V4, "[\"a\",\"40\"]", "[\"a\",\"42\"]"));
+        bad.push(with(
+            ISSUER,
+            "\"expiresAt\":\"5\"",
+            "\"expiresAt\":\"9007199254740992\"",
+        ));
+        bad.push(with(ISSUER, "\"ttlMs\":\"5\"", "\"ttlMs\":\"0\""));
+        // Unknown, duplicate and missing fields, at every level.
+        for (text, field, value) in [
+            (V4, "v", "4"),
+            (V4, "mark", "\"41\""),
+            (V4, "holder", "\"h\""),
+            (V4, "ops", "[[\"a\",\"40\"]]"),
+            (V4, "evicted", "null"),
+            (V4, "quarantine", "null"),
+            (V2, "holder", "\"h\""),
+            (V2, "ops", "{\"a\":\"40\"}"),
+            (V2, "evicted", "null"),
+            (ISSUER, "v", "2"),
+            (ISSUER, "epoch", "\"1\""),
+            (ISSUER, "id", "\"1.AAAAAAAAAAAAAAAAAAAAAAAAAAAAAA\""),
+            (ISSUER, "holder", "\"a\""),
+            (ISSUER, "expiresAt", "\"5\""),
+            (ISSUER, "ttlMs", "\"5\""),
+            (ISSUER, "requestId", "null"),
+        ] {
+            let member = format!("\"{field}\":{value}");
+            // Duplicate (same value, or null first), unknown (near names), missing.
+            bad.push(with(text, &member, &format!("{member},{member}")));
+            bad.push(with(text, &member, &format!("\"{field}\":null,{member}")));
+            bad.push(with(
+                text,
+                &member,
+                &format!("{member},\"{field}_\":{value}"),
+            ));
+            bad.push(with(
+                text,
+                &member,
+                &format!("{member},\"{}\":{value}", field.to_uppercase()),
+            ));
+            bad.push(match text.find(&format!("{member},")) {
+                Some(_) => with(text, &format!("{member},"), ""),
+                None => with(text, &format!(",{member}"), ""),
+            });
+            if value != "null" && field != "holder" {
+                bad.push(with(text, &member, &format!("\"{field}\":null")));
+            }
+        }
+        bad.push(with(V2, "{\"a\":\"40\"}", "{\"a\":\"40\",\"a\":\"40\"}"));
+        bad.push(with(
+            V4,
+            "[[\"a\",\"40\"]]",
+            "[[\"a\",\"40\"],[\"a\",\"41\"]]",
+        ));
+        bad.push(with(
+            V2,
+            "\"evicted\":null",
+            "\"evicted\":null,\"quarantine\":null",
+        ));
+        bad.push(with(ISSUER, "\"v\":2", "\"v\":1"));
+        // Not JSON of the shape: text, escapes, nesting, trailing text.
+        for (from, to) in [
+            ("\"h\"", "\"\\ud800\""),
+            ("\"h\"", "\"\\udc00\""),
+            ("\"h\"", "\"\\ud800\\u0041\""),
+            ("\"h\"", "\"\\x\""),
+            ("\"h\"", "\"a\nb\""),
+            ("\"h\"", "\"a\u{0}b\""),
+            ("\"h\"", "true"),
+            ("\"h\"", "[\"h\"]"),
+            ("\"h\"", "{\"h\":1}"),
+            ("\"h\"", "\"h"),
+            ("null}", "null}x"),
+            ("null}", "null},"),
+            ("null}", "null,}"),
+            ("{\"v\"", "{v"),
+            ("{\"v\"", "{'v'"),
+        ] {
+            bad.push(with(V4, from, to));
+        }
+        for t in [
+            "",
+            " ",
+            "{",
+            "[]",
+            "null",
+            "\"\"",
+            "41",
+            "{\"v\":4,\"mark\":\"41\"",
+            "\u{feff}{\"v\":1,\"mark\":\"1\"}",
+        ] {
+            bad.push(t.to_owned());
+        }
+        assert_eq!(bad.len(), 276);
+        for text in &bad {
+            let state = ResourceState::from_json(text);
+            let issuer = IssuerState::from_json(text);
+            assert!(
+                state.is_err() && issuer.is_err(),
+                "{text}: {state:?} {issuer:?}"
+            );
+        }
+        // The valid texts themselves, and what the old reader also accepted:
+        // whitespace, `\/`, surrogate pairs, any member order.
+        assert!(ResourceState::from_json(V4).is_ok() && ResourceState::from_json(V2).is_ok());
+        assert!(IssuerState::from_json(ISSUER).is_ok());
+        let spaced = " \t\n\r{ \"holder\" :\"\\ud83d\\udd12\\/\" , \"v\":4,\"ops\":[ [ \"a\" , \"40\" ] ],\"quarantine\":null,\"evicted\":null,\"mark\":\"41\"}\n";
+        assert_eq!(
+            ResourceState::from_json(spaced).map(|s| s.holder),
+            Ok(Some("🔒/".to_owned()))
+        );
+    }
+}
