@@ -15,7 +15,6 @@ pub mod decision;
 pub mod error;
 #[cfg(test)]
 mod fuzz;
-pub mod host;
 pub mod issuer;
 pub mod json;
 pub mod ops;

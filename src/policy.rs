@@ -389,7 +389,7 @@ mod tests {
             "a",
             Operation::Write,
             Some("v10"),
-            &crate::host::OpMeta::NONE,
+            &crate::decision::OpMeta::NONE,
             |m| policy.admit(m, Presented::Signed(&t10), "a", W, None).0,
         );
         assert_eq!(v.outcome, Outcome::Advance);
@@ -407,7 +407,7 @@ mod tests {
                 "a",
                 Operation::Write,
                 Some("bad"),
-                &crate::host::OpMeta::NONE,
+                &crate::decision::OpMeta::NONE,
                 |m| policy.admit(m, p.clone(), "a", W, None).0,
             );
             assert_eq!(
@@ -418,7 +418,7 @@ mod tests {
                 "a",
                 Operation::Establish,
                 None,
-                &crate::host::OpMeta::NONE,
+                &crate::decision::OpMeta::NONE,
                 |m| policy.admit(m, p, "a", E, None).0,
             );
             assert_eq!(code(&v), Some(expected));
@@ -432,7 +432,7 @@ mod tests {
             "b",
             Operation::Write,
             Some("bad"),
-            &crate::host::OpMeta::NONE,
+            &crate::decision::OpMeta::NONE,
             |m| policy.admit(m, Presented::Signed(&t10), "b", W, None).0,
         );
         assert_eq!(code(&v), Some("WRONG_SCOPE"));

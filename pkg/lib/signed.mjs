@@ -1,40 +1,13 @@
 // Signed, scoped fence tokens and gate policies (issue 5). The checks live in
 // Rust (src/signed.rs, src/policy.rs); this file validates option shapes and
 // shapes results.
-import { shape } from './verdict.mjs';
+import { bounded, claimsOut } from './verdict.mjs';
 import * as wasm from '../dist/fencegate.js';
-import { ready, lastMarks, TABLES } from './runtime.mjs';
+import { ready, TABLES } from './runtime.mjs';
 import { invalid, notReady, wellFormed, describe, listOf } from './common.mjs';
 
 // Mode and algorithm names and the longest token text come from Rust
 // (`TABLES`, read at instantiation).
-
-/**
- * `token`, with strings longer than any valid fg1 text (src/signed.rs
- * MAX_TEXT_LEN) cut to one unit more before they enter Wasm: still refused
- * (MALFORMED_TOKEN), but a huge header cannot grow Wasm memory, which never
- * shrinks. @internal
- */
-export function bounded(token) {
-  const max = TABLES.maxTokenText;
-  return typeof token === 'string' && token.length > max ? token.slice(0, max + 1) : token;
-}
-
-/** The claims last verified by a RawPolicy, as an object, or null. @internal */
-export function claimsOf(raw) {
-  const text = raw.claims_text();
-  if (text === undefined) return null;
-  const k = raw.claims_kid_len();
-  const s = k + raw.claims_scope_len();
-  return {
-    alg: TABLES.algorithms[raw.claims_alg()],
-    kid: text.slice(0, k),
-    scope: text.slice(k, s),
-    epoch: raw.claims_epoch(),
-    leaseId: text.slice(s),
-    generation: raw.claims_generation(),
-  };
-}
 
 function isBytes(v) {
   return v instanceof Uint8Array;
@@ -178,40 +151,17 @@ export function policyFromOptions(options) {
   }
 }
 
-function refreshCeiling(p) {
+/**
+ * Runs a MemoryGate policy's ceiling function (synchronously) and sets the
+ * policy's ceiling to its value, validated. @internal used by MemoryGate
+ */
+export function refreshCeiling(p) {
   if (p.ceilingFn === null) return;
   const c = p.ceilingFn();
   if (c !== null && typeof c === 'object' && typeof c.then === 'function') {
     throw invalid('higherEpoch.ceiling() must return an epoch synchronously for a MemoryGate');
   }
   p.raw.set_ceiling(c);
-}
-
-/**
- * Decides one write or establish under a policy on a RawMemoryGate slot. The
- * caller stores a write's value when the verdict is `ok`, in the same
- * synchronous step. The ceiling and scope callbacks run before Wasm is entered.
- * @internal used by MemoryGate
- */
-export function applyWithPolicy(raw, p, slot, key, token, write, setMeta = null) {
-  refreshCeiling(p);
-  let status;
-  const number = typeof token === 'number';
-  if (number) {
-    if (setMeta !== null) setMeta();
-    status = write ? raw.write_pn(p.raw, slot, token) : raw.establish_pn(p.raw, slot, token);
-  } else {
-    const scope = p.scopeOf(key); // may call back into user code: before the metadata is set
-    const t = bounded(token);
-    if (setMeta !== null) setMeta();
-    status = write ? raw.write_p(p.raw, slot, scope, t) : raw.establish_p(p.raw, slot, scope, t);
-  }
-  const marks = lastMarks();
-  const before = marks[0];
-  const after = marks[1];
-  const v = shape(key, status, raw.last_token(), before >= 0 ? before : raw.before_b(), after >= 0 ? after : raw.after_b());
-  v.claims = number ? null : claimsOf(p.raw);
-  return v;
 }
 
 /**
@@ -292,7 +242,7 @@ export function verifyToken(text, options) {
   try {
     addKeys(raw, keys, retired);
     raw.verify(bounded(text), scope === null ? undefined : scope);
-    return claimsOf(raw);
+    return claimsOut();
   } finally {
     wipingStack(() => raw.free());
   }
