@@ -168,7 +168,7 @@ export class MemoryGate {
     const p = this.#policy;
     let status;
     if (p === null && meta === null && typeof token === 'number') {
-      status = this.#raw.apply(plainPolicy(), slot, write ? 0 : ESTABLISH, token, 0n, undefined, undefined, 0, 0, 0, 0, this.#window, undefined);
+      status = this.#raw.apply(plainPolicy(), slot, write ? 0 : ESTABLISH, token, 0n, undefined, 0, 0, 0, 0, this.#window, undefined);
     } else {
       let scope = null;
       if (p !== null) {
@@ -177,7 +177,7 @@ export class MemoryGate {
         scope = typeof token === 'number' ? '' : p.scopeOf(key);
       }
       const r = pack(write ? 0 : ESTABLISH, token, scope, meta, null);
-      status = this.#raw.apply(p === null ? plainPolicy() : p.raw, slot, r.flags, r.number, r.exact, r.other, r.text, r.tokenLen, r.scopeLen, r.opLen, r.holderLen, this.#window, r.fingerprint);
+      status = this.#raw.apply(p === null ? plainPolicy() : p.raw, slot, r.flags, r.number, r.exact, r.text, r.tokenLen, r.scopeLen, r.opLen, r.holderLen, this.#window, r.fingerprint);
     }
     const v = verdictOut(key, status);
     if (p !== null) v.claims = claimsOut();

@@ -144,7 +144,7 @@ function decide(key, state, token, establish, strict, policy, meta, window) {
     const r = pack(flags, token, policy === null ? null : policy.scope, meta, stateInput(key, state));
     if (policy !== null && policy.ceiling !== undefined) packCeiling(policy.ceiling);
     const raw = policy === null ? plainPolicy() : policy.p.raw;
-    wasm.__gate_decide(raw, r.flags, r.number, r.exact, r.other, r.text, r.tokenLen, r.scopeLen, r.opLen, r.holderLen, window, r.fingerprint, r.ceiling, r.ceilingExact);
+    wasm.__gate_decide(raw, r.flags, r.number, r.exact, r.text, r.tokenLen, r.scopeLen, r.opLen, r.holderLen, window, r.fingerprint, r.ceiling, r.ceilingExact);
   } catch (e) {
     throw stateError(key, state, e);
   }

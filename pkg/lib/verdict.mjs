@@ -28,12 +28,12 @@ export function bounded(token) {
  * (`RawMemoryGate.apply`, `__gate_decide`; src/wasm/mod.rs `Request`): the
  * token in its lane (a number; a bigint in 0..=2^64−1 as `exact`; a string
  * as `text` when the gate has a policy, which then needs `scope`; any other
- * value as `other`), and every text in one string (token text, scope, opId,
+ * value as `other`: missing or malformed), and every text in one string (token text, scope, opId,
  * holder, stored state), so one allocation carries them; lengths in UTF-16
  * units. One object, refilled by every call: it is read right away, with no
  * await in between.
  */
-export const REQ = { flags: 0, number: 0, exact: 0n, other: undefined, text: undefined, tokenLen: 0, scopeLen: 0, opLen: 0, holderLen: 0, fingerprint: undefined, ceiling: -1, ceilingExact: 0n };
+export const REQ = { flags: 0, number: 0, exact: 0n, text: undefined, tokenLen: 0, scopeLen: 0, opLen: 0, holderLen: 0, fingerprint: undefined, ceiling: -1, ceilingExact: 0n };
 
 /** Fills `REQ`: `scope` null = no policy (a string token is then malformed); `state` null/undefined = none. */
 export function pack(flags, token, scope, meta, state) {
@@ -41,7 +41,6 @@ export function pack(flags, token, scope, meta, state) {
   let text = '';
   r.number = 0;
   r.exact = 0n;
-  r.other = undefined;
   r.tokenLen = 0;
   r.scopeLen = 0;
   r.opLen = 0;
@@ -58,8 +57,9 @@ export function pack(flags, token, scope, meta, state) {
     r.tokenLen = t.length;
     r.scopeLen = scope.length;
   } else {
+    // Any other value: missing (undefined, null) or malformed; the verdict carries only the code.
     flags |= OTHER;
-    r.other = token;
+    r.number = token === undefined || token === null ? 0 : 1;
   }
   if (meta !== null) {
     if (meta.opId !== undefined) {

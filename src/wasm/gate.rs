@@ -3,7 +3,7 @@
 //! because the callbacks may return Promises; the decision itself stays here.
 //!
 //! One decision attempt is one call (issue 12), whatever the token kind:
-//! `__gate_decide(policy, flags, number, exact, other, text, lengths…,
+//! `__gate_decide(policy, flags, number, exact, text, lengths…,
 //! window, fingerprint, ceiling…)` unpacks the request ([`Request`]: the
 //! stored state's text and every other text arrive in one string), decodes
 //! the stored state, decides under the policy handle (the plain policy for a
@@ -87,7 +87,6 @@ pub fn gate_decide(
     flags: u32,
     number: f64,
     exact: u64,
-    other: Option<JsValue>,
     text: Option<String>,
     token_len: u32,
     scope_len: u32,
@@ -100,16 +99,7 @@ pub fn gate_decide(
 ) -> Result<(), JsValue> {
     let text = text.unwrap_or_default();
     let lens = [token_len, scope_len, op_len, holder_len];
-    let req = Request::unpack(
-        &text,
-        flags,
-        lens,
-        number,
-        exact,
-        other,
-        ceiling,
-        ceiling_exact,
-    );
+    let req = Request::unpack(&text, flags, lens, number, exact, ceiling, ceiling_exact);
     let stored = stored_from_text(req.state)?;
     let meta = req.meta(window, fingerprint)?;
     let same_epoch = if flags & STRICT != 0 {

@@ -427,7 +427,8 @@ pub(crate) fn small(epoch: u64) -> f64 {
 /// `state` (the packed text ends with the stored state's text), the token's
 /// lane — `exact` (a bigint in 0..=2^64−1 in `exact`), `text` (a signed
 /// token's text and the scope at the start of the packed text), `other` (any
-/// other value in `other`; none: missing), else a number in `number` —, then
+/// other value: `number` 0 when it is missing, undefined or null, else 1:
+/// malformed), else a number in `number` —, then
 /// `opId` and `holder` (in the packed text), and `ceiling` / `ceilingExact`
 /// (this decision's reject-future ceiling in `ceiling` or `ceiling_exact`;
 /// −1: none).
@@ -497,7 +498,6 @@ impl<'a> Request<'a> {
         lens: Lengths,
         number: f64,
         exact: u64,
-        other: Option<JsValue>,
         ceiling: f64,
         ceiling_exact: u64,
     ) -> Request<'a> {
@@ -510,7 +510,13 @@ impl<'a> Request<'a> {
         } else if flags & EXACT != 0 {
             Presented::Plain(epoch_from_u64(exact))
         } else if flags & OTHER != 0 {
-            Presented::Plain(other.map_or(Err(TokenError::Missing), |v| token_from_js(&v)))
+            // Verdicts carry the code only, so the JS side says which of the
+            // two this value is (`number` 0: missing) instead of handing it over.
+            Presented::Plain(Err(if number == 0.0 {
+                TokenError::Missing
+            } else {
+                TokenError::Malformed("a token must be a number or a bigint")
+            }))
         } else {
             Presented::Plain(epoch_from_f64(number))
         };
@@ -597,7 +603,6 @@ impl RawMemoryGate {
         flags: u32,
         number: f64,
         exact: u64,
-        other: Option<JsValue>,
         text: Option<String>,
         token_len: u32,
         scope_len: u32,
@@ -608,7 +613,7 @@ impl RawMemoryGate {
     ) -> Result<u32, JsValue> {
         let text = text.unwrap_or_default();
         let lens = [token_len, scope_len, op_len, holder_len];
-        let req = Request::unpack(&text, flags, lens, number, exact, other, -1.0, 0);
+        let req = Request::unpack(&text, flags, lens, number, exact, -1.0, 0);
         let meta = req.meta(window, fingerprint)?;
         let op = operation_of(flags);
         let value = matches!(op, Operation::Write).then_some(());
