@@ -81,6 +81,15 @@ function policyFlag(options) {
   throw invalid(`sameEpoch must be 'allow' or 'strict', got ${describe(p)}`, { sameEpoch: p });
 }
 
+/** The status `RawMemoryGate.apply` returns for invalid operation options (u32::MAX; nothing changed). */
+const REFUSED = 0xffff_ffff;
+
+/** Throws the INVALID_ARGUMENT of operation options the decision refused (built in Wasm, `__check_meta`). */
+function refused(meta, window) {
+  wasm.__check_meta(meta?.opId, meta?.holder, window, meta?.fingerprint);
+  throw new Error('fencegate: a refused request had valid options (pkg/lib does not match the Wasm build)');
+}
+
 /** Stands in for a freed gate's Wasm object: every use throws INVALID_ARGUMENT. */
 const FREED = new Proxy({}, {
   get() {
@@ -178,8 +187,9 @@ export class MemoryGate {
       }
       const r = pack(write ? 0 : ESTABLISH, token, scope, meta, null);
       status = this.#raw.apply(p === null ? plainPolicy() : p.raw, slot, r.flags, r.number, r.exact, r.text, r.tokenLen, r.scopeLen, r.opLen, r.holderLen, this.#window, r.fingerprint);
+      if (status === REFUSED) refused(meta, this.#window);
     }
-    const v = verdictOut(key, status);
+    const v = verdictOut(key, status, token);
     if (p !== null) v.claims = claimsOut();
     // Same synchronous step as the decision: nothing can run or throw in between.
     if (write && status < 2) this.#values[slot] = value;

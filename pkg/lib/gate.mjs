@@ -149,7 +149,7 @@ function decide(key, state, token, establish, strict, policy, meta, window) {
     throw stateError(key, state, e);
   }
   const status = lastMarks()[4];
-  const v = verdictOut(key, status);
+  const v = verdictOut(key, status, token);
   if (policy !== null) v.claims = claimsOut();
   return { v, next: nextOut(status, v.markAfter) };
 }

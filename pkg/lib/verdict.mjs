@@ -116,10 +116,15 @@ export function marksOut() {
   return [m[0] >= 0 ? m[0] : exactMarks()[2], m[1] >= 0 ? m[1] : exactMarks()[3]];
 }
 
-/** The verdict of the last decision, for `status`. */
-export function verdictOut(key, status) {
+/**
+ * The verdict of the last decision, for `status`. `token` is what was
+ * presented: a bigint above 2^53−1 that the decision validated is its own
+ * canonical form, so it is not read back.
+ */
+export function verdictOut(key, status, token) {
   const m = lastMarks();
-  return shape(key, status, epochAt(m, 5), m[0] >= 0 ? m[0] : exactMarks()[2], m[1] >= 0 ? m[1] : exactMarks()[3]);
+  const t = m[5] === -1 && typeof token === 'bigint' ? token : epochAt(m, 5);
+  return shape(key, status, t, m[0] >= 0 ? m[0] : exactMarks()[2], m[1] >= 0 ? m[1] : exactMarks()[3]);
 }
 
 /** The claims of the token the last decision (or verification) verified, or null. */

@@ -592,9 +592,17 @@ impl RawMemoryGate {
     /// reads it (`text` undefined when it packs nothing), decided under
     /// `policy` (the plain policy for a gate without policy options), holder
     /// and operation-id rules included. Returns the status (0 advance,
-    /// 1 accept, 2 + code index reject, 256/257 duplicate); the rest of the
-    /// result is in the scratch. The caller stores a write's value when the
-    /// status is below 2. Throws INVALID_ARGUMENT for bad operation options.
+    /// 1 accept, 2 + code index reject, 256/257 duplicate), or
+    /// [`REFUSED_STATUS`] when the operation options are invalid (nothing
+    /// changed; `__check_meta` with the same options throws the
+    /// INVALID_ARGUMENT: a `Result` here would cost every write a JS array).
+    /// The rest of the result is in the scratch. The caller stores a write's
+    /// value when the status is below 2.
+    ///
+    /// Numeric fast lane: a number or bigint token with no text, options or policy
+    /// decides with the plain fence check directly (the same verdict
+    /// [`GatePolicy::admit`](crate::policy::GatePolicy::admit) gives a plain
+    /// policy, without its provenance steps).
     #[allow(clippy::too_many_arguments)]
     pub fn apply(
         &mut self,
@@ -610,13 +618,29 @@ impl RawMemoryGate {
         holder_len: u32,
         window: u32,
         fingerprint: Option<Vec<u8>>,
-    ) -> Result<u32, JsValue> {
+    ) -> u32 {
+        let op = operation_of(flags);
+        let value = matches!(op, Operation::Write).then_some(());
+        let plain_request = flags & !(ESTABLISH | EXACT) == 0
+            && text.is_none()
+            && fingerprint.is_none()
+            && window as usize == crate::ops::DEFAULT_WINDOW;
+        if plain_request && policy.is_plain() {
+            let token = if flags & EXACT != 0 {
+                epoch_from_u64(exact)
+            } else {
+                epoch_from_f64(number)
+            };
+            let verdict = self.store.apply(&slot, token, op, value, &OpMeta::NONE);
+            put_verdict(&verdict, None, None);
+            return verdict.status();
+        }
         let text = text.unwrap_or_default();
         let lens = [token_len, scope_len, op_len, holder_len];
         let req = Request::unpack(&text, flags, lens, number, exact, -1.0, 0);
-        let meta = req.meta(window, fingerprint)?;
-        let op = operation_of(flags);
-        let value = matches!(op, Operation::Write).then_some(());
+        let Ok(meta) = req.meta(window, fingerprint) else {
+            return REFUSED_STATUS;
+        };
         let same_epoch = self.store.same_epoch();
         let mut claims = None;
         let verdict = self.store.apply_claimed(&slot, op, value, &meta, |mark| {
@@ -626,7 +650,7 @@ impl RawMemoryGate {
             (v, holder)
         });
         put_verdict(&verdict, claims.as_ref(), None);
-        Ok(verdict.status())
+        verdict.status()
     }
 
     /// The mark of `slot`, or −1 when above 2^53−1 (then use `mark_b`).
@@ -666,6 +690,22 @@ impl RawMemoryGate {
             .get(&slot)
             .map_or(JsValue::UNDEFINED, |e| state_to_js(&e.state))
     }
+}
+
+/// The status `RawMemoryGate::apply` returns for invalid operation options.
+pub(crate) const REFUSED_STATUS: u32 = u32::MAX;
+
+/// Throws the INVALID_ARGUMENT of invalid operation options (the one
+/// `RawMemoryGate::apply` refused with [`REFUSED_STATUS`]); nothing when valid.
+#[wasm_bindgen(js_name = "__check_meta")]
+pub fn check_meta_js(
+    op_id: Option<String>,
+    holder: Option<String>,
+    window: u32,
+    fingerprint: Option<Vec<u8>>,
+) -> Result<(), JsValue> {
+    gate::check_meta(op_id.as_deref(), holder.as_deref(), window)?;
+    gate::fingerprint_of(op_id.as_deref(), fingerprint).map(|_| ())
 }
 
 /// Write or establish, by the request's `establish` flag.
