@@ -57,17 +57,6 @@ use crate::ops::{
 };
 use crate::token::parse_token;
 
-/// The format version written for states with no holder and no operation ids.
-pub const STATE_VERSION: u64 = 1;
-/// The format version written when a state has a holder or operation ids.
-pub const STATE_VERSION_2: u64 = 2;
-/// The format version written while a state was quarantined (read only).
-pub const STATE_VERSION_3: u64 = 3;
-/// The format version written when a state has a holder, operation ids or a
-/// quarantine (issue 13: the window is an array, so its order survives hosts
-/// that reorder object members).
-pub const STATE_VERSION_4: u64 = 4;
-
 /// The fields of each format version (any order).
 const FIELDS_V1: &[&str] = &["v", "mark"];
 const FIELDS_V2: &[&str] = &["v", "mark", "holder", "ops", "evicted"];

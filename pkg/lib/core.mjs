@@ -71,7 +71,8 @@ export function errorCodes() {
   return CODES.slice();
 }
 
-function policyFlag(options) {
+/** The same-epoch rule of MemoryGate options: true for `strict`. */
+function strictOf(options) {
   if (options === undefined || options === null) return false;
   if (typeof options !== 'object') throw invalid('options must be an object', { options });
   checkOptions(options, GATE_OPTIONS, 'MemoryGate');
@@ -118,7 +119,7 @@ export class MemoryGate {
 
   constructor(options) {
     if (!ready) notReady();
-    this.#strict = policyFlag(options);
+    this.#strict = strictOf(options);
     this.#window = windowOf(options);
     this.#observer = new Observer(auditOf(options));
     this.#policy = policyFromOptions(options);
@@ -145,7 +146,7 @@ export class MemoryGate {
     return -1;
   }
 
-  /** The same-epoch policy: `'allow'` or `'strict'`. */
+  /** The same-epoch rule: `'allow'` or `'strict'`. */
   get sameEpoch() {
     return this.#strict ? 'strict' : 'allow';
   }
@@ -177,7 +178,7 @@ export class MemoryGate {
     const p = this.#policy;
     let status;
     if (p === null && meta === null && typeof token === 'number') {
-      status = this.#raw.apply(plainPolicy(), slot, write ? 0 : ESTABLISH, token, 0n, undefined, 0, 0, 0, 0, this.#window, undefined);
+      status = this.#raw.apply(plainPolicy(), slot, write ? 0 : ESTABLISH, token, 0n, 0, 0, 0, 0, 0, this.#window, 0);
     } else {
       let scope = null;
       if (p !== null) {
@@ -186,7 +187,7 @@ export class MemoryGate {
         scope = typeof token === 'number' ? '' : p.scopeOf(key);
       }
       const r = pack(write ? 0 : ESTABLISH, token, scope, meta, null);
-      status = this.#raw.apply(p === null ? plainPolicy() : p.raw, slot, r.flags, r.number, r.exact, r.text, r.tokenLen, r.scopeLen, r.opLen, r.holderLen, this.#window, r.fingerprint);
+      status = this.#raw.apply(p === null ? plainPolicy() : p.raw, slot, r.flags, r.number, r.exact, r.textBytes, r.tokenLen, r.scopeLen, r.opLen, r.holderLen, this.#window, r.fingerprintBytes);
       if (status === REFUSED) refused(meta, this.#window);
     }
     const v = verdictOut(key, status, token);

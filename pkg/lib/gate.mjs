@@ -144,7 +144,7 @@ function decide(key, state, token, establish, strict, policy, meta, window) {
     const r = pack(flags, token, policy === null ? null : policy.scope, meta, stateInput(key, state));
     if (policy !== null && policy.ceiling !== undefined) packCeiling(policy.ceiling);
     const raw = policy === null ? plainPolicy() : policy.p.raw;
-    wasm.__gate_decide(raw, r.flags, r.number, r.exact, r.text, r.tokenLen, r.scopeLen, r.opLen, r.holderLen, window, r.fingerprint, r.ceiling, r.ceilingExact);
+    wasm.__gate_decide(raw, r.flags, r.number, r.exact, r.textBytes, r.tokenLen, r.scopeLen, r.opLen, r.holderLen, window, r.fingerprintBytes, r.ceiling, r.ceilingExact);
   } catch (e) {
     throw stateError(key, state, e);
   }
@@ -235,7 +235,7 @@ export class Gate {
     this.#strict = o.strict;
   }
 
-  /** The same-epoch policy: `'allow'` or `'strict'`. */
+  /** The same-epoch rule: `'allow'` or `'strict'`. */
   get sameEpoch() {
     return this.#strict ? 'strict' : 'allow';
   }

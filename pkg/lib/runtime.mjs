@@ -1,6 +1,6 @@
 // Loads the WebAssembly module once per realm. Entry files call initSync()
 // (Node, workerd) or core.init() calls initAsync() (browsers).
-import glueInit, { initSync as glueInitSync, __setErrorClass, __tables, __marksPtr } from '../dist/fencegate.js';
+import glueInit, { initSync as glueInitSync, __setErrorClass, __tables, __marksPtr, __inputBuffer } from '../dist/fencegate.js';
 import { FencegateError } from './errors.mjs';
 
 /**
@@ -55,7 +55,7 @@ export const SCRATCH = [
   'epoch', 'epochExact', 'generation', 'generationExact', 'textPtr', 'claimsBytes', 'nextBytes',
 ];
 /** A decision request's flag names, bit 0 first (verdict.mjs spells the bits). */
-export const REQUEST_FLAGS = ['establish', 'strict', 'state', 'exact', 'text', 'other', 'opId', 'holder', 'ceiling', 'ceilingExact'];
+export const REQUEST_FLAGS = ['establish', 'strict', 'state', 'exact', 'text', 'other', 'opId', 'holder', 'ceiling', 'ceilingExact', 'fingerprint'];
 
 let memory = null;
 let marksPtr = 0;
@@ -79,6 +79,37 @@ export function exactMarks() {
 }
 
 const utf8 = new TextDecoder();
+const utf8out = new TextEncoder();
+let inputPtr = 0;
+let inputCap = 0;
+let input = new Uint8Array(0);
+
+/**
+ * Writes a request's text (UTF-8) and then `bytes` (if any) to the Wasm
+ * input buffer (`__inputBuffer`, src/wasm/mod.rs), which the next decision
+ * call reads; returns the text's length in bytes. Asks Wasm for a larger
+ * buffer only when this request could need more than it has.
+ */
+export function writeInput(text, bytes) {
+  const need = text.length * 3 + (bytes === undefined ? 0 : bytes.length);
+  if (need > inputCap) {
+    const cap = Math.max(need, inputCap * 2, 4096);
+    inputPtr = __inputBuffer(cap);
+    inputCap = cap;
+    input = new Uint8Array(0);
+  }
+  if (input.length === 0) input = new Uint8Array(memory.buffer, inputPtr, inputCap); // new, or detached by memory growth
+  const n = text.length;
+  let i = 0;
+  for (; i < n; i++) {
+    const c = text.charCodeAt(i);
+    if (c > 0x7f) break;
+    input[i] = c;
+  }
+  if (i < n) i += utf8out.encodeInto(text.slice(i), input.subarray(i)).written;
+  if (bytes !== undefined) input.set(bytes, i);
+  return i;
+}
 
 /** The UTF-8 text at `ptr`, `bytes` long, in Wasm memory (the output text of a decision). */
 export function wasmText(ptr, bytes) {

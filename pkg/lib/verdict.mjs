@@ -2,7 +2,7 @@
 // request packed for the single Wasm entry, the verdict, claims and next state
 // read from the output scratch; and the audit trail.
 import * as wasm from '../dist/fencegate.js';
-import { CODES, DUPLICATE, TABLES, REQUEST_FLAGS, lastMarks, exactMarks, wasmText } from './runtime.mjs';
+import { CODES, DUPLICATE, TABLES, REQUEST_FLAGS, lastMarks, exactMarks, wasmText, writeInput } from './runtime.mjs';
 import { MAX_U64, invalid, wellFormed } from './common.mjs';
 
 /** Request flag bits (src/wasm/mod.rs `REQUEST_FLAGS`, checked at start-up). */
@@ -10,7 +10,7 @@ const FLAG = Object.fromEntries(REQUEST_FLAGS.map((name, i) => [name, 1 << i]));
 export const ESTABLISH = FLAG.establish;
 export const STRICT = FLAG.strict;
 const { state: STATE, exact: EXACT, text: TEXT, other: OTHER, opId: OP_ID, holder: HOLDER } = FLAG;
-const { ceiling: CEILING, ceilingExact: CEILING_EXACT } = FLAG;
+const { ceiling: CEILING, ceilingExact: CEILING_EXACT, fingerprint: FINGERPRINT } = FLAG;
 
 /**
  * `token`, with strings longer than any valid fg1 text (src/signed.rs
@@ -28,12 +28,13 @@ export function bounded(token) {
  * (`RawMemoryGate.apply`, `__gate_decide`; src/wasm/mod.rs `Request`): the
  * token in its lane (a number; a bigint in 0..=2^64−1 as `exact`; a string
  * as `text` when the gate has a policy, which then needs `scope`; any other
- * value as `other`: missing or malformed), and every text in one string (token text, scope, opId,
- * holder, stored state), so one allocation carries them; lengths in UTF-16
- * units. One object, refilled by every call: it is read right away, with no
- * await in between.
+ * value as `other`: missing or malformed), and every text as one string
+ * (token text, scope, opId, holder, stored state; lengths in UTF-16 units)
+ * followed by the fingerprint's bytes, written to the Wasm input buffer, so
+ * the deciding call carries them all. One object, refilled by every call: it
+ * is read right away, with no await in between.
  */
-export const REQ = { flags: 0, number: 0, exact: 0n, text: undefined, tokenLen: 0, scopeLen: 0, opLen: 0, holderLen: 0, fingerprint: undefined, ceiling: -1, ceilingExact: 0n };
+export const REQ = { flags: 0, number: 0, exact: 0n, textBytes: 0, tokenLen: 0, scopeLen: 0, opLen: 0, holderLen: 0, fingerprintBytes: 0, ceiling: -1, ceilingExact: 0n };
 
 /** Fills `REQ`: `scope` null = no policy (a string token is then malformed); `state` null/undefined = none. */
 export function pack(flags, token, scope, meta, state) {
@@ -45,7 +46,8 @@ export function pack(flags, token, scope, meta, state) {
   r.scopeLen = 0;
   r.opLen = 0;
   r.holderLen = 0;
-  r.fingerprint = undefined;
+  r.fingerprintBytes = 0;
+  let fingerprint;
   if (typeof token === 'number') r.number = token;
   else if (typeof token === 'bigint' && token >= 0n && token <= MAX_U64) {
     flags |= EXACT;
@@ -72,14 +74,18 @@ export function pack(flags, token, scope, meta, state) {
       text += meta.holder;
       r.holderLen = meta.holder.length;
     }
-    r.fingerprint = meta.fingerprint;
+    fingerprint = meta.fingerprint;
+    if (fingerprint !== undefined) {
+      flags |= FINGERPRINT;
+      r.fingerprintBytes = fingerprint.length;
+    }
   }
   if (state !== null && state !== undefined) {
     flags |= STATE;
     text += state;
   }
   r.flags = flags;
-  r.text = flags === (flags & (ESTABLISH | STRICT | EXACT | OTHER)) ? undefined : text;
+  r.textBytes = flags === (flags & (ESTABLISH | STRICT | EXACT | OTHER)) ? 0 : writeInput(text, fingerprint);
   return r;
 }
 
@@ -124,7 +130,7 @@ export function marksOut() {
 export function verdictOut(key, status, token) {
   const m = lastMarks();
   const t = m[5] === -1 && typeof token === 'bigint' ? token : epochAt(m, 5);
-  return shape(key, status, t, m[0] >= 0 ? m[0] : exactMarks()[2], m[1] >= 0 ? m[1] : exactMarks()[3]);
+  return verdictFor(key, status, t, m[0] >= 0 ? m[0] : exactMarks()[2], m[1] >= 0 ? m[1] : exactMarks()[3]);
 }
 
 /** The claims of the token the last decision (or verification) verified, or null. */
@@ -155,7 +161,7 @@ export function nextOut(status, markAfter) {
 }
 
 /** The verdict object for a status. */
-export function shape(key, status, token, markBefore, markAfter) {
+export function verdictFor(key, status, token, markBefore, markAfter) {
   if (status >= DUPLICATE) {
     return { key, ok: true, outcome: 'duplicate', code: null, original: status === DUPLICATE ? 'advance' : 'accept', token, markBefore, markAfter };
   }
@@ -191,7 +197,7 @@ function fingerprintOf(fingerprint) {
 /**
  * Per-operation options `{ opId, holder, fingerprint }` → `{ opId, holder,
  * fingerprint }` (the fingerprint as bytes) or null when none is given.
- * Contents are checked in Wasm (`__meta`); a fingerprint needs an opId.
+ * Contents are checked in Wasm (with the decision); a fingerprint needs an opId.
  */
 export function metaOf(options) {
   if (options === undefined || options === null) return null;

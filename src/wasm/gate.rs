@@ -3,9 +3,9 @@
 //! because the callbacks may return Promises; the decision itself stays here.
 //!
 //! One decision attempt is one call (issue 12), whatever the token kind:
-//! `__gate_decide(policy, flags, number, exact, text, lengths…,
-//! window, fingerprint, ceiling…)` unpacks the request ([`Request`]: the
-//! stored state's text and every other text arrive in one string), decodes
+//! `__gate_decide(policy, flags, number, exact, textBytes, lengths…,
+//! window, fingerprintBytes, ceiling…)` unpacks the request ([`Request`]: the
+//! stored state's text and every other text arrive in the input buffer), decodes
 //! the stored state, decides under the policy handle (the plain policy for a
 //! gate without policy options) and leaves the verdict, the claims and the
 //! next state's JSON in the output scratch (`__marksPtr`): creating JS objects
@@ -16,8 +16,11 @@
 use wasm_bindgen::prelude::*;
 
 use super::signed::{lease_holder, RawPolicy};
-use super::{decode_state_js, error, floor_from_js, put_marks, put_verdict, Request, STRICT};
-use crate::decision::{decide_with_state, SameEpoch};
+use super::{
+    decode_state_js, error, floor_from_js, put_marks, put_verdict, with_input, Request,
+    FINGERPRINT, STRICT,
+};
+use crate::decision::{decide_with_state, OpMeta, SameEpoch};
 use crate::error::{Code, StateError};
 use crate::ops::{fingerprint, valid_op_id, FINGERPRINT_BYTES, MAX_HOLDER_BYTES, MAX_WINDOW};
 use crate::state::ResourceState;
@@ -74,8 +77,8 @@ pub fn state_error(value: JsValue) -> JsValue {
 }
 
 /// One decision attempt of a host-store gate, in one call (issue 12), for
-/// every token kind: the request as [`Request::unpack`] reads it (`text`
-/// undefined when it packs nothing), decided under `policy`. CORRUPT_STATE
+/// every token kind: the request as [`Request::unpack`] reads it (its text
+/// and fingerprint in the input buffer), decided under `policy`. CORRUPT_STATE
 /// for the stored state first, then INVALID_ARGUMENT for the operation
 /// options. Out, in the scratch: the verdict, the claims of a signed token,
 /// and the next state's JSON when it is not plain format v1. Nothing is kept
@@ -87,37 +90,39 @@ pub fn gate_decide(
     flags: u32,
     number: f64,
     exact: u64,
-    text: Option<String>,
+    text_bytes: u32,
     token_len: u32,
     scope_len: u32,
     op_len: u32,
     holder_len: u32,
     window: u32,
-    fingerprint: Option<Vec<u8>>,
+    fingerprint_bytes: u32,
     ceiling: f64,
     ceiling_exact: u64,
 ) -> Result<(), JsValue> {
-    let text = text.unwrap_or_default();
-    let lens = [token_len, scope_len, op_len, holder_len];
-    let req = Request::unpack(&text, flags, lens, number, exact, ceiling, ceiling_exact);
-    let stored = stored_from_text(req.state)?;
-    let meta = req.meta(window, fingerprint)?;
-    let same_epoch = if flags & STRICT != 0 {
-        SameEpoch::Strict
-    } else {
-        SameEpoch::Allow
-    };
-    let op = super::operation_of(flags);
-    let mark = stored.as_ref().map_or(0, |s| s.mark);
-    let (verdict, claims) = policy.admit(mark, &req, same_epoch, op);
-    let claimed = lease_holder(&claims);
-    let meta = crate::decision::OpMeta {
-        holder: meta.holder.or(claimed.as_deref()),
-        ..meta
-    };
-    let d = decide_with_state(stored.as_ref(), verdict, op, &meta);
-    put_verdict(&d.verdict, claims.as_ref(), d.next.as_ref());
-    Ok(())
+    let fp = (flags & FINGERPRINT != 0).then_some(fingerprint_bytes);
+    with_input(text_bytes, fp, |text, fingerprint| {
+        let lens = [token_len, scope_len, op_len, holder_len];
+        let req = Request::unpack(text, flags, lens, number, exact, ceiling, ceiling_exact);
+        let stored = stored_from_text(req.state)?;
+        let meta = req.meta(window, fingerprint)?;
+        let same_epoch = if flags & STRICT != 0 {
+            SameEpoch::Strict
+        } else {
+            SameEpoch::Allow
+        };
+        let op = super::operation_of(flags);
+        let mark = stored.as_ref().map_or(0, |s| s.mark);
+        let (verdict, claims) = policy.admit(mark, &req, same_epoch, op);
+        let claimed = lease_holder(&claims);
+        let meta = OpMeta {
+            holder: meta.holder.or(claimed.as_deref()),
+            ..meta
+        };
+        let d = decide_with_state(stored.as_ref(), verdict, op, &meta);
+        put_verdict(&d.verdict, claims.as_ref(), d.next.as_ref());
+        Ok(())
+    })
 }
 
 /// Quarantine of a stored state in one call (issue 9): the next state's JSON
@@ -155,7 +160,7 @@ pub fn gate_inspect(state: Option<String>) -> Result<Option<String>, JsValue> {
 /// fingerprint without an operation id.
 pub(crate) fn fingerprint_of(
     op_id: Option<&str>,
-    bytes: Option<Vec<u8>>,
+    bytes: Option<&[u8]>,
 ) -> Result<Option<[u8; FINGERPRINT_BYTES]>, JsValue> {
     if bytes.is_some() && op_id.is_none() {
         return Err(error(
@@ -164,7 +169,7 @@ pub(crate) fn fingerprint_of(
             &[],
         ));
     }
-    Ok(bytes.map(|b| fingerprint(&b)))
+    Ok(bytes.map(fingerprint))
 }
 
 /// Validates operation metadata (both gates): INVALID_ARGUMENT for an id

@@ -333,9 +333,47 @@ pub(crate) const SCRATCH: [&str; 17] = [
 static SCRATCH_SLOTS: [AtomicU64; 17] = [const { AtomicU64::new(0) }; 17];
 
 thread_local! {
+    /// The input buffer: the JS side writes a request's text (UTF-8) and a
+    /// fingerprint's bytes here right before the call that reads them, so a
+    /// request crosses in that one call with no allocation (see [`input_buffer`]).
+    static IN_TEXT: Cell<Vec<u8>> = const { Cell::new(Vec::new()) };
     /// The bytes of the last decision's output text (see [`SCRATCH`]); a
     /// transport buffer, overwritten by the next decision and never read by Rust.
     static OUT_TEXT: Cell<Vec<u8>> = const { Cell::new(Vec::new()) };
+}
+
+/// Makes the input buffer at least `bytes` long and returns its address. The
+/// JS side calls this only when a request needs more room than it has (the
+/// address stays valid until the next call of this function: Wasm memory
+/// never moves). Like the scratch it is transport only: each call that reads
+/// it is told how many bytes its request wrote.
+#[wasm_bindgen(js_name = "__inputBuffer")]
+pub fn input_buffer(bytes: usize) -> usize {
+    let mut buf = IN_TEXT.with(Cell::take);
+    if buf.len() < bytes {
+        buf = vec![0; bytes.next_power_of_two()];
+    }
+    let ptr = buf.as_ptr() as usize;
+    IN_TEXT.with(|b| b.set(buf));
+    ptr
+}
+
+/// Runs `f` on a request's text (the input buffer's first `text_bytes`
+/// bytes) and fingerprint (the next `fingerprint_bytes`, when the request
+/// has one). Text that is not UTF-8 or lengths beyond the buffer (which the
+/// JS side never writes) read as empty.
+pub(crate) fn with_input<R>(
+    text_bytes: u32,
+    fingerprint_bytes: Option<u32>,
+    f: impl FnOnce(&str, Option<&[u8]>) -> R,
+) -> R {
+    let buf = IN_TEXT.with(Cell::take);
+    let (t, rest) = buf.split_at(buf.len().min(text_bytes as usize));
+    let text = std::str::from_utf8(t).unwrap_or("");
+    let fp = fingerprint_bytes.map(|n| &rest[..rest.len().min(n as usize)]);
+    let r = f(text, fp);
+    IN_TEXT.with(|b| b.set(buf));
+    r
 }
 
 /// The address of the scratch in Wasm memory (see [`SCRATCH`]).
@@ -431,8 +469,9 @@ pub(crate) fn small(epoch: u64) -> f64 {
 /// malformed), else a number in `number` —, then
 /// `opId` and `holder` (in the packed text), and `ceiling` / `ceilingExact`
 /// (this decision's reject-future ceiling in `ceiling` or `ceiling_exact`;
-/// −1: none).
-pub(crate) const REQUEST_FLAGS: [&str; 10] = [
+/// −1: none), `fingerprint` (the operation's fingerprint bytes follow the
+/// text in the input buffer).
+pub(crate) const REQUEST_FLAGS: [&str; 11] = [
     "establish",
     "strict",
     "state",
@@ -443,6 +482,7 @@ pub(crate) const REQUEST_FLAGS: [&str; 10] = [
     "holder",
     "ceiling",
     "ceilingExact",
+    "fingerprint",
 ];
 
 pub(crate) const ESTABLISH: u32 = 1;
@@ -455,6 +495,7 @@ const OP_ID: u32 = 1 << 6;
 const HOLDER: u32 = 1 << 7;
 const CEILING: u32 = 1 << 8;
 const CEILING_EXACT: u32 = 1 << 9;
+pub(crate) const FINGERPRINT: u32 = 1 << 10;
 
 /// The first `units` UTF-16 code units of `s`, and the rest (JS measures the
 /// packed pieces in UTF-16 units; they are ASCII almost always).
@@ -475,8 +516,9 @@ fn split_utf16(s: &str, units: u32) -> (&str, &str) {
 
 /// One decision request as the JS side packs it: every text (a signed
 /// token's text and the scope, the operation id, the holder, the stored
-/// state, in that order) in one string, so that one allocation carries them
-/// all; the token in its lane; the per-operation options.
+/// state, in that order) in one string written to the input buffer
+/// ([`with_input`]), so the call that decides carries them all; the token in
+/// its lane; the per-operation options.
 pub(crate) struct Request<'a> {
     pub presented: Presented<'a>,
     pub scope: &'a str,
@@ -542,7 +584,7 @@ impl<'a> Request<'a> {
     pub(crate) fn meta(
         &self,
         window: u32,
-        fingerprint: Option<Vec<u8>>,
+        fingerprint: Option<&[u8]>,
     ) -> Result<OpMeta<'a>, JsValue> {
         if self.op_id.is_some()
             || self.holder.is_some()
@@ -589,7 +631,7 @@ impl RawMemoryGate {
 
     /// One write or establish (`flags` bit `establish`) on `slot`, in one
     /// call, whatever the token kind: the request as [`Request::unpack`]
-    /// reads it (`text` undefined when it packs nothing), decided under
+    /// reads it (its text and fingerprint in the input buffer), decided under
     /// `policy` (the plain policy for a gate without policy options), holder
     /// and operation-id rules included. Returns the status (0 advance,
     /// 1 accept, 2 + code index reject, 256/257 duplicate), or
@@ -611,20 +653,18 @@ impl RawMemoryGate {
         flags: u32,
         number: f64,
         exact: u64,
-        text: Option<String>,
+        text_bytes: u32,
         token_len: u32,
         scope_len: u32,
         op_len: u32,
         holder_len: u32,
         window: u32,
-        fingerprint: Option<Vec<u8>>,
+        fingerprint_bytes: u32,
     ) -> u32 {
         let op = operation_of(flags);
         let value = matches!(op, Operation::Write).then_some(());
-        let plain_request = flags & !(ESTABLISH | EXACT) == 0
-            && text.is_none()
-            && fingerprint.is_none()
-            && window as usize == crate::ops::DEFAULT_WINDOW;
+        let plain_request =
+            flags & !(ESTABLISH | EXACT) == 0 && window as usize == crate::ops::DEFAULT_WINDOW;
         if plain_request && policy.is_plain() {
             let token = if flags & EXACT != 0 {
                 epoch_from_u64(exact)
@@ -635,22 +675,24 @@ impl RawMemoryGate {
             put_verdict(&verdict, None, None);
             return verdict.status();
         }
-        let text = text.unwrap_or_default();
-        let lens = [token_len, scope_len, op_len, holder_len];
-        let req = Request::unpack(&text, flags, lens, number, exact, -1.0, 0);
-        let Ok(meta) = req.meta(window, fingerprint) else {
-            return REFUSED_STATUS;
-        };
-        let same_epoch = self.store.same_epoch();
-        let mut claims = None;
-        let verdict = self.store.apply_claimed(&slot, op, value, &meta, |mark| {
-            let (v, c) = policy.admit(mark, &req, same_epoch, op);
-            let holder = signed::lease_holder(&c);
-            claims = c;
-            (v, holder)
-        });
-        put_verdict(&verdict, claims.as_ref(), None);
-        verdict.status()
+        let fp = (flags & FINGERPRINT != 0).then_some(fingerprint_bytes);
+        with_input(text_bytes, fp, |text, fingerprint| {
+            let lens = [token_len, scope_len, op_len, holder_len];
+            let req = Request::unpack(text, flags, lens, number, exact, -1.0, 0);
+            let Ok(meta) = req.meta(window, fingerprint) else {
+                return REFUSED_STATUS;
+            };
+            let same_epoch = self.store.same_epoch();
+            let mut claims = None;
+            let verdict = self.store.apply_claimed(&slot, op, value, &meta, |mark| {
+                let (v, c) = policy.admit(mark, &req, same_epoch, op);
+                let holder = signed::lease_holder(&c);
+                claims = c;
+                (v, holder)
+            });
+            put_verdict(&verdict, claims.as_ref(), None);
+            verdict.status()
+        })
     }
 
     /// The mark of `slot`, or −1 when above 2^53−1 (then use `mark_b`).
@@ -705,7 +747,7 @@ pub fn check_meta_js(
     fingerprint: Option<Vec<u8>>,
 ) -> Result<(), JsValue> {
     gate::check_meta(op_id.as_deref(), holder.as_deref(), window)?;
-    gate::fingerprint_of(op_id.as_deref(), fingerprint).map(|_| ())
+    gate::fingerprint_of(op_id.as_deref(), fingerprint.as_deref()).map(|_| ())
 }
 
 /// Write or establish, by the request's `establish` flag.

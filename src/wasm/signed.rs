@@ -9,9 +9,9 @@
 use wasm_bindgen::prelude::*;
 
 use super::{error, put_claims, token_from_js, Request};
-use crate::decision::{Operation, SameEpoch, Verdict};
+use crate::decision::{decide, Operation, SameEpoch, Verdict};
 use crate::error::{Code, TokenError};
-use crate::policy::{GatePolicy, HigherEpoch};
+use crate::policy::{GatePolicy, HigherEpoch, Presented};
 use crate::signed::{Claims, Key, SignedError};
 use crate::token::epoch_from_f64;
 
@@ -133,6 +133,14 @@ impl RawPolicy {
         same_epoch: SameEpoch,
         op: Operation,
     ) -> (Verdict, Option<Claims>) {
+        if let (Presented::Plain(token), true) = (&req.presented, self.policy.is_plain()) {
+            // What `GatePolicy::admit` answers for a plain policy, without its provenance steps.
+            let v = match token {
+                Ok(t) => decide(mark, *t, same_epoch, op),
+                Err(e) => Verdict::invalid_token(mark, e),
+            };
+            return (v, None);
+        }
         self.policy.same_epoch = same_epoch;
         let ceiling = req.ceiling.unwrap_or(self.ceiling);
         self.policy
