@@ -39,6 +39,21 @@ function signingInput(token) {
   return Buffer.concat([Buffer.from(`${prefix}.`), Buffer.from(claims, 'base64url')]);
 }
 
+/** `bench` for an async operation (awaited one after another). */
+async function benchAsync(name, fn, n = Math.floor(N / 10)) {
+  for (let i = 0; i < Math.min(n, 2_000); i++) await fn(i); // warm-up
+  const per = Math.max(1, Math.floor(n / ROUNDS));
+  let best = Infinity;
+  for (let r = 0; r < ROUNDS; r++) {
+    const t0 = process.hrtime.bigint();
+    for (let i = 0; i < per; i++) await fn(i);
+    best = Math.min(best, Number(process.hrtime.bigint() - t0) / per);
+  }
+  console.log(`${name.padEnd(62)} ${best.toFixed(0).padStart(7)} ns/op`);
+  figures[name] = Math.round(best);
+  return best;
+}
+
 function rows(lib, label) {
   const token = lib.mintToken({ scope: 'orders', epoch: 5, leaseId: 'lease-1', generation: 1 }, { kid: 'k1', hmac: K });
   const plain = new lib.MemoryGate();
@@ -70,6 +85,15 @@ if (ed) {
   g.write('orders', token, 'v');
   bench('[ed25519 build] Ed25519 signed token, requireSigned', () => g.write('orders', token, 'v'));
   ratios.ed25519BuildSignedOverHmac = Math.round(rows(ed, '[ed25519 build] ') * 100) / 100;
+  // Issue 14: the async Gate on the default build verifies Ed25519 with WebCrypto;
+  // the Ed25519 build verifies in Wasm. Same token, gate options and store.
+  const keys = { e1: { ed25519: pub } };
+  const webGate = new fg.Gate(new fg.MemoryHostStore(), { requireSigned: true, keys });
+  const wasmGate = new ed.Gate(new ed.MemoryHostStore(), { requireSigned: true, keys });
+  const web = await benchAsync('Gate.write Ed25519, default build (WebCrypto verifier)', () => webGate.write('orders', token, 'v'));
+  const inWasm = await benchAsync('Gate.write Ed25519, Ed25519 build (Wasm verifier)', () => wasmGate.write('orders', token, 'v'));
+  console.log(`WebCrypto / Wasm Ed25519 Gate.write = ${(web / inWasm).toFixed(2)}x`);
+  ratios.webCryptoOverWasmEd25519 = Math.round((web / inWasm) * 100) / 100;
 } else {
   console.log('(Ed25519 rows skipped: build/pkg-ed25519 not built)');
 }

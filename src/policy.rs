@@ -113,6 +113,10 @@ pub enum Presented<'a> {
     Plain(Result<u64, TokenError>),
     /// The text form of a signed token (`fg1.…`).
     Signed(&'a str),
+    /// A signed token whose Ed25519 signature the host verified (WebCrypto)
+    /// under a [`crate::signed::Key::HostEd25519`] key; every other check
+    /// (and every other key) runs as for [`Presented::Signed`].
+    HostVerified(&'a str),
 }
 
 /// Where a token came from, as far as the gate can tell.
@@ -147,7 +151,11 @@ pub fn check_provenance(
         Presented::Plain(Err(e)) => Err((e.code(), None)),
         Presented::Plain(Ok(_)) if require_signed => Err((Code::UnsignedToken, None)),
         Presented::Plain(Ok(epoch)) => Ok(Provenance::Plain(epoch)),
-        Presented::Signed(text) => match keyring.verify(text, Some(scope)) {
+        Presented::Signed(text) | Presented::HostVerified(text) => match crate::signed::parse(text)
+            .and_then(|parsed| {
+                let host = matches!(presented, Presented::HostVerified(_));
+                keyring.verify_parsed_host(parsed, Some(scope), host)
+            }) {
             Ok(claims) => Ok(Provenance::Signed(claims)),
             Err(SignedError::WrongScope { .. }) => {
                 // The token is genuine, so its epoch is worth reporting; the

@@ -21,8 +21,8 @@
 import * as wasm from '../dist/fencegate.js';
 import { FencegateError } from './errors.mjs';
 import { lastMarks } from './runtime.mjs';
-import { policyFromOptions, ceilingOf, addPolicyKey, retirePolicyKey, freePolicy } from './signed.mjs';
-import { metaOf, windowOf, auditOf, Observer, pack, packCeiling, plainPolicy, verdictOut, claimsOut, nextOut, marksOut, ESTABLISH, STRICT } from './verdict.mjs';
+import { policyFromOptions, ceilingOf, hostVerified, addPolicyKey, retirePolicyKey, freePolicy } from './signed.mjs';
+import { metaOf, windowOf, auditOf, Observer, pack, packCeiling, plainPolicy, verdictOut, claimsOut, nextOut, marksOut, ESTABLISH, STRICT, HOST_VERIFIED } from './verdict.mjs';
 import { invalid, checkReady, checkKey, checkOptions, messageOf, GATE_OPTIONS, describe, listOf, stateTextOf, checkStateText } from './common.mjs';
 import { StoreDriver, driverOptions } from './driver.mjs';
 
@@ -139,7 +139,7 @@ function stateError(key, state, e) {
  * spelled from the exact `markAfter` (see `nextOut`).
  */
 function decide(key, state, token, establish, strict, policy, meta, window) {
-  const flags = (establish ? ESTABLISH : 0) | (strict ? STRICT : 0);
+  const flags = (establish ? ESTABLISH : 0) | (strict ? STRICT : 0) | (policy?.verified ? HOST_VERIFIED : 0);
   try {
     const r = pack(flags, token, policy === null ? null : policy.scope, meta, stateInput(key, state));
     if (policy !== null && policy.ceiling !== undefined) packCeiling(policy.ceiling);
@@ -222,7 +222,7 @@ export class Gate {
     checkReady();
     if (store === null || typeof store !== 'object') throw invalid('a Gate needs a host store object', { store });
     const o = parseOptions(options);
-    this.#policy = policyFromOptions(options);
+    this.#policy = policyFromOptions(options, true);
     this.#window = windowOf(options);
     this.#observer = new Observer(auditOf(options));
     try {
@@ -392,7 +392,7 @@ export class Gate {
       // set again right before each (synchronous) decision.
       const p = this.#policy;
       const ceiling = await ceilingOf(p);
-      policy = { p, scope: typeof token === 'number' ? '' : p.scopeOf(key), ceiling };
+      policy = { p, scope: typeof token === 'number' ? '' : p.scopeOf(key), ceiling, verified: await hostVerified(p, token) };
     }
     const strict = this.#strict;
     const window = this.#window;

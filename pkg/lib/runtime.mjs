@@ -55,7 +55,7 @@ export const SCRATCH = [
   'epoch', 'epochExact', 'generation', 'generationExact', 'textPtr', 'claimsBytes', 'nextBytes',
 ];
 /** A decision request's flag names, bit 0 first (verdict.mjs spells the bits). */
-export const REQUEST_FLAGS = ['establish', 'strict', 'state', 'exact', 'text', 'other', 'opId', 'holder', 'ceiling', 'ceilingExact', 'fingerprint'];
+export const REQUEST_FLAGS = ['establish', 'strict', 'state', 'exact', 'text', 'other', 'opId', 'holder', 'ceiling', 'ceilingExact', 'fingerprint', 'hostVerified'];
 
 let memory = null;
 let marksPtr = 0;

@@ -18,7 +18,7 @@ function checkText(value, what) {
 }
 
 /** Adds `keys` ({ kid: secret | {hmac} | {ed25519} }) and `retired` ([kid]) to a RawPolicy. */
-function addKeys(raw, keys, retired) {
+function addKeys(raw, keys, retired, host = false) {
   // Retired ids first, so a key id listed in both is refused (INVALID_ARGUMENT).
   if (retired !== undefined) {
     // Every id is checked (holes of a sparse array included) before the first is retired.
@@ -31,7 +31,7 @@ function addKeys(raw, keys, retired) {
     if (keys === null || typeof keys !== 'object' || Array.isArray(keys)) {
       throw invalid('keys must be an object { keyId: key }', { keys });
     }
-    for (const kid of Object.keys(keys)) addKey(raw, kid, keys[kid]);
+    for (const kid of Object.keys(keys)) addKey(raw, kid, keys[kid], host);
   }
 }
 
@@ -49,13 +49,13 @@ function wipingStack(f) {
 }
 
 /** Adds one verification key (`secret | { hmac } | { ed25519 }`) to a RawPolicy. */
-function addKey(raw, kid, k) {
+function addKey(raw, kid, k, host = false) {
   if (typeof kid !== 'string') throw invalid('a key id must be a string', { kid });
   let alg;
   let bytes;
   if (isBytes(k)) [alg, bytes] = ['hmac-sha256', k];
   else if (k && typeof k === 'object' && isBytes(k.hmac)) [alg, bytes] = ['hmac-sha256', k.hmac];
-  else if (k && typeof k === 'object' && isBytes(k.ed25519)) [alg, bytes] = ['ed25519-public', k.ed25519];
+  else if (k && typeof k === 'object' && isBytes(k.ed25519)) [alg, bytes] = [ed25519Kind(host), k.ed25519];
   else {
     throw invalid(`key ${kid}: an HMAC secret (Uint8Array, or { hmac: Uint8Array }) or { ed25519: publicKey Uint8Array }`, {
       kid,
@@ -73,7 +73,7 @@ function needPolicy(p, what) {
 /** Adds a key to a live gate's policy (key rotation without a new gate). @internal */
 export function addPolicyKey(p, kid, key) {
   needPolicy(p, 'addKey');
-  addKey(p.raw, kid, key);
+  addKey(p.raw, kid, key, p.host);
 }
 
 /** Retires a key id on a live gate's policy: KEY_RETIRED from now on. @internal */
@@ -108,10 +108,12 @@ function higherEpochOf(h) {
 /**
  * Builds the policy part of gate options, or `null` when the options ask for
  * the plain fence check (no keys, no requireSigned, higherEpoch 'adopt').
- * Returns `{ raw, scopeOf, ceilingFn, mode }`.
+ * Returns `{ raw, scopeOf, ceilingFn, mode, host, hostKeys }`. `host`: the
+ * gate is asynchronous (`Gate`), so without Ed25519 in the build its Ed25519
+ * keys are verified by the host's WebCrypto (`hostVerified`).
  * @internal used by gates
  */
-export function policyFromOptions(options) {
+export function policyFromOptions(options, host = false) {
   if (options === undefined || options === null) return null;
   const { requireSigned, keys, retired, scope, higherEpoch } = options;
   const plain =
@@ -140,15 +142,58 @@ export function policyFromOptions(options) {
   const h = higherEpochOf(higherEpoch);
   const raw = new wasm.RawPolicy(requireSigned === true, TABLES.higherEpochModes.indexOf(h.mode), h.maxJump);
   try {
-    addKeys(raw, keys, retired);
+    addKeys(raw, keys, retired, host);
     let ceilingFn = null;
     if (typeof h.ceiling === 'function') ceilingFn = h.ceiling;
     else if (h.ceiling !== undefined) raw.set_ceiling(h.ceiling);
-    return { raw, scopeOf, ceilingFn, mode: h.mode };
+    return { raw, scopeOf, ceilingFn, mode: h.mode, host, hostKeys: new Map() };
   } catch (e) {
     wipingStack(() => raw.free());
     throw e;
   }
+}
+
+/**
+ * The kind of an Ed25519 public key for `RawPolicy.add_key`: verified in Wasm
+ * on the Ed25519 build; on the default build, by the host's WebCrypto for an
+ * asynchronous gate (`host`), else refused (no verifier: INVALID_ARGUMENT).
+ */
+function ed25519Kind(host) {
+  return host && !wasm.__features().includes('ed25519') ? 'ed25519-host' : 'ed25519-public';
+}
+
+/** The WebCrypto key of an Ed25519 public key; INVALID_ARGUMENT when the runtime's Web Crypto has no Ed25519. */
+async function importEd25519(publicKey) {
+  try {
+    return await globalThis.crypto.subtle.importKey('raw', publicKey, { name: 'Ed25519' }, false, ['verify']);
+  } catch (e) {
+    throw invalid(
+      "this runtime's Web Crypto cannot verify Ed25519 (Node ≥ 20, workerd, Deno and recent browsers can): use the Ed25519 build (docs/signed-tokens.md)",
+      { cause: e },
+    );
+  }
+}
+
+/**
+ * For an asynchronous gate on a build without Ed25519: whether the host's
+ * WebCrypto verifies `token`'s Ed25519 signature under the key it names. Rust
+ * parses the token and hands over the key, signing input and signature
+ * (`host_check`), or nothing when the token is malformed or names a retired,
+ * unknown or non-Ed25519 key (the decision then refuses it exactly as the
+ * Wasm verifier would). The decision takes the answer as the signature check
+ * of that key and runs every other check itself. @internal used by Gate
+ */
+export async function hostVerified(p, token) {
+  if (!p.host || typeof token !== 'string') return false;
+  const check = p.raw.host_check(bounded(token));
+  if (check === undefined) return false;
+  const [kid, publicKey, input, signature] = check;
+  let key = p.hostKeys.get(kid);
+  if (key === undefined) {
+    key = importEd25519(publicKey);
+    p.hostKeys.set(kid, key);
+  }
+  return globalThis.crypto.subtle.verify('Ed25519', await key, signature, input);
 }
 
 /**

@@ -11,6 +11,7 @@ export const ESTABLISH = FLAG.establish;
 export const STRICT = FLAG.strict;
 const { state: STATE, exact: EXACT, text: TEXT, other: OTHER, opId: OP_ID, holder: HOLDER } = FLAG;
 const { ceiling: CEILING, ceilingExact: CEILING_EXACT, fingerprint: FINGERPRINT } = FLAG;
+export const HOST_VERIFIED = FLAG.hostVerified;
 
 /**
  * `token`, with strings longer than any valid fg1 text (src/signed.rs

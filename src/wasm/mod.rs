@@ -470,8 +470,9 @@ pub(crate) fn small(epoch: u64) -> f64 {
 /// `opId` and `holder` (in the packed text), and `ceiling` / `ceilingExact`
 /// (this decision's reject-future ceiling in `ceiling` or `ceiling_exact`;
 /// −1: none), `fingerprint` (the operation's fingerprint bytes follow the
-/// text in the input buffer).
-pub(crate) const REQUEST_FLAGS: [&str; 11] = [
+/// text in the input buffer), `hostVerified` (the host verified the signed
+/// token's Ed25519 signature with WebCrypto: `Presented::HostVerified`).
+pub(crate) const REQUEST_FLAGS: [&str; 12] = [
     "establish",
     "strict",
     "state",
@@ -483,6 +484,7 @@ pub(crate) const REQUEST_FLAGS: [&str; 11] = [
     "ceiling",
     "ceilingExact",
     "fingerprint",
+    "hostVerified",
 ];
 
 pub(crate) const ESTABLISH: u32 = 1;
@@ -496,6 +498,7 @@ const HOLDER: u32 = 1 << 7;
 const CEILING: u32 = 1 << 8;
 const CEILING_EXACT: u32 = 1 << 9;
 pub(crate) const FINGERPRINT: u32 = 1 << 10;
+const HOST_VERIFIED: u32 = 1 << 11;
 
 /// The first `units` UTF-16 code units of `s`, and the rest (JS measures the
 /// packed pieces in UTF-16 units; they are ASCII almost always).
@@ -547,7 +550,9 @@ impl<'a> Request<'a> {
         let (scope, rest) = split_utf16(rest, if flags & TEXT != 0 { lens[1] } else { 0 });
         let (op_id, rest) = split_utf16(rest, if flags & OP_ID != 0 { lens[2] } else { 0 });
         let (holder, rest) = split_utf16(rest, if flags & HOLDER != 0 { lens[3] } else { 0 });
-        let presented = if flags & TEXT != 0 {
+        let presented = if flags & TEXT != 0 && flags & HOST_VERIFIED != 0 {
+            Presented::HostVerified(token_text)
+        } else if flags & TEXT != 0 {
             Presented::Signed(token_text)
         } else if flags & EXACT != 0 {
             Presented::Plain(epoch_from_u64(exact))

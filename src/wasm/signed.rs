@@ -64,6 +64,7 @@ pub fn features() -> Vec<String> {
 fn make_key(alg: &str, bytes: &[u8]) -> Result<Key, SignedError> {
     match alg {
         "hmac-sha256" => Key::hmac(bytes),
+        "ed25519-host" => Key::host_ed25519(bytes),
         #[cfg(feature = "ed25519")]
         "ed25519-public" => Key::ed25519_public(bytes),
         #[cfg(feature = "ed25519")]
@@ -173,13 +174,32 @@ impl RawPolicy {
     }
 
     /// Adds a key: `alg` is `"hmac-sha256"` (the secret), `"ed25519-public"`
-    /// (a 32-byte public key) or `"ed25519-seed"` (a 32-byte seed). Throws
+    /// (a 32-byte public key), `"ed25519-seed"` (a 32-byte seed) or
+    /// `"ed25519-host"` (a 32-byte public key the host verifies with, WebCrypto). Throws
     /// INVALID_ARGUMENT for bad ids, lengths, duplicates or retired ids.
     /// The copy of `bytes` in Wasm memory is wiped when the call returns.
     pub fn add_key(&mut self, kid: &str, alg: &str, bytes: Vec<u8>) -> Result<(), JsValue> {
         make_key(alg, &Secret(bytes).0)
             .and_then(|key| self.policy.keyring.insert(kid, key))
             .map_err(|e| signed_error(&e))
+    }
+
+    /// What the host must verify for a signed token under an `ed25519-host`
+    /// key (WebCrypto): `[kid, publicKey, signingInput, signature]`, or
+    /// `undefined` when the token does not parse, names a retired, unknown or
+    /// other kind of key, or another algorithm (the decision then refuses it).
+    pub fn host_check(&self, text: &str) -> JsValue {
+        let Some(c) = self.policy.keyring.host_check(text) else {
+            return JsValue::UNDEFINED;
+        };
+        let bytes = |b: &[u8]| JsValue::from(js_sys::Uint8Array::from(b));
+        js_sys::Array::of4(
+            &JsValue::from_str(&c.kid),
+            &bytes(&c.public_key),
+            &bytes(&c.signing_input),
+            &bytes(&c.signature),
+        )
+        .into()
     }
 
     /// Retires a key id (KEY_RETIRED from now on); its key bytes are wiped.
