@@ -18,6 +18,7 @@ function checkText(value, what) {
 }
 
 /** Adds `keys` ({ kid: secret | {hmac} | {ed25519} }) and `retired` ([kid]) to a RawPolicy. */
+/** Returns whether a key the host verifies (`ed25519-host`) was added. */
 function addKeys(raw, keys, retired, host = false) {
   // Retired ids first, so a key id listed in both is refused (INVALID_ARGUMENT).
   if (retired !== undefined) {
@@ -31,8 +32,11 @@ function addKeys(raw, keys, retired, host = false) {
     if (keys === null || typeof keys !== 'object' || Array.isArray(keys)) {
       throw invalid('keys must be an object { keyId: key }', { keys });
     }
-    for (const kid of Object.keys(keys)) addKey(raw, kid, keys[kid], host);
+    let hostKey = false;
+    for (const kid of Object.keys(keys)) hostKey = addKey(raw, kid, keys[kid], host) === HOST_KEY || hostKey;
+    return hostKey;
   }
+  return false;
 }
 
 /**
@@ -62,6 +66,7 @@ function addKey(raw, kid, k, host = false) {
     });
   }
   wipingStack(() => raw.add_key(kid, alg, bytes));
+  return alg;
 }
 
 function needPolicy(p, what) {
@@ -73,7 +78,7 @@ function needPolicy(p, what) {
 /** Adds a key to a live gate's policy (key rotation without a new gate). @internal */
 export function addPolicyKey(p, kid, key) {
   needPolicy(p, 'addKey');
-  addKey(p.raw, kid, key, p.host);
+  if (addKey(p.raw, kid, key, p.host) === HOST_KEY) p.hostKeys ??= new Map();
 }
 
 /** Retires a key id on a live gate's policy: KEY_RETIRED from now on. @internal */
@@ -110,7 +115,8 @@ function higherEpochOf(h) {
  * the plain fence check (no keys, no requireSigned, higherEpoch 'adopt').
  * Returns `{ raw, scopeOf, ceilingFn, mode, host, hostKeys }`. `host`: the
  * gate is asynchronous (`Gate`), so without Ed25519 in the build its Ed25519
- * keys are verified by the host's WebCrypto (`hostVerified`).
+ * keys are verified by the host's WebCrypto (`hostVerified`); `hostKeys`: the
+ * imported WebCrypto keys by key id, null while the policy has no such key.
  * @internal used by gates
  */
 export function policyFromOptions(options, host = false) {
@@ -142,11 +148,11 @@ export function policyFromOptions(options, host = false) {
   const h = higherEpochOf(higherEpoch);
   const raw = new wasm.RawPolicy(requireSigned === true, TABLES.higherEpochModes.indexOf(h.mode), h.maxJump);
   try {
-    addKeys(raw, keys, retired, host);
+    const hostKey = addKeys(raw, keys, retired, host);
     let ceilingFn = null;
     if (typeof h.ceiling === 'function') ceilingFn = h.ceiling;
     else if (h.ceiling !== undefined) raw.set_ceiling(h.ceiling);
-    return { raw, scopeOf, ceilingFn, mode: h.mode, host, hostKeys: new Map() };
+    return { raw, scopeOf, ceilingFn, mode: h.mode, host, hostKeys: hostKey ? new Map() : null };
   } catch (e) {
     wipingStack(() => raw.free());
     throw e;
@@ -159,8 +165,11 @@ export function policyFromOptions(options, host = false) {
  * asynchronous gate (`host`), else refused (no verifier: INVALID_ARGUMENT).
  */
 function ed25519Kind(host) {
-  return host && !wasm.__features().includes('ed25519') ? 'ed25519-host' : 'ed25519-public';
+  return host && !wasm.__features().includes('ed25519') ? HOST_KEY : 'ed25519-public';
 }
+
+/** The `add_key` kind of an Ed25519 public key that the host's WebCrypto verifies. */
+const HOST_KEY = 'ed25519-host';
 
 /** The WebCrypto key of an Ed25519 public key; INVALID_ARGUMENT when the runtime's Web Crypto has no Ed25519. */
 async function importEd25519(publicKey) {
@@ -184,7 +193,7 @@ async function importEd25519(publicKey) {
  * of that key and runs every other check itself. @internal used by Gate
  */
 export async function hostVerified(p, token) {
-  if (!p.host || typeof token !== 'string') return false;
+  if (p.hostKeys === null || typeof token !== 'string') return false;
   const check = p.raw.host_check(bounded(token));
   if (check === undefined) return false;
   const [kid, publicKey, input, signature] = check;
