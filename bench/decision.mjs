@@ -1,7 +1,10 @@
 // Benchmark (a command, not a test): median ns per fenced write through the
 // public JS API (MemoryGate.write) for number and bigint tokens, against a
 // plain-JS gate with the same validation and comparison, in the same run; and
-// the .wasm size raw and gzipped. Run: npm run bench (after scripts/build.sh).
+// the .wasm size raw and gzipped. Run: npm run bench (after scripts/build.sh);
+// `--json` adds one final line of JSON with the figures and ratios (issue 14
+// item 4 targets: number ≤ 1.3×, bigint ≤ 1.6× the plain-JS gate, op id ≤ 1.5×
+// the plain fenced write).
 import { readFileSync } from 'node:fs';
 import { gzipSync } from 'node:zlib';
 import { MemoryGate } from '../pkg/node.mjs';
@@ -88,4 +91,20 @@ console.log(`  ratio bigint  fencegate/plain = ${(med['fencegate bigint'] / med[
 console.log(`  operation ids: ${med['number + opId'].toFixed(1)} ns, ${(med['number + opId'] / med['fencegate number']).toFixed(2)}x the plain fenced write`);
 console.log(`  audit callback: ${med['number + onVerdict'].toFixed(1)} ns, ${(med['number + onVerdict'] / med['fencegate number']).toFixed(2)}x the plain fenced write (${audited} records)`);
 const wasm = readFileSync(new URL('../pkg/dist/fencegate_bg.wasm', import.meta.url));
-console.log(`wasm size: ${wasm.length} bytes raw, ${gzipSync(wasm, { level: 9 }).length} bytes gzip -9`);
+const gzip = gzipSync(wasm, { level: 9 }).length;
+console.log(`wasm size: ${wasm.length} bytes raw, ${gzip} bytes gzip -9`);
+if (process.argv.includes('--json')) {
+  const r2 = (x) => Math.round(x * 100) / 100;
+  console.log(JSON.stringify({
+    bench: 'decision',
+    node: process.version,
+    ns: Object.fromEntries(Object.entries(med).map(([k, v]) => [k, r2(v)])),
+    ratios: {
+      number: r2(med['fencegate number'] / med['plain JS number']),
+      bigint: r2(med['fencegate bigint'] / med['plain JS bigint']),
+      opId: r2(med['number + opId'] / med['fencegate number']),
+      onVerdict: r2(med['number + onVerdict'] / med['fencegate number']),
+    },
+    wasm: { raw: wasm.length, gzip },
+  }));
+}

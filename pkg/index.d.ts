@@ -335,7 +335,7 @@ export interface TokenClaims {
 
 /**
  * A key a resource verifies with: an HMAC-SHA256 secret (32–1024 bytes, as a
- * `Uint8Array` or `{ hmac }`), or an Ed25519 public key (32 bytes; Ed25519 build only).
+ * `Uint8Array` or `{ hmac }`), or an Ed25519 public key (32 bytes; Ed25519 build, or a `Gate` on any build through WebCrypto).
  */
 export type VerifyKey = Uint8Array | { hmac: Uint8Array } | { ed25519: Uint8Array };
 

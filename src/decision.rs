@@ -6,6 +6,8 @@
 //! the client, makes the comparison.
 
 use crate::error::{Code, TokenError};
+use crate::ops::{OpRecord, Seen, DEFAULT_WINDOW, FINGERPRINT_BYTES};
+use crate::state::ResourceState;
 
 /// What to do when a token equals the mark (DESIGN R2).
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
@@ -19,7 +21,7 @@ pub enum SameEpoch {
 }
 
 impl SameEpoch {
-    /// Parses the policy names used by the JS API: `"allow"` or `"strict"`.
+    /// Parses the same-epoch rule names used by the JS API: `"allow"` or `"strict"`.
     pub fn from_name(name: &str) -> Option<SameEpoch> {
         match name {
             "allow" => Some(SameEpoch::Allow),
@@ -36,7 +38,7 @@ pub enum Operation {
     Write,
     /// Raise the mark with no data change (the barrier a new owner runs before
     /// working, DESIGN R7). Establishing the current mark again is an idempotent
-    /// accept under either policy, so a retried barrier is harmless.
+    /// accept under either same-epoch rule, so a retried barrier is harmless.
     Establish,
 }
 
@@ -45,7 +47,7 @@ pub enum Operation {
 pub enum Outcome {
     /// token > mark: raise the mark to the token and apply the change.
     Advance,
-    /// token == mark and the same-epoch policy allows it: apply, mark unchanged.
+    /// token == mark and the same-epoch rule allows it: apply, mark unchanged.
     Accept,
     /// Nothing changes: not the mark, not the data (R3).
     Reject,
@@ -146,12 +148,12 @@ impl Verdict {
 /// * token < mark → `STALE_TOKEN`
 ///
 /// Comparison is on `u64` values: never text, never a narrower type.
-pub const fn decide(mark: u64, token: u64, policy: SameEpoch, op: Operation) -> Verdict {
+pub const fn decide(mark: u64, token: u64, same_epoch: SameEpoch, op: Operation) -> Verdict {
     let (outcome, code, mark_after) = if token > mark {
         (Outcome::Advance, None, token)
     } else if token < mark {
         (Outcome::Reject, Some(Code::StaleToken), mark)
-    } else if matches!(op, Operation::Establish) || matches!(policy, SameEpoch::Allow) {
+    } else if matches!(op, Operation::Establish) || matches!(same_epoch, SameEpoch::Allow) {
         (Outcome::Accept, None, mark)
     } else {
         (Outcome::Reject, Some(Code::SameEpochRejected), mark)
@@ -163,6 +165,215 @@ pub const fn decide(mark: u64, token: u64, policy: SameEpoch, op: Operation) -> 
         mark_before: mark,
         mark_after,
     }
+}
+
+// ---- The decision against a stored state (holder binding, operation ids,
+// quarantine): shared by the in-memory store (`crate::store`) and the gates
+// over host stores (`crate::wasm`), which load the stored state, decide here,
+// and — only when the verdict applies — commit the returned next state with
+// the data change in one atomic step (DESIGN R1). A rejection returns no next
+// state, so nothing is written (R3); the next mark is `max(mark, token)` (R5).
+
+/// What an operation says about itself beyond its token (issue 6).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct OpMeta<'a> {
+    /// The operation id, for de-duplication within an epoch (writes only;
+    /// ignored by establish).
+    pub op_id: Option<&'a str>,
+    /// The holder or lease presenting the token. Unsigned numeric tokens name
+    /// none; then holder binding cannot apply.
+    pub holder: Option<&'a str>,
+    /// How many operation ids the key keeps per epoch (1..=1024).
+    pub window: usize,
+    /// The operation's fingerprint ([`crate::ops::fingerprint`]), recorded
+    /// with its id: a retry of the id with a different one is `OP_ID_REUSED`.
+    pub fingerprint: Option<[u8; FINGERPRINT_BYTES]>,
+}
+
+impl OpMeta<'_> {
+    /// No operation id, no holder.
+    pub const NONE: OpMeta<'static> = OpMeta {
+        op_id: None,
+        holder: None,
+        window: DEFAULT_WINDOW,
+        fingerprint: None,
+    };
+}
+
+/// Applies holder binding and operation-id semantics to an epoch-level
+/// `verdict` (from [`decide`] or a gate policy) and, when the result
+/// applies, updates `state` in place. A result that does not apply leaves
+/// `state` untouched (R3).
+///
+/// A quarantined state (issue 9) first refuses every valid token ≤ its floor
+/// with `QUARANTINED`; an advance above the floor lifts the quarantine.
+///
+/// At an equal epoch, in this order:
+/// 1. the state names a holder and the operation names a different one →
+///    `EPOCH_CONFLICT` (one epoch handed to two owners: an issuer rollback);
+/// 2. the operation id is in the window and both it and the operation carry
+///    a fingerprint, and they differ → `OP_ID_REUSED` (the id was reused for
+///    a different operation; issue 13, like the IETF Idempotency-Key draft's
+///    422);
+/// 3. the operation id is in the window → `duplicate` with the original's
+///    outcome (also under `strict`, so a retry after COMMIT_UNKNOWN is safe);
+/// 4. the id fell out of the window (Bloom filter hit) → `OP_ID_EXPIRED`;
+/// 5. otherwise the epoch-level verdict stands; an accept records the id and,
+///    when the state named no holder yet, binds the operation's holder.
+///
+/// On advance the new epoch's holder is the operation's, and the window
+/// restarts with this operation's id.
+pub fn settle(
+    state: &mut ResourceState,
+    verdict: Verdict,
+    op: Operation,
+    meta: &OpMeta<'_>,
+) -> Verdict {
+    let Some(token) = verdict.token else {
+        return verdict;
+    };
+    if let Some(floor) = state.quarantine {
+        // A quarantined key refuses every epoch up to its floor, whatever the
+        // epoch-level verdict said about it (stale, equal, or a gate-policy refusal
+        // other than the fence check keeps its own code).
+        let fence_level = verdict.applies()
+            || matches!(
+                verdict.code,
+                Some(Code::StaleToken | Code::SameEpochRejected)
+            );
+        if fence_level && token <= floor {
+            return verdict.rejected(Code::Quarantined);
+        }
+    }
+    let op_id = if matches!(op, Operation::Write) {
+        meta.op_id
+    } else {
+        None
+    };
+    match verdict.outcome {
+        Outcome::Advance => {
+            state.mark = state.mark.max(verdict.mark_after);
+            state.quarantine = None;
+            state.holder = meta.holder.map(str::to_owned);
+            state.ops.clear();
+            if let Some(id) = op_id {
+                let record = OpRecord {
+                    id: id.to_owned(),
+                    mark_before: verdict.mark_before,
+                    fingerprint: meta.fingerprint,
+                };
+                state.ops.push(record, meta.window);
+            }
+            verdict
+        }
+        Outcome::Accept | Outcome::Reject if token == state.mark => {
+            let strict_refusal = verdict.code == Some(Code::SameEpochRejected);
+            if verdict.outcome == Outcome::Reject && !strict_refusal {
+                return verdict;
+            }
+            if let (Some(bound), Some(holder)) = (state.holder.as_deref(), meta.holder) {
+                if bound != holder {
+                    return verdict.rejected(Code::EpochConflict);
+                }
+            }
+            if let Some(id) = op_id {
+                match state.ops.seen(id) {
+                    Seen::Applied(original) => {
+                        if let (Some(was), Some(now)) = (original.fingerprint, meta.fingerprint) {
+                            if was != now {
+                                return verdict.rejected(Code::OpIdReused);
+                            }
+                        }
+                        return Verdict {
+                            outcome: Outcome::Duplicate {
+                                original_advanced: original.mark_before < token,
+                                original_before: original.mark_before,
+                            },
+                            code: None,
+                            token: Some(token),
+                            mark_before: state.mark,
+                            mark_after: state.mark,
+                        };
+                    }
+                    Seen::Expired => return verdict.rejected(Code::OpIdExpired),
+                    Seen::New => {}
+                }
+            }
+            if strict_refusal {
+                return verdict;
+            }
+            if state.holder.is_none() {
+                state.holder = meta.holder.map(str::to_owned);
+            }
+            if let Some(id) = op_id {
+                let record = OpRecord {
+                    id: id.to_owned(),
+                    mark_before: verdict.mark_before,
+                    fingerprint: meta.fingerprint,
+                };
+                state.ops.push(record, meta.window);
+            }
+            verdict
+        }
+        _ => verdict,
+    }
+}
+
+/// The result of deciding one operation against stored state.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct StoredDecision {
+    /// The verdict (same shape as the in-memory gate's).
+    pub verdict: Verdict,
+    /// The state to commit with the data change; `None` when nothing applies
+    /// (reject or duplicate: the host must write nothing at all).
+    pub next: Option<ResourceState>,
+}
+
+/// Decides `token` against the stored state of one key.
+///
+/// * `stored` — the decoded stored state, or `None` when the key has no fence
+///   record yet (mark 0). Decoding errors are the caller's CORRUPT_STATE and
+///   never reach this function as "no state".
+/// * `token` — the validated epoch, or why it is not one (always a rejection).
+/// * `meta` — operation id and holder ([`settle`]).
+///
+/// On advance the next state carries the token as mark; on accept it carries
+/// the unchanged mark (it is still written, so the host's version moves and a
+/// concurrent writer that loaded the same version must re-check).
+pub fn decide_state(
+    stored: Option<&ResourceState>,
+    token: Result<u64, TokenError>,
+    same_epoch: SameEpoch,
+    op: Operation,
+    meta: &OpMeta<'_>,
+) -> StoredDecision {
+    let mark = stored.map_or(0, |s| s.mark);
+    let verdict = match token {
+        Ok(t) => decide(mark, t, same_epoch, op),
+        Err(e) => Verdict::invalid_token(mark, &e),
+    };
+    decide_with_state(stored, verdict, op, meta)
+}
+
+/// Like [`decide_state`] for an epoch-level verdict already made against the
+/// stored mark (e.g. by a gate policy).
+pub fn decide_with_state(
+    stored: Option<&ResourceState>,
+    verdict: Verdict,
+    op: Operation,
+    meta: &OpMeta<'_>,
+) -> StoredDecision {
+    let quarantined = stored.is_some_and(|s| s.quarantine.is_some());
+    if !verdict.applies() && meta.op_id.is_none() && meta.holder.is_none() && !quarantined {
+        return StoredDecision {
+            verdict,
+            next: None,
+        };
+    }
+    let mut state = stored.cloned().unwrap_or_default();
+    let verdict = settle(&mut state, verdict, op, meta);
+    let next = verdict.applies().then_some(state);
+    StoredDecision { verdict, next }
 }
 
 #[cfg(test)]
@@ -226,9 +437,9 @@ mod tests {
     proptest! {
         #[test]
         fn mark_never_decreases(mark in any::<u64>(), token in 1u64.., strict in any::<bool>(), est in any::<bool>()) {
-            let policy = if strict { SameEpoch::Strict } else { SameEpoch::Allow };
+            let same_epoch = if strict { SameEpoch::Strict } else { SameEpoch::Allow };
             let op = if est { Operation::Establish } else { Operation::Write };
-            let v = decide(mark, token, policy, op);
+            let v = decide(mark, token, same_epoch, op);
             prop_assert!(v.mark_after >= v.mark_before);
             prop_assert_eq!(v.mark_before, mark);
             prop_assert_eq!(v.applies(), token > mark || (token == mark && (!strict || est)));
@@ -245,6 +456,463 @@ mod tests {
                 mark = v.mark_after;
             }
             prop_assert_eq!(mark, *tokens.iter().max().unwrap());
+        }
+    }
+}
+
+#[cfg(test)]
+mod stored_tests {
+    use super::*;
+    use crate::error::Code;
+    use proptest::prelude::*;
+
+    const W: Operation = Operation::Write;
+
+    #[test]
+    fn no_record_is_mark_zero() {
+        let d = decide_state(None, Ok(1), SameEpoch::Allow, W, &OpMeta::NONE);
+        assert_eq!(d.verdict.outcome, Outcome::Advance);
+        assert_eq!(d.next, Some(ResourceState::at(1)));
+    }
+
+    #[test]
+    fn rejection_has_no_next_state() {
+        let s = Some(ResourceState::at(100));
+        let d = decide_state(s.as_ref(), Ok(99), SameEpoch::Allow, W, &OpMeta::NONE);
+        assert_eq!(
+            (d.verdict.code, d.verdict.mark_after, d.next),
+            (Some(Code::StaleToken), 100, None)
+        );
+        let d = decide_state(
+            s.as_ref(),
+            Err(TokenError::Missing),
+            SameEpoch::Allow,
+            W,
+            &OpMeta::NONE,
+        );
+        assert_eq!((d.verdict.code, d.next), (Some(Code::MissingToken), None));
+        let d = decide_state(s.as_ref(), Ok(100), SameEpoch::Strict, W, &OpMeta::NONE);
+        assert_eq!(
+            (d.verdict.code, d.next),
+            (Some(Code::SameEpochRejected), None)
+        );
+        let d = decide_state(s.as_ref(), Ok(101), SameEpoch::Allow, W, &OpMeta::NONE);
+        assert_eq!(d.next, Some(ResourceState::at(101)));
+    }
+
+    #[test]
+    fn accept_rewrites_the_same_mark() {
+        let s = Some(ResourceState::at(u64::MAX));
+        let d = decide_state(s.as_ref(), Ok(u64::MAX), SameEpoch::Allow, W, &OpMeta::NONE);
+        assert_eq!(d.verdict.outcome, Outcome::Accept);
+        assert_eq!(d.next, s);
+        let d = decide_state(
+            s.as_ref(),
+            Ok(u64::MAX),
+            SameEpoch::Strict,
+            Operation::Establish,
+            &OpMeta::NONE,
+        );
+        assert_eq!(d.next, s);
+    }
+
+    fn meta<'a>(op_id: Option<&'a str>, holder: Option<&'a str>, window: usize) -> OpMeta<'a> {
+        OpMeta {
+            op_id,
+            holder,
+            window,
+            fingerprint: None,
+        }
+    }
+
+    /// Issue 6: mark 4; write(5, op r1) advances; the reply is lost; the retry
+    /// with op r1 is a duplicate, applies nothing, and the mark stays 5.
+    #[test]
+    fn retried_operation_is_a_duplicate() {
+        let s = ResourceState::at(4);
+        let d = decide_state(
+            Some(&s),
+            Ok(5),
+            SameEpoch::Allow,
+            W,
+            &meta(Some("r1"), None, 64),
+        );
+        assert_eq!(d.verdict.outcome, Outcome::Advance);
+        let s = d.next.unwrap();
+        assert_eq!(
+            s.to_json(),
+            r#"{"v":4,"mark":"5","holder":null,"ops":[["r1","4"]],"evicted":null,"quarantine":null}"#
+        );
+        for same_epoch in [SameEpoch::Allow, SameEpoch::Strict] {
+            let d = decide_state(Some(&s), Ok(5), same_epoch, W, &meta(Some("r1"), None, 64));
+            assert_eq!(
+                d.verdict.outcome,
+                Outcome::Duplicate {
+                    original_advanced: true,
+                    original_before: 4
+                }
+            );
+            assert_eq!(
+                (
+                    d.verdict.mark_before,
+                    d.verdict.mark_after,
+                    d.verdict.status()
+                ),
+                (5, 5, 256)
+            );
+            assert_eq!(d.next, None);
+        }
+        let d = decide_state(
+            Some(&s),
+            Ok(5),
+            SameEpoch::Allow,
+            W,
+            &meta(Some("r2"), None, 64),
+        );
+        assert_eq!(d.verdict.outcome, Outcome::Accept);
+        let s2 = d.next.unwrap();
+        let d = decide_state(
+            Some(&s2),
+            Ok(5),
+            SameEpoch::Allow,
+            W,
+            &meta(Some("r2"), None, 64),
+        );
+        assert_eq!(
+            d.verdict.outcome,
+            Outcome::Duplicate {
+                original_advanced: false,
+                original_before: 5
+            }
+        );
+        assert_eq!(d.verdict.status(), 257);
+        // A new epoch clears the window: r1 is new again at epoch 6.
+        let d = decide_state(
+            Some(&s2),
+            Ok(6),
+            SameEpoch::Allow,
+            W,
+            &meta(Some("r1"), None, 64),
+        );
+        assert_eq!(d.verdict.outcome, Outcome::Advance);
+        assert_eq!(d.next.unwrap().ops.ops.len(), 1);
+        // A stale retry is stale, not a duplicate.
+        let d = decide_state(
+            Some(&s2),
+            Ok(4),
+            SameEpoch::Allow,
+            W,
+            &meta(Some("r1"), None, 64),
+        );
+        assert_eq!(d.verdict.code, Some(Code::StaleToken));
+    }
+
+    /// Issue 6: mark 5, window 3: a, b, c, d applied; a again is not applied as new.
+    #[test]
+    fn evicted_id_is_not_applied_as_new() {
+        let mut s = ResourceState::at(5);
+        for id in ["a", "b", "c", "d"] {
+            let d = decide_state(
+                Some(&s),
+                Ok(5),
+                SameEpoch::Allow,
+                W,
+                &meta(Some(id), None, 3),
+            );
+            assert_eq!(d.verdict.outcome, Outcome::Accept, "{id}");
+            s = d.next.unwrap();
+        }
+        let d = decide_state(
+            Some(&s),
+            Ok(5),
+            SameEpoch::Allow,
+            W,
+            &meta(Some("a"), None, 3),
+        );
+        assert_eq!(
+            (d.verdict.outcome, d.verdict.code, d.next),
+            (Outcome::Reject, Some(Code::OpIdExpired), None)
+        );
+        let d = decide_state(
+            Some(&s),
+            Ok(5),
+            SameEpoch::Allow,
+            W,
+            &meta(Some("b"), None, 3),
+        );
+        assert_eq!(
+            d.verdict.outcome,
+            Outcome::Duplicate {
+                original_advanced: false,
+                original_before: 5
+            }
+        );
+    }
+
+    /// Issue 13: window 2, epoch 5, ids `z`, `1`, `y`, then `1` again: a
+    /// duplicate, whatever order a host hands the stored members back in.
+    #[test]
+    fn window_order_survives_reordered_members() {
+        let mut text: Option<String> = None;
+        for id in ["z", "1", "y"] {
+            let s = text
+                .as_deref()
+                .map(|t| ResourceState::from_json(t).unwrap());
+            let d = decide_state(
+                s.as_ref(),
+                Ok(5),
+                SameEpoch::Allow,
+                W,
+                &meta(Some(id), None, 2),
+            );
+            assert!(d.verdict.applies(), "{id}");
+            // The host re-serialises the state with members sorted.
+            let v: serde_json::Value = serde_json::from_str(&d.next.unwrap().to_json()).unwrap();
+            text = Some(v.to_string());
+        }
+        let s = ResourceState::from_json(text.as_deref().unwrap()).unwrap();
+        let d = decide_state(
+            Some(&s),
+            Ok(5),
+            SameEpoch::Allow,
+            W,
+            &meta(Some("1"), None, 2),
+        );
+        assert_eq!(
+            (d.verdict.outcome, d.next),
+            (
+                Outcome::Duplicate {
+                    original_advanced: false,
+                    original_before: 5
+                },
+                None
+            )
+        );
+        let d = decide_state(
+            Some(&s),
+            Ok(5),
+            SameEpoch::Allow,
+            W,
+            &meta(Some("z"), None, 2),
+        );
+        assert_eq!(d.verdict.code, Some(Code::OpIdExpired));
+    }
+
+    /// Issue 13: an operation id reused with a different fingerprint is
+    /// OP_ID_REUSED and changes nothing; the same fingerprint, or none on
+    /// either side, is a duplicate as before.
+    #[test]
+    fn op_id_reused_with_another_fingerprint() {
+        let fp = |b: &[u8]| Some(crate::ops::fingerprint(b));
+        let with = |fingerprint| OpMeta {
+            op_id: Some("pay-1"),
+            holder: None,
+            window: 64,
+            fingerprint,
+        };
+        let d = decide_state(None, Ok(5), SameEpoch::Allow, W, &with(fp(b"{\"pay\":10}")));
+        assert_eq!(d.verdict.outcome, Outcome::Advance);
+        let s = d.next.unwrap();
+        for same_epoch in [SameEpoch::Allow, SameEpoch::Strict] {
+            let d = decide_state(Some(&s), Ok(5), same_epoch, W, &with(fp(b"{\"pay\":99}")));
+            assert_eq!(
+                (
+                    d.verdict.outcome,
+                    d.verdict.code,
+                    d.verdict.mark_after,
+                    d.next
+                ),
+                (Outcome::Reject, Some(Code::OpIdReused), 5, None)
+            );
+            for same in [fp(b"{\"pay\":10}"), None] {
+                let d = decide_state(Some(&s), Ok(5), same_epoch, W, &with(same));
+                assert_eq!(
+                    (d.verdict.outcome, d.next),
+                    (
+                        Outcome::Duplicate {
+                            original_advanced: true,
+                            original_before: 0
+                        },
+                        None
+                    )
+                );
+            }
+        }
+        // Recorded without a fingerprint: any retry is a duplicate (as before issue 13).
+        let d = decide_state(None, Ok(5), SameEpoch::Allow, W, &with(None));
+        let s = d.next.unwrap();
+        let d = decide_state(Some(&s), Ok(5), SameEpoch::Allow, W, &with(fp(b"x")));
+        assert!(matches!(d.verdict.outcome, Outcome::Duplicate { .. }));
+        // A stale token is stale, whatever its fingerprint.
+        let d = decide_state(Some(&s), Ok(4), SameEpoch::Allow, W, &with(fp(b"x")));
+        assert_eq!(d.verdict.code, Some(Code::StaleToken));
+    }
+
+    /// Issue 6: the same epoch from a different holder is EPOCH_CONFLICT.
+    #[test]
+    fn holder_binding() {
+        let d = decide_state(
+            None,
+            Ok(41),
+            SameEpoch::Allow,
+            Operation::Establish,
+            &meta(None, Some("A"), 64),
+        );
+        let s = d.next.unwrap();
+        assert_eq!(s.holder.as_deref(), Some("A"));
+        let d = decide_state(
+            Some(&s),
+            Ok(41),
+            SameEpoch::Allow,
+            W,
+            &meta(None, Some("B"), 64),
+        );
+        assert_eq!(
+            (d.verdict.code, d.verdict.mark_after, d.next),
+            (Some(Code::EpochConflict), 41, None)
+        );
+        let d = decide_state(
+            Some(&s),
+            Ok(41),
+            SameEpoch::Allow,
+            W,
+            &meta(None, Some("A"), 64),
+        );
+        assert_eq!(d.verdict.outcome, Outcome::Accept);
+        // An unnamed (plain numeric) token cannot be told apart: accepted.
+        let d = decide_state(Some(&s), Ok(41), SameEpoch::Allow, W, &OpMeta::NONE);
+        assert_eq!(d.verdict.outcome, Outcome::Accept);
+        // The first named writer binds an epoch established without a holder.
+        let d = decide_state(
+            Some(&ResourceState::at(41)),
+            Ok(41),
+            SameEpoch::Allow,
+            W,
+            &meta(None, Some("A"), 64),
+        );
+        let s = d.next.unwrap();
+        assert_eq!(s.holder.as_deref(), Some("A"));
+        let d = decide_state(
+            Some(&s),
+            Ok(41),
+            SameEpoch::Allow,
+            W,
+            &meta(None, Some("B"), 64),
+        );
+        assert_eq!(d.verdict.code, Some(Code::EpochConflict));
+        // A new epoch belongs to its own holder.
+        let d = decide_state(
+            Some(&s),
+            Ok(42),
+            SameEpoch::Allow,
+            W,
+            &meta(None, Some("B"), 64),
+        );
+        assert_eq!(d.next.unwrap().holder.as_deref(), Some("B"));
+    }
+
+    /// Issue 9: the resource's state was lost while the issuer is at 9; after
+    /// `quarantine(9)` tokens ≤ 9 are refused until epoch 10 is established.
+    #[test]
+    fn quarantine_refuses_up_to_the_floor_until_a_new_epoch() {
+        let mut s = ResourceState::default();
+        assert!(s.quarantine_at(9));
+        for (token, op, same_epoch) in [
+            (9, W, SameEpoch::Allow),
+            (9, Operation::Establish, SameEpoch::Allow),
+            (9, W, SameEpoch::Strict),
+            (3, W, SameEpoch::Allow),
+            (1, Operation::Establish, SameEpoch::Allow),
+        ] {
+            for m in [OpMeta::NONE, meta(Some("r1"), Some("A"), 64)] {
+                let d = decide_state(Some(&s), Ok(token), same_epoch, op, &m);
+                assert_eq!(
+                    (d.verdict.code, d.verdict.mark_after, &d.next),
+                    (Some(Code::Quarantined), 9, &None),
+                    "{token} {op:?}"
+                );
+            }
+        }
+        // A bad token keeps its own code.
+        let d = decide_state(
+            Some(&s),
+            Err(TokenError::Missing),
+            SameEpoch::Allow,
+            W,
+            &OpMeta::NONE,
+        );
+        assert_eq!(d.verdict.code, Some(Code::MissingToken));
+        let d = decide_state(
+            Some(&s),
+            Ok(10),
+            SameEpoch::Allow,
+            Operation::Establish,
+            &meta(None, Some("B"), 64),
+        );
+        assert_eq!(d.verdict.outcome, Outcome::Advance);
+        let lifted = d.next.unwrap();
+        assert_eq!(
+            lifted.to_json(),
+            r#"{"v":4,"mark":"10","holder":"B","ops":[],"evicted":null,"quarantine":null}"#
+        );
+        let d = decide_state(
+            Some(&lifted),
+            Ok(10),
+            SameEpoch::Allow,
+            W,
+            &meta(None, Some("B"), 64),
+        );
+        assert_eq!(d.verdict.outcome, Outcome::Accept);
+        // A write above the floor also advances and lifts it.
+        let d = decide_state(Some(&s), Ok(11), SameEpoch::Allow, W, &OpMeta::NONE);
+        assert_eq!(d.next, Some(ResourceState::at(11)));
+    }
+
+    proptest! {
+        #[test]
+        fn quarantine_never_lowers_and_refuses_the_floor(mark in any::<u64>(), floor in any::<u64>(), token in 1u64..) {
+            let mut s = ResourceState::at(mark);
+            s.quarantine_at(floor);
+            prop_assert_eq!(s.mark, mark.max(floor));
+            prop_assert_eq!(ResourceState::from_json(&s.to_json()), Ok(s.clone()));
+            let d = decide_state(Some(&s), Ok(token), SameEpoch::Allow, W, &OpMeta::NONE);
+            if token <= s.mark {
+                prop_assert_eq!(d.verdict.code, Some(Code::Quarantined));
+                prop_assert_eq!(d.next, None);
+            } else {
+                prop_assert_eq!(d.next.map(|n| (n.mark, n.quarantine)), Some((token, None)));
+            }
+        }
+
+        #[test]
+        fn an_op_id_is_applied_at_most_once_per_epoch(ids in proptest::collection::vec(0u8..20, 1..80), window in 1usize..8) {
+            let mut s = ResourceState::at(3);
+            let mut applied = std::collections::HashSet::new();
+            for id in ids {
+                let id = format!("op{id}");
+                let d = decide_state(Some(&s), Ok(3), SameEpoch::Allow, W, &meta(Some(&id), None, window));
+                if d.verdict.applies() {
+                    prop_assert!(applied.insert(id.clone()), "{} applied twice", id);
+                    s = d.next.unwrap();
+                } else {
+                    prop_assert!(applied.contains(&id) || d.verdict.code == Some(Code::OpIdExpired));
+                    prop_assert_eq!(d.next, None);
+                }
+                prop_assert_eq!(s.mark, 3);
+            }
+        }
+
+        #[test]
+        fn next_state_is_max_or_nothing(mark in any::<u64>(), token in 1u64.., strict in any::<bool>()) {
+            let same_epoch = if strict { SameEpoch::Strict } else { SameEpoch::Allow };
+            let d = decide_state(Some(&ResourceState::at(mark)), Ok(token), same_epoch, W, &OpMeta::NONE);
+            match d.next {
+                Some(n) => {
+                    prop_assert!(d.verdict.applies());
+                    prop_assert_eq!(n.mark, mark.max(token));
+                }
+                None => prop_assert!(!d.verdict.applies()),
+            }
         }
     }
 }

@@ -18,7 +18,6 @@ pub mod format;
 mod format_fixture;
 #[cfg(test)]
 mod fuzz;
-pub mod host;
 pub mod issuer;
 pub mod ops;
 pub mod policy;

@@ -113,6 +113,10 @@ pub enum Presented<'a> {
     Plain(Result<u64, TokenError>),
     /// The text form of a signed token (`fg1.…`).
     Signed(&'a str),
+    /// A signed token whose Ed25519 signature the host verified (WebCrypto)
+    /// under a [`crate::signed::Key::HostEd25519`] key; every other check
+    /// (and every other key) runs as for [`Presented::Signed`].
+    HostVerified(&'a str),
 }
 
 /// Where a token came from, as far as the gate can tell.
@@ -147,7 +151,11 @@ pub fn check_provenance(
         Presented::Plain(Err(e)) => Err((e.code(), None)),
         Presented::Plain(Ok(_)) if require_signed => Err((Code::UnsignedToken, None)),
         Presented::Plain(Ok(epoch)) => Ok(Provenance::Plain(epoch)),
-        Presented::Signed(text) => match keyring.verify(text, Some(scope)) {
+        Presented::Signed(text) | Presented::HostVerified(text) => match crate::signed::parse(text)
+            .and_then(|parsed| {
+                let host = matches!(presented, Presented::HostVerified(_));
+                keyring.verify_parsed_host(parsed, Some(scope), host)
+            }) {
             Ok(claims) => Ok(Provenance::Signed(claims)),
             Err(SignedError::WrongScope { .. }) => {
                 // The token is genuine, so its epoch is worth reporting; the
@@ -389,7 +397,7 @@ mod tests {
             "a",
             Operation::Write,
             Some("v10"),
-            &crate::host::OpMeta::NONE,
+            &crate::decision::OpMeta::NONE,
             |m| policy.admit(m, Presented::Signed(&t10), "a", W, None).0,
         );
         assert_eq!(v.outcome, Outcome::Advance);
@@ -407,7 +415,7 @@ mod tests {
                 "a",
                 Operation::Write,
                 Some("bad"),
-                &crate::host::OpMeta::NONE,
+                &crate::decision::OpMeta::NONE,
                 |m| policy.admit(m, p.clone(), "a", W, None).0,
             );
             assert_eq!(
@@ -418,7 +426,7 @@ mod tests {
                 "a",
                 Operation::Establish,
                 None,
-                &crate::host::OpMeta::NONE,
+                &crate::decision::OpMeta::NONE,
                 |m| policy.admit(m, p, "a", E, None).0,
             );
             assert_eq!(code(&v), Some(expected));
@@ -432,7 +440,7 @@ mod tests {
             "b",
             Operation::Write,
             Some("bad"),
-            &crate::host::OpMeta::NONE,
+            &crate::decision::OpMeta::NONE,
             |m| policy.admit(m, Presented::Signed(&t10), "b", W, None).0,
         );
         assert_eq!(code(&v), Some("WRONG_SCOPE"));

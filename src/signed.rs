@@ -323,6 +323,20 @@ pub fn signing_input(claim_bytes: &[u8]) -> Vec<u8> {
     m
 }
 
+/// What the host verifies for a token under a [`Key::HostEd25519`] key
+/// ([`Keyring::host_check`]).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct HostCheck {
+    /// The token's key id.
+    pub kid: String,
+    /// The key's 32 public key bytes.
+    pub public_key: [u8; 32],
+    /// The bytes the signature covers ([`signing_input`]).
+    pub signing_input: Vec<u8>,
+    /// The 64 signature bytes.
+    pub signature: Vec<u8>,
+}
+
 /// A token split into its parts, before any key is consulted.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Parsed {
@@ -455,6 +469,11 @@ pub enum Key {
     /// An Ed25519 signing key (from its 32-byte seed): mints and verifies.
     #[cfg(feature = "ed25519")]
     Ed25519Secret(ed25519_dalek::SigningKey),
+    /// An Ed25519 public key (32 bytes) whose signatures the host checks
+    /// (WebCrypto, issue 14): a token under it is accepted only through
+    /// [`Keyring::verify_parsed_host`] with the host's "verified"; on its own
+    /// the keyring refuses it with `BAD_SIGNATURE`. Verifies nothing, mints nothing.
+    HostEd25519([u8; 32]),
 }
 
 impl std::fmt::Debug for Key {
@@ -466,6 +485,7 @@ impl std::fmt::Debug for Key {
             Key::Ed25519Public(_) => "Key::Ed25519Public(..)",
             #[cfg(feature = "ed25519")]
             Key::Ed25519Secret(_) => "Key::Ed25519Secret(..)",
+            Key::HostEd25519(_) => "Key::HostEd25519(..)",
         })
     }
 }
@@ -563,6 +583,7 @@ impl Key {
     pub fn ed25519_public_bytes(&self) -> Option<[u8; 32]> {
         match self {
             Key::Hmac(_) => None,
+            Key::HostEd25519(k) => Some(*k),
             Key::Ed25519Public(k) => Some(k.to_bytes()),
             Key::Ed25519Secret(k) => Some(k.verifying_key().to_bytes()),
         }
@@ -574,7 +595,18 @@ impl Key {
             Key::Hmac(_) => Algorithm::HmacSha256,
             #[cfg(feature = "ed25519")]
             Key::Ed25519Public(_) | Key::Ed25519Secret(_) => Algorithm::Ed25519,
+            Key::HostEd25519(_) => Algorithm::Ed25519,
         }
+    }
+
+    /// An Ed25519 public key that the host verifies with (see [`Key::HostEd25519`]).
+    pub fn host_ed25519(bytes: &[u8]) -> Result<Key, SignedError> {
+        bytes.try_into().map(Key::HostEd25519).map_err(|_| {
+            SignedError::InvalidArgument(format!(
+                "an Ed25519 public key is 32 bytes, got {}",
+                bytes.len()
+            ))
+        })
     }
 
     /// Signs [`signing_input`]`(claim_bytes)`.
@@ -595,6 +627,9 @@ impl Key {
                 use ed25519_dalek::Signer;
                 Ok(k.sign(&signing_input(claim_bytes)).to_bytes().to_vec())
             }
+            Key::HostEd25519(_) => Err(SignedError::InvalidArgument(
+                "an Ed25519 public key can verify but not mint".to_owned(),
+            )),
         }
     }
 
@@ -614,6 +649,8 @@ impl Key {
             Key::Ed25519Secret(k) => {
                 ed25519_verify(&k.verifying_key(), &signing_input(claim_bytes), signature)
             }
+            // Only the host verifies these (`Keyring::verify_parsed_host`).
+            Key::HostEd25519(_) => false,
         }
     }
 }
@@ -727,6 +764,24 @@ impl Keyring {
         mint(&claims, key)
     }
 
+    /// What the host must verify for `text` under a [`Key::HostEd25519`] key:
+    /// the key id, its 32 public key bytes, the signing input and the
+    /// signature; `None` when the text does not parse, its key id is retired,
+    /// unknown or not such a key, or the algorithm differs (the decision then
+    /// refuses it as [`Keyring::verify`] would).
+    pub fn host_check(&self, text: &str) -> Option<HostCheck> {
+        let parsed = parse(text).ok()?;
+        match self.lookup(&parsed.claims.kid).ok()? {
+            Key::HostEd25519(k) if parsed.claims.alg == Algorithm::Ed25519 => Some(HostCheck {
+                kid: parsed.claims.kid,
+                public_key: *k,
+                signing_input: signing_input(&parsed.claim_bytes),
+                signature: parsed.signature,
+            }),
+            _ => None,
+        }
+    }
+
     fn lookup(&self, kid: &str) -> Result<&Key, SignedError> {
         if self.retired.iter().any(|r| r == kid) {
             return Err(SignedError::KeyRetired(kid.to_owned()));
@@ -750,11 +805,29 @@ impl Keyring {
         parsed: Parsed,
         expected_scope: Option<&str>,
     ) -> Result<Claims, SignedError> {
+        self.verify_parsed_host(parsed, expected_scope, false)
+    }
+
+    /// [`Keyring::verify_parsed`] where the host has checked the signature of
+    /// a token under a [`Key::HostEd25519`] key (WebCrypto): `host_verified`
+    /// stands for that key's signature check, in the same place of the order
+    /// of checks (after the key id and algorithm, before the scope). Every
+    /// other key verifies here as always.
+    pub fn verify_parsed_host(
+        &self,
+        parsed: Parsed,
+        expected_scope: Option<&str>,
+        host_verified: bool,
+    ) -> Result<Claims, SignedError> {
         let key = self.lookup(&parsed.claims.kid)?;
         if key.alg() != parsed.claims.alg {
             return Err(SignedError::BadSignature);
         }
-        if !key.verify(&parsed.claim_bytes, &parsed.signature) {
+        let genuine = match key {
+            Key::HostEd25519(_) => host_verified,
+            _ => key.verify(&parsed.claim_bytes, &parsed.signature),
+        };
+        if !genuine {
             return Err(SignedError::BadSignature);
         }
         if let Some(expected) = expected_scope {
@@ -1188,6 +1261,66 @@ pub(crate) mod tests {
             *o = u8::from_str_radix(&s[2 * i..2 * i + 2], 16).unwrap();
         }
         out
+    }
+
+    /// Issue 14: a host-verified Ed25519 key (WebCrypto) accepts a token only
+    /// with the host's "verified", after the key id and algorithm checks and
+    /// before the scope; on its own it is BAD_SIGNATURE.
+    #[cfg(feature = "ed25519")]
+    #[test]
+    fn host_verified_ed25519_key() {
+        let seed = hex32("9d61b19deffd5a60ba844af492ec2cc44449c5697b326919703bac031cae7f60");
+        let public = hex32("d75a980182b10ab7d54bfed3c964073a0ee172f3daa62325af021a68f707511a");
+        let mut issuer = Keyring::new();
+        issuer
+            .insert("ed-1", Key::ed25519_secret(&seed).unwrap())
+            .unwrap();
+        let mut c = claims("s", 3);
+        c.alg = Algorithm::Ed25519;
+        c.kid = "ed-1".to_owned();
+        let t = issuer.mint("ed-1", &c).unwrap();
+        let mut ring = Keyring::new();
+        ring.insert("ed-1", Key::host_ed25519(&public).unwrap())
+            .unwrap();
+        ring.retire("gone").unwrap();
+        let check = ring.host_check(&t).unwrap();
+        let p = parse(&t).unwrap();
+        assert_eq!(
+            (check.kid.as_str(), check.public_key, &check.signature),
+            ("ed-1", public, &p.signature)
+        );
+        assert_eq!(check.signing_input, signing_input(&p.claim_bytes));
+        assert_eq!(ring.verify(&t, Some("s")), Err(SignedError::BadSignature));
+        let host = |text: &str, scope: &str, ok: bool| {
+            parse(text).and_then(|p| ring.verify_parsed_host(p, Some(scope), ok))
+        };
+        assert_eq!(host(&t, "s", true).map(|c| c.epoch), Ok(3));
+        assert_eq!(host(&t, "s", false), Err(SignedError::BadSignature));
+        assert!(matches!(
+            host(&t, "other", true),
+            Err(SignedError::WrongScope { .. })
+        ));
+        // Retired and unknown ids are refused before the host is asked.
+        c.kid = "gone".to_owned();
+        let mut old = Keyring::new();
+        old.insert("gone", Key::ed25519_secret(&seed).unwrap())
+            .unwrap();
+        let retired = old.mint("gone", &c).unwrap();
+        assert_eq!(ring.host_check(&retired), None);
+        assert_eq!(
+            host(&retired, "s", true),
+            Err(SignedError::KeyRetired("gone".to_owned()))
+        );
+        // An HMAC token naming the Ed25519 key: no host check, BAD_SIGNATURE even if "verified".
+        let mut h = claims("s", 4);
+        h.kid = "ed-1".to_owned();
+        let confused = mint(&h, &Key::hmac(&public).unwrap()).unwrap();
+        assert_eq!(ring.host_check(&confused), None);
+        assert_eq!(host(&confused, "s", true), Err(SignedError::BadSignature));
+        assert_eq!(
+            Key::host_ed25519(&public[..31]).unwrap_err().code(),
+            Code::InvalidArgument
+        );
     }
 
     #[cfg(feature = "ed25519")]

@@ -10,9 +10,8 @@ use std::collections::hash_map::RandomState;
 use std::collections::HashMap;
 use std::hash::{BuildHasher, Hash};
 
-use crate::decision::{decide, Operation, SameEpoch, Verdict};
+use crate::decision::{decide, settle, OpMeta, Operation, SameEpoch, Verdict};
 use crate::error::TokenError;
-use crate::host::{settle, OpMeta};
 use crate::state::ResourceState;
 
 /// One resource key's state and protected value.
@@ -30,29 +29,29 @@ pub struct Entry<V> {
 /// with `S` (SipHash by default: keys may be chosen by clients).
 #[derive(Clone, Debug)]
 pub struct MemoryStore<K, V, S = RandomState> {
-    policy: SameEpoch,
+    same_epoch: SameEpoch,
     entries: HashMap<K, Entry<V>, S>,
 }
 
 impl<K: Hash + Eq, V> MemoryStore<K, V> {
-    /// An empty store with the given same-epoch policy.
-    pub fn new(policy: SameEpoch) -> Self {
-        Self::with_hasher(policy, RandomState::new())
+    /// An empty store with the given same-epoch rule.
+    pub fn new(same_epoch: SameEpoch) -> Self {
+        Self::with_hasher(same_epoch, RandomState::new())
     }
 }
 
 impl<K: Hash + Eq, V, S: BuildHasher> MemoryStore<K, V, S> {
     /// An empty store hashing keys with `hasher`.
-    pub fn with_hasher(policy: SameEpoch, hasher: S) -> Self {
+    pub fn with_hasher(same_epoch: SameEpoch, hasher: S) -> Self {
         MemoryStore {
-            policy,
+            same_epoch,
             entries: HashMap::with_hasher(hasher),
         }
     }
 
-    /// The same-epoch policy in force.
-    pub fn policy(&self) -> SameEpoch {
-        self.policy
+    /// The same-epoch rule in force.
+    pub fn same_epoch(&self) -> SameEpoch {
+        self.same_epoch
     }
 
     /// Fenced write: applies `value` to `key` when the token advances or is
@@ -88,15 +87,15 @@ impl<K: Hash + Eq, V, S: BuildHasher> MemoryStore<K, V, S> {
         K: Borrow<Q>,
         Q: Hash + Eq + ToOwned<Owned = K> + ?Sized,
     {
-        let policy = self.policy;
+        let same_epoch = self.same_epoch;
         self.apply_with(key, op, value, meta, |mark| match token {
-            Ok(t) => decide(mark, t, policy, op),
+            Ok(t) => decide(mark, t, same_epoch, op),
             Err(e) => Verdict::invalid_token(mark, &e),
         })
     }
 
     /// The general form: `check` gets the current mark and makes the
-    /// epoch-level verdict (plain [`decide`], or a provenance policy); then
+    /// epoch-level verdict (plain [`decide`], or a gate policy); then
     /// [`settle`] applies holder and operation-id semantics. Check and apply
     /// happen in this one `&mut` call; a verdict that does not apply changes
     /// nothing, and the mark only ever rises (R5).

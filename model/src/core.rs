@@ -1,8 +1,8 @@
 //! The one place where the model calls the fencegate core.
 //!
 //! Everything the model does to a store goes through these functions, which
-//! call the shipped Rust functions: [`fencegate::host::decide_state`] (the
-//! decision every host-store gate makes, `pkg/lib/gate.mjs` → `__decide_*`),
+//! call the shipped Rust functions: [`fencegate::decision::decide_state`] (the
+//! decision every host-store gate makes, `pkg/lib/gate.mjs` → `__gate_decide`),
 //! [`fencegate::state::ResourceState::quarantine_at`] (`gate.quarantine`) and
 //! the issuer transitions [`fencegate::issuer::acquire`], [`release`] and
 //! [`raise_revoking`] (`Issuer.acquire`, `.release`, `.raise({ revoke: true })`).
@@ -13,8 +13,9 @@
 //! When a core signature changes (op-id state, lease ids, codecs), this file is
 //! the only one to adapt.
 
-use fencegate::decision::{Operation, Outcome, SameEpoch, Verdict};
-use fencegate::host::{decide_state, decide_with_state, OpMeta};
+use fencegate::decision::{
+    decide_state, decide_with_state, OpMeta, Operation, Outcome, SameEpoch, Verdict,
+};
 use fencegate::issuer::{
     acquire, keyed_lease_id, raise_revoking, release, AcquireRequest, EpochLimit, IssuerResult,
     IssuerState, LEASE_KEY_BYTES,

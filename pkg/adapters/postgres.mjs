@@ -1,6 +1,6 @@
 // fencegate/postgres — a host store on PostgreSQL through node-postgres (pg).
 //
-// One table holds, per resource key, the fence state (format v1 JSON text),
+// One table holds, per resource key, the fence state (its JSON text, as fencegate encodes it),
 // the protected value (JSON text, NULL = no value) and a `version` bigint.
 // fencegate makes the decision in Wasm; PostgreSQL runs a compare-and-set as
 // one statement: `UPDATE … WHERE key = $1 AND version = $expected` (or an

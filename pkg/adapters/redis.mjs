@@ -1,7 +1,7 @@
 // fencegate/redis — a host store on Redis through ioredis.
 //
 // Each resource key is one Redis hash `<prefix><key>` with the fields `state`
-// (fence state, format v1 JSON text), `value` (JSON text; absent = no value) and
+// (fence state, JSON text as fencegate encodes it), `value` (JSON text; absent = no value) and
 // `version` (an integer counter). fencegate makes the decision in Wasm; Redis
 // only runs a compare-and-set: a Lua script that checks the version and then
 // writes state, value and the next version together, or nothing. A lost

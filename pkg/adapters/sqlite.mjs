@@ -1,7 +1,7 @@
 // fencegate/sqlite — a host store on SQLite through better-sqlite3 (v12).
 //
-// One table holds, per resource key, the persisted fence state (format v1 JSON
-// text), the protected value (JSON text, NULL = no value) and a version counter.
+// One table holds, per resource key, the persisted fence state (JSON text,
+// as fencegate encodes it), the protected value (JSON text, NULL = no value) and a version counter.
 // Every fenced operation runs as one `BEGIN IMMEDIATE` transaction: read the
 // state, let fencegate decide, write state and value together — or nothing.
 // IMMEDIATE takes SQLite's write lock up front, so writers in other processes

@@ -2,10 +2,10 @@
 // into Wasm (numbers and bigints never go through serde) and shapes verdicts.
 import * as wasm from '../dist/fencegate.js';
 import { FencegateError } from './errors.mjs';
-import { ready, initAsync, CODES, DUPLICATE, TABLES, lastMarks } from './runtime.mjs';
-import { policyFromOptions, applyWithPolicy, setPolicyCeiling, addPolicyKey, retirePolicyKey, freePolicy } from './signed.mjs';
-import { shape, metaOf, windowOf, auditOf, Observer } from './verdict.mjs';
-import { MAX_U64, canonical, invalid, notReady, checkKey, checkOptions, GATE_OPTIONS, describe, stateTextOf, checkStateText } from './common.mjs';
+import { ready, initAsync, CODES } from './runtime.mjs';
+import { policyFromOptions, refreshCeiling, setPolicyCeiling, addPolicyKey, retirePolicyKey, freePolicy } from './signed.mjs';
+import { metaOf, windowOf, auditOf, Observer, pack, plainPolicy, verdictOut, claimsOut, marksOut, ESTABLISH } from './verdict.mjs';
+import { invalid, notReady, checkKey, checkOptions, GATE_OPTIONS, describe, stateTextOf, checkStateText } from './common.mjs';
 
 export { FencegateError };
 export { Gate } from './gate.mjs';
@@ -71,7 +71,8 @@ export function errorCodes() {
   return CODES.slice();
 }
 
-function policyFlag(options) {
+/** The same-epoch rule of MemoryGate options: true for `strict`. */
+function strictOf(options) {
   if (options === undefined || options === null) return false;
   if (typeof options !== 'object') throw invalid('options must be an object', { options });
   checkOptions(options, GATE_OPTIONS, 'MemoryGate');
@@ -81,13 +82,13 @@ function policyFlag(options) {
   throw invalid(`sameEpoch must be 'allow' or 'strict', got ${describe(p)}`, { sameEpoch: p });
 }
 
-function verdictOf(raw, key, status, token) {
-  const marks = lastMarks();
-  const before = marks[0];
-  const after = marks[1];
-  const code = status >= 2 && status < DUPLICATE ? CODES[status - 2] : null;
-  const t = code === 'MISSING_TOKEN' || code === 'MALFORMED_TOKEN' ? null : canonical(token);
-  return shape(key, status, t, before >= 0 ? before : raw.before_b(), after >= 0 ? after : raw.after_b());
+/** The status `RawMemoryGate.apply` returns for invalid operation options (u32::MAX; nothing changed). */
+const REFUSED = 0xffff_ffff;
+
+/** Throws the INVALID_ARGUMENT of operation options the decision refused (built in Wasm, `__check_meta`). */
+function refused(meta, window) {
+  wasm.__check_meta(meta?.opId, meta?.holder, window, meta?.fingerprint);
+  throw new Error('fencegate: a refused request had valid options (pkg/lib does not match the Wasm build)');
 }
 
 /** Stands in for a freed gate's Wasm object: every use throws INVALID_ARGUMENT. */
@@ -118,7 +119,7 @@ export class MemoryGate {
 
   constructor(options) {
     if (!ready) notReady();
-    this.#strict = policyFlag(options);
+    this.#strict = strictOf(options);
     this.#window = windowOf(options);
     this.#observer = new Observer(auditOf(options));
     this.#policy = policyFromOptions(options);
@@ -145,7 +146,7 @@ export class MemoryGate {
     return -1;
   }
 
-  /** The same-epoch policy: `'allow'` or `'strict'`. */
+  /** The same-epoch rule: `'allow'` or `'strict'`. */
   get sameEpoch() {
     return this.#strict ? 'strict' : 'allow';
   }
@@ -164,42 +165,37 @@ export class MemoryGate {
     return this.#fenced(key, token, options, false, undefined);
   }
 
-  /** One write (`write`: true) or establish: the decision, then the value on advance/accept, then the audit record. */
+  /**
+   * One write (`write`: true) or establish: the decision (one Wasm call,
+   * `RawMemoryGate.apply`, whatever the token kind; a number token without
+   * policy or options takes the same entry with nothing to pack), then the
+   * value on advance/accept, then the audit record.
+   */
   #fenced(key, token, options, write, value) {
     const slot = this.#slot(key);
-    const raw = this.#raw;
     const meta = options === undefined ? null : metaOf(options);
     const started = this.#observer.timed ? performance.now() : null;
-    let v;
-    if (this.#policy !== null || meta !== null) {
-      v = this.#slow(slot, key, token, meta, write);
+    const p = this.#policy;
+    let status;
+    if (p === null && meta === null && typeof token === 'number') {
+      status = this.#raw.apply(plainPolicy(), slot, write ? 0 : ESTABLISH, token, 0n, 0, 0, 0, 0, 0, this.#window, 0);
     } else {
-      let status;
-      if (typeof token === 'number') status = write ? raw.write_n(slot, token) : raw.establish_n(slot, token);
-      else if (typeof token === 'bigint' && token >= 0n && token <= MAX_U64) status = write ? raw.write_b(slot, token) : raw.establish_b(slot, token);
-      else status = write ? raw.write_any(slot, token) : raw.establish_any(slot, token);
-      v = verdictOf(raw, key, status, token);
+      let scope = null;
+      if (p !== null) {
+        // Policy callbacks (ceiling, scope) run before Wasm is entered.
+        refreshCeiling(p);
+        scope = typeof token === 'number' ? '' : p.scopeOf(key);
+      }
+      const r = pack(write ? 0 : ESTABLISH, token, scope, meta, null);
+      status = this.#raw.apply(p === null ? plainPolicy() : p.raw, slot, r.flags, r.number, r.exact, r.textBytes, r.tokenLen, r.scopeLen, r.opLen, r.holderLen, this.#window, r.fingerprintBytes);
+      if (status === REFUSED) refused(meta, this.#window);
     }
+    const v = verdictOut(key, status, token);
+    if (p !== null) v.claims = claimsOut();
     // Same synchronous step as the decision: nothing can run or throw in between.
-    if (write && (v.outcome === 'advance' || v.outcome === 'accept')) this.#values[slot] = value;
+    if (write && status < 2) this.#values[slot] = value;
     this.#observer.record(v, write ? 'write' : 'establish', meta, started);
     return v;
-  }
-
-  /** The path with a policy and/or operation metadata (set in Wasm right before the decision). */
-  #slow(slot, key, token, meta, write) {
-    const raw = this.#raw;
-    try {
-      // Policy callbacks (scope, ceiling) run first; the metadata is set right before the decision.
-      const setMeta = meta === null ? null : () => wasm.__meta(meta.opId, meta.holder, this.#window, meta.fingerprint);
-      if (this.#policy !== null) return applyWithPolicy(raw, this.#policy, slot, key, token, write, setMeta);
-      if (setMeta !== null) setMeta();
-      const status = write ? raw.write_m(slot, token) : raw.establish_m(slot, token);
-      return verdictOf(raw, key, status, token);
-    } catch (e) {
-      wasm.__meta(undefined, undefined, TABLES.defaultWindow, undefined); // never leave metadata for a later decision
-      throw e;
-    }
   }
 
   /** Counters per outcome and code since the gate was made: `{ total, advance, accept, reject, duplicate, auditErrors, codes }`. */
@@ -217,9 +213,7 @@ export class MemoryGate {
     const slot = this.#slot(key);
     const raw = this.#raw;
     const changed = raw.quarantine(slot, floor);
-    const marks = lastMarks();
-    const markBefore = marks[0] >= 0 ? marks[0] : raw.before_b();
-    const markAfter = marks[1] >= 0 ? marks[1] : raw.after_b();
+    const [markBefore, markAfter] = marksOut();
     return { key, ok: true, changed, floor: markAfter, markBefore, markAfter };
   }
 

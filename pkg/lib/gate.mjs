@@ -20,10 +20,10 @@
 // keep the fence record) or `{ kind: 'none' }` (establish: only the state).
 import * as wasm from '../dist/fencegate.js';
 import { FencegateError } from './errors.mjs';
-import { lastMarks, exactMarks, CODES, DUPLICATE, TABLES } from './runtime.mjs';
-import { policyFromOptions, claimsOf, ceilingOf, addPolicyKey, retirePolicyKey, bounded, freePolicy } from './signed.mjs';
-import { shape, metaOf, windowOf, auditOf, Observer } from './verdict.mjs';
-import { MAX_U64, canonical, invalid, checkReady, checkKey, checkOptions, messageOf, GATE_OPTIONS, describe, listOf, stateTextOf, checkStateText } from './common.mjs';
+import { lastMarks } from './runtime.mjs';
+import { policyFromOptions, ceilingOf, hostVerified, addPolicyKey, retirePolicyKey, freePolicy } from './signed.mjs';
+import { metaOf, windowOf, auditOf, Observer, pack, packCeiling, plainPolicy, verdictOut, claimsOut, nextOut, marksOut, ESTABLISH, STRICT, HOST_VERIFIED } from './verdict.mjs';
+import { invalid, checkReady, checkKey, checkOptions, messageOf, GATE_OPTIONS, describe, listOf, stateTextOf, checkStateText } from './common.mjs';
 import { StoreDriver, driverOptions } from './driver.mjs';
 
 const NONE = Object.freeze({ kind: 'none' });
@@ -97,19 +97,6 @@ function unknownError(key, callback, cause, why) {
   );
 }
 
-function verdictOf(key, d) {
-  const v = shape(key, d.status, d.token, d.markBefore, d.markAfter);
-  if (d.claims !== undefined) v.claims = d.claims;
-  return v;
-}
-
-/** The next state to commit after a policy decision that applies: format v4 text from Wasm when the key has a holder, operation ids or a quarantine, else v1. */
-function nextState(status, markAfter) {
-  if (status >= 2) return null;
-  const text = wasm.__next_text();
-  return text === undefined ? { v: 1, mark: String(markAfter) } : JSON.parse(text);
-}
-
 /**
  * The stored state as the binding reads it: null (no record) or text. Text goes to the decoder as is (lone surrogates
  * refused: Wasm would see them altered); the object form is first read field
@@ -143,94 +130,34 @@ function stateError(key, state, e) {
   return e;
 }
 
-/** The marks a binding call left in the scratch (exact bigints above 2^53−1). */
-function marksOf() {
-  const m = lastMarks();
-  return [m[0] >= 0 ? m[0] : exactMarks()[2], m[1] >= 0 ? m[1] : exactMarks()[3]];
-}
-
-/** Decodes stored state in Wasm (null = no record) and remembers it there, for the policy path; throws CORRUPT_STATE. */
-function loadState(key, state) {
-  onState(key, state, (input) => wasm.__state(input));
-}
-
 /**
- * The decision, in Wasm, in one call: decode the stored state, compare, and
- * give the next state to commit, or null when rejected (reject, duplicate).
- * Wasm returns the next state's text only when it is not plain format v1; a
- * v1 state is spelled here from the exact `markAfter` (see `__gate_decide`).
- * Under a gate policy (keys, higherEpoch) it takes the policy path.
+ * The decision, in Wasm, in one call whatever the token kind (`__gate_decide`):
+ * decode the stored state, check provenance under the gate's policy (the plain
+ * policy when it has none), compare, and give the verdict and the next state
+ * to commit, or null when nothing applies (reject, duplicate). Wasm gives the
+ * next state's text only when it is not plain format v1; a v1 state is
+ * spelled from the exact `markAfter` (see `nextOut`).
  */
 function decide(key, state, token, establish, strict, policy, meta, window) {
-  const flags = (establish ? 1 : 0) | (strict ? 2 : 0);
-  if (policy !== null) {
-    loadState(key, state);
-    if (meta !== null) wasm.__meta(meta.opId, meta.holder, window, meta.fingerprint);
-    try {
-      return decidePolicy(token, flags, policy);
-    } catch (e) {
-      wasm.__meta(undefined, undefined, TABLES.defaultWindow, undefined); // never leave metadata for a later decision
-      throw e;
-    }
-  }
-  // Numbers and bigints in 0..=2^64−1 cross as plain numbers, not as objects.
-  let number;
-  let exact;
-  let other;
-  if (typeof token === 'number') number = token;
-  else if (typeof token === 'bigint' && token >= 0n && token <= MAX_U64) exact = token;
-  else other = token;
-  let next;
+  const flags = (establish ? ESTABLISH : 0) | (strict ? STRICT : 0) | (policy?.verified ? HOST_VERIFIED : 0);
   try {
-    const input = stateInput(key, state);
-    next =
-      meta === null
-        ? wasm.__gate_decide(input, number, exact, other, flags)
-        : wasm.__gate_decide(input, number, exact, other, flags, meta.opId, meta.holder, window, meta.fingerprint);
+    const r = pack(flags, token, policy === null ? null : policy.scope, meta, stateInput(key, state));
+    if (policy !== null && policy.ceiling !== undefined) packCeiling(policy.ceiling);
+    const raw = policy === null ? plainPolicy() : policy.p.raw;
+    wasm.__gate_decide(raw, r.flags, r.number, r.exact, r.textBytes, r.tokenLen, r.scopeLen, r.opLen, r.holderLen, window, r.fingerprintBytes, r.ceiling, r.ceilingExact);
   } catch (e) {
     throw stateError(key, state, e);
   }
   const status = lastMarks()[4];
-  const [markBefore, markAfter] = marksOf();
-  // A missing or malformed token's verdict carries `token: null`.
-  const code = status >= 2 && status < DUPLICATE ? CODES[status - 2] : null;
-  const badToken = code === 'MISSING_TOKEN' || code === 'MALFORMED_TOKEN';
-  return {
-    status,
-    token: badToken ? null : canonical(token),
-    markBefore,
-    markAfter,
-    next: status >= 2 ? null : next === undefined ? { v: 1, mark: String(markAfter) } : JSON.parse(next),
-  };
-}
-
-/**
- * `decide` under a gate policy (docs/signed-tokens.md): provenance, then the
- * higher-epoch policy, then the fence check, against the state just loaded.
- * `policy` is `{ p, scope, ceiling }` prepared by `Gate.#run`.
- */
-function decidePolicy(token, flags, { p, scope, ceiling }) {
-  if (ceiling !== undefined) p.raw.set_ceiling(ceiling);
-  const number = typeof token === 'number';
-  const status = number ? p.raw.decide_host_n(token, flags) : p.raw.decide_host_any(scope, bounded(token), flags);
-  const before = wasm.__last_before_n();
-  const after = wasm.__last_after_n();
-  const markBefore = before >= 0 ? before : wasm.__last_before_b();
-  const markAfter = after >= 0 ? after : wasm.__last_after_b();
-  return {
-    status,
-    token: p.raw.last_token(),
-    claims: number ? null : claimsOf(p.raw),
-    markBefore,
-    markAfter,
-    next: nextState(status, markAfter),
-  };
+  const v = verdictOut(key, status, token);
+  if (policy !== null) v.claims = claimsOut();
+  return { v, next: nextOut(status, v.markAfter) };
 }
 
 /** Mark, holder and quarantine floor of a stored state, decoded in Wasm in one call; throws CORRUPT_STATE. */
 function fieldsOf(key, state) {
   const holder = onState(key, state, (input) => wasm.__gate_inspect(input));
-  const [mark, floor] = marksOf();
+  const [mark, floor] = marksOut();
   return { mark, holder: holder ?? null, quarantine: lastMarks()[4] === 1 ? floor : null };
 }
 
@@ -295,7 +222,7 @@ export class Gate {
     checkReady();
     if (store === null || typeof store !== 'object') throw invalid('a Gate needs a host store object', { store });
     const o = parseOptions(options);
-    this.#policy = policyFromOptions(options);
+    this.#policy = policyFromOptions(options, true);
     this.#window = windowOf(options);
     this.#observer = new Observer(auditOf(options));
     try {
@@ -308,7 +235,7 @@ export class Gate {
     this.#strict = o.strict;
   }
 
-  /** The same-epoch policy: `'allow'` or `'strict'`. */
+  /** The same-epoch rule: `'allow'` or `'strict'`. */
   get sameEpoch() {
     return this.#strict ? 'strict' : 'allow';
   }
@@ -413,7 +340,7 @@ export class Gate {
     return this.#driver.run(key, key, (state) => {
       this.#live();
       const text = onState(key, state, (input) => wasm.__gate_quarantine(input, floor));
-      const [markBefore, markAfter] = marksOf();
+      const [markBefore, markAfter] = marksOut();
       return {
         result: { key, ok: true, changed: text !== undefined, floor: markAfter, markBefore, markAfter },
         next: text === undefined ? null : JSON.parse(text),
@@ -465,7 +392,7 @@ export class Gate {
       // set again right before each (synchronous) decision.
       const p = this.#policy;
       const ceiling = await ceilingOf(p);
-      policy = { p, scope: typeof token === 'number' ? '' : p.scopeOf(key), ceiling };
+      policy = { p, scope: typeof token === 'number' ? '' : p.scopeOf(key), ceiling, verified: await hostVerified(p, token) };
     }
     const strict = this.#strict;
     const window = this.#window;
@@ -476,7 +403,7 @@ export class Gate {
         // A step that waited in the key's queue while the gate was freed writes nothing (its keys are gone).
         this.#live();
         const d = decide(key, state, token, establish, strict, policy, meta, window);
-        return { result: verdictOf(key, d), next: d.next, change };
+        return { result: d.v, next: d.next, change };
       },
       timing,
     );

@@ -1,6 +1,6 @@
 // Loads the WebAssembly module once per realm. Entry files call initSync()
 // (Node, workerd) or core.init() calls initAsync() (browsers).
-import glueInit, { initSync as glueInitSync, __setErrorClass, __tables, __marksPtr } from '../dist/fencegate.js';
+import glueInit, { initSync as glueInitSync, __setErrorClass, __tables, __marksPtr, __inputBuffer } from '../dist/fencegate.js';
 import { FencegateError } from './errors.mjs';
 
 /**
@@ -32,7 +32,7 @@ export let CODES = [];
  * at instantiation, so JS keeps no copy of them. `{ codes, outcomes,
  * duplicateStatus, higherEpochModes, algorithms, maxTokenText, maxKeyBytes,
  * maxWindow, defaultWindow, leaseKeyBytes, maxHolderBytes, maxRequestIdBytes,
- * maxLeaseIdBytes }`.
+ * maxLeaseIdBytes, scratch, requestFlags }`.
  */
 export let TABLES = null;
 
@@ -49,6 +49,13 @@ const OUTCOMES = ['advance', 'accept', 'reject', 'duplicate'];
 export const MAX_KEY_BYTES = 512;
 /** The first two codes (verdicts with them carry `token: null`). */
 const TOKEN_CODES = ['MISSING_TOKEN', 'MALFORMED_TOKEN'];
+/** The output scratch's slots, in order (verdict.mjs reads them by index). */
+export const SCRATCH = [
+  'before', 'after', 'beforeExact', 'afterExact', 'status', 'token', 'tokenExact', 'alg', 'kidLen', 'scopeLen',
+  'epoch', 'epochExact', 'generation', 'generationExact', 'textPtr', 'claimsBytes', 'nextBytes',
+];
+/** A decision request's flag names, bit 0 first (verdict.mjs spells the bits). */
+export const REQUEST_FLAGS = ['establish', 'strict', 'state', 'exact', 'text', 'other', 'opId', 'holder', 'ceiling', 'ceilingExact', 'fingerprint', 'hostVerified'];
 
 let memory = null;
 let marksPtr = 0;
@@ -57,19 +64,56 @@ let exact = new BigUint64Array(0);
 
 /**
  * The output scratch of the last decision, a view over Wasm memory (re-made
- * when memory growth detached the old buffer): `[markBefore, markAfter]`
- * (−1 = above 2^53−1, see `exactMarks`), then at index 4 the status of a
- * host-store decision.
+ * when memory growth detached the old buffer), slots as `SCRATCH` names them:
+ * f64 values (an epoch −1 when above 2^53−1, see `exactMarks`).
  */
 export function lastMarks() {
-  if (marks.length === 0) marks = new Float64Array(memory.buffer, marksPtr, 5);
+  if (marks.length === 0) marks = new Float64Array(memory.buffer, marksPtr, SCRATCH.length);
   return marks;
 }
 
-/** The same scratch as u64: `[2]` markBefore and `[3]` markAfter, exactly (bigints). */
+/** The same scratch as u64: the `…Exact` slots hold epochs exactly (bigints). */
 export function exactMarks() {
-  if (exact.length === 0) exact = new BigUint64Array(memory.buffer, marksPtr, 5);
+  if (exact.length === 0) exact = new BigUint64Array(memory.buffer, marksPtr, SCRATCH.length);
   return exact;
+}
+
+const utf8 = new TextDecoder();
+const utf8out = new TextEncoder();
+let inputPtr = 0;
+let inputCap = 0;
+let input = new Uint8Array(0);
+
+/**
+ * Writes a request's text (UTF-8) and then `bytes` (if any) to the Wasm
+ * input buffer (`__inputBuffer`, src/wasm/mod.rs), which the next decision
+ * call reads; returns the text's length in bytes. Asks Wasm for a larger
+ * buffer only when this request could need more than it has.
+ */
+export function writeInput(text, bytes) {
+  const need = text.length * 3 + (bytes === undefined ? 0 : bytes.length);
+  if (need > inputCap) {
+    const cap = Math.max(need, inputCap * 2, 4096);
+    inputPtr = __inputBuffer(cap);
+    inputCap = cap;
+    input = new Uint8Array(0);
+  }
+  if (input.length === 0) input = new Uint8Array(memory.buffer, inputPtr, inputCap); // new, or detached by memory growth
+  const n = text.length;
+  let i = 0;
+  for (; i < n; i++) {
+    const c = text.charCodeAt(i);
+    if (c > 0x7f) break;
+    input[i] = c;
+  }
+  if (i < n) i += utf8out.encodeInto(text.slice(i), input.subarray(i)).written;
+  if (bytes !== undefined) input.set(bytes, i);
+  return i;
+}
+
+/** The UTF-8 text at `ptr`, `bytes` long, in Wasm memory (the output text of a decision). */
+export function wasmText(ptr, bytes) {
+  return utf8.decode(new Uint8Array(memory.buffer, ptr, bytes));
 }
 
 function attach(exports) {
@@ -80,7 +124,8 @@ function attach(exports) {
   // The hot path spells these as literals: they must be Rust's.
   const same =
     t.duplicateStatus === DUPLICATE && t.maxKeyBytes === MAX_KEY_BYTES &&
-    t.outcomes.join() === OUTCOMES.join() && t.codes.slice(0, 2).join() === TOKEN_CODES.join();
+    t.outcomes.join() === OUTCOMES.join() && t.codes.slice(0, 2).join() === TOKEN_CODES.join() &&
+    t.scratch.join() === SCRATCH.join() && t.requestFlags.join() === REQUEST_FLAGS.join();
   if (!same) throw new Error('fencegate: pkg/lib does not match the Wasm build (its __tables differ)');
   TABLES = t;
   CODES = t.codes;

@@ -1,40 +1,13 @@
 // Signed, scoped fence tokens and gate policies (issue 5). The checks live in
 // Rust (src/signed.rs, src/policy.rs); this file validates option shapes and
 // shapes results.
-import { shape } from './verdict.mjs';
+import { bounded, claimsOut } from './verdict.mjs';
 import * as wasm from '../dist/fencegate.js';
-import { ready, lastMarks, TABLES } from './runtime.mjs';
+import { ready, TABLES } from './runtime.mjs';
 import { invalid, notReady, wellFormed, describe, listOf } from './common.mjs';
 
 // Mode and algorithm names and the longest token text come from Rust
 // (`TABLES`, read at instantiation).
-
-/**
- * `token`, with strings longer than any valid fg1 text (src/signed.rs
- * MAX_TEXT_LEN) cut to one unit more before they enter Wasm: still refused
- * (MALFORMED_TOKEN), but a huge header cannot grow Wasm memory, which never
- * shrinks. @internal
- */
-export function bounded(token) {
-  const max = TABLES.maxTokenText;
-  return typeof token === 'string' && token.length > max ? token.slice(0, max + 1) : token;
-}
-
-/** The claims last verified by a RawPolicy, as an object, or null. @internal */
-export function claimsOf(raw) {
-  const text = raw.claims_text();
-  if (text === undefined) return null;
-  const k = raw.claims_kid_len();
-  const s = k + raw.claims_scope_len();
-  return {
-    alg: TABLES.algorithms[raw.claims_alg()],
-    kid: text.slice(0, k),
-    scope: text.slice(k, s),
-    epoch: raw.claims_epoch(),
-    leaseId: text.slice(s),
-    generation: raw.claims_generation(),
-  };
-}
 
 function isBytes(v) {
   return v instanceof Uint8Array;
@@ -45,7 +18,8 @@ function checkText(value, what) {
 }
 
 /** Adds `keys` ({ kid: secret | {hmac} | {ed25519} }) and `retired` ([kid]) to a RawPolicy. */
-function addKeys(raw, keys, retired) {
+/** Returns whether a key the host verifies (`ed25519-host`) was added. */
+function addKeys(raw, keys, retired, host = false) {
   // Retired ids first, so a key id listed in both is refused (INVALID_ARGUMENT).
   if (retired !== undefined) {
     // Every id is checked (holes of a sparse array included) before the first is retired.
@@ -58,8 +32,11 @@ function addKeys(raw, keys, retired) {
     if (keys === null || typeof keys !== 'object' || Array.isArray(keys)) {
       throw invalid('keys must be an object { keyId: key }', { keys });
     }
-    for (const kid of Object.keys(keys)) addKey(raw, kid, keys[kid]);
+    let hostKey = false;
+    for (const kid of Object.keys(keys)) hostKey = addKey(raw, kid, keys[kid], host) === HOST_KEY || hostKey;
+    return hostKey;
   }
+  return false;
 }
 
 /**
@@ -76,19 +53,20 @@ function wipingStack(f) {
 }
 
 /** Adds one verification key (`secret | { hmac } | { ed25519 }`) to a RawPolicy. */
-function addKey(raw, kid, k) {
+function addKey(raw, kid, k, host = false) {
   if (typeof kid !== 'string') throw invalid('a key id must be a string', { kid });
   let alg;
   let bytes;
   if (isBytes(k)) [alg, bytes] = ['hmac-sha256', k];
   else if (k && typeof k === 'object' && isBytes(k.hmac)) [alg, bytes] = ['hmac-sha256', k.hmac];
-  else if (k && typeof k === 'object' && isBytes(k.ed25519)) [alg, bytes] = ['ed25519-public', k.ed25519];
+  else if (k && typeof k === 'object' && isBytes(k.ed25519)) [alg, bytes] = [ed25519Kind(host), k.ed25519];
   else {
     throw invalid(`key ${kid}: an HMAC secret (Uint8Array, or { hmac: Uint8Array }) or { ed25519: publicKey Uint8Array }`, {
       kid,
     });
   }
   wipingStack(() => raw.add_key(kid, alg, bytes));
+  return alg;
 }
 
 function needPolicy(p, what) {
@@ -100,7 +78,7 @@ function needPolicy(p, what) {
 /** Adds a key to a live gate's policy (key rotation without a new gate). @internal */
 export function addPolicyKey(p, kid, key) {
   needPolicy(p, 'addKey');
-  addKey(p.raw, kid, key);
+  if (addKey(p.raw, kid, key, p.host) === HOST_KEY) p.hostKeys ??= new Map();
 }
 
 /** Retires a key id on a live gate's policy: KEY_RETIRED from now on. @internal */
@@ -135,10 +113,13 @@ function higherEpochOf(h) {
 /**
  * Builds the policy part of gate options, or `null` when the options ask for
  * the plain fence check (no keys, no requireSigned, higherEpoch 'adopt').
- * Returns `{ raw, scopeOf, ceilingFn, mode }`.
+ * Returns `{ raw, scopeOf, ceilingFn, mode, host, hostKeys }`. `host`: the
+ * gate is asynchronous (`Gate`), so without Ed25519 in the build its Ed25519
+ * keys are verified by the host's WebCrypto (`hostVerified`); `hostKeys`: the
+ * imported WebCrypto keys by key id, null while the policy has no such key.
  * @internal used by gates
  */
-export function policyFromOptions(options) {
+export function policyFromOptions(options, host = false) {
   if (options === undefined || options === null) return null;
   const { requireSigned, keys, retired, scope, higherEpoch } = options;
   const plain =
@@ -167,51 +148,74 @@ export function policyFromOptions(options) {
   const h = higherEpochOf(higherEpoch);
   const raw = new wasm.RawPolicy(requireSigned === true, TABLES.higherEpochModes.indexOf(h.mode), h.maxJump);
   try {
-    addKeys(raw, keys, retired);
+    const hostKey = addKeys(raw, keys, retired, host);
     let ceilingFn = null;
     if (typeof h.ceiling === 'function') ceilingFn = h.ceiling;
     else if (h.ceiling !== undefined) raw.set_ceiling(h.ceiling);
-    return { raw, scopeOf, ceilingFn, mode: h.mode };
+    return { raw, scopeOf, ceilingFn, mode: h.mode, host, hostKeys: hostKey ? new Map() : null };
   } catch (e) {
     wipingStack(() => raw.free());
     throw e;
   }
 }
 
-function refreshCeiling(p) {
+/**
+ * The kind of an Ed25519 public key for `RawPolicy.add_key`: verified in Wasm
+ * on the Ed25519 build; on the default build, by the host's WebCrypto for an
+ * asynchronous gate (`host`), else refused (no verifier: INVALID_ARGUMENT).
+ */
+function ed25519Kind(host) {
+  return host && !wasm.__features().includes('ed25519') ? HOST_KEY : 'ed25519-public';
+}
+
+/** The `add_key` kind of an Ed25519 public key that the host's WebCrypto verifies. */
+const HOST_KEY = 'ed25519-host';
+
+/** The WebCrypto key of an Ed25519 public key; INVALID_ARGUMENT when the runtime's Web Crypto has no Ed25519. */
+async function importEd25519(publicKey) {
+  try {
+    return await globalThis.crypto.subtle.importKey('raw', publicKey, { name: 'Ed25519' }, false, ['verify']);
+  } catch (e) {
+    throw invalid(
+      "this runtime's Web Crypto cannot verify Ed25519 (Node ≥ 20, workerd, Deno and recent browsers can): use the Ed25519 build (docs/signed-tokens.md)",
+      { cause: e },
+    );
+  }
+}
+
+/**
+ * For an asynchronous gate on a build without Ed25519: whether the host's
+ * WebCrypto verifies `token`'s Ed25519 signature under the key it names. Rust
+ * parses the token and hands over the key, signing input and signature
+ * (`host_check`), or nothing when the token is malformed or names a retired,
+ * unknown or non-Ed25519 key (the decision then refuses it exactly as the
+ * Wasm verifier would). The decision takes the answer as the signature check
+ * of that key and runs every other check itself. @internal used by Gate
+ */
+export async function hostVerified(p, token) {
+  if (p.hostKeys === null || typeof token !== 'string') return false;
+  const check = p.raw.host_check(bounded(token));
+  if (check === undefined) return false;
+  const [kid, publicKey, input, signature] = check;
+  let key = p.hostKeys.get(kid);
+  if (key === undefined) {
+    key = importEd25519(publicKey);
+    p.hostKeys.set(kid, key);
+  }
+  return globalThis.crypto.subtle.verify('Ed25519', await key, signature, input);
+}
+
+/**
+ * Runs a MemoryGate policy's ceiling function (synchronously) and sets the
+ * policy's ceiling to its value, validated. @internal used by MemoryGate
+ */
+export function refreshCeiling(p) {
   if (p.ceilingFn === null) return;
   const c = p.ceilingFn();
   if (c !== null && typeof c === 'object' && typeof c.then === 'function') {
     throw invalid('higherEpoch.ceiling() must return an epoch synchronously for a MemoryGate');
   }
   p.raw.set_ceiling(c);
-}
-
-/**
- * Decides one write or establish under a policy on a RawMemoryGate slot. The
- * caller stores a write's value when the verdict is `ok`, in the same
- * synchronous step. The ceiling and scope callbacks run before Wasm is entered.
- * @internal used by MemoryGate
- */
-export function applyWithPolicy(raw, p, slot, key, token, write, setMeta = null) {
-  refreshCeiling(p);
-  let status;
-  const number = typeof token === 'number';
-  if (number) {
-    if (setMeta !== null) setMeta();
-    status = write ? raw.write_pn(p.raw, slot, token) : raw.establish_pn(p.raw, slot, token);
-  } else {
-    const scope = p.scopeOf(key); // may call back into user code: before the metadata is set
-    const t = bounded(token);
-    if (setMeta !== null) setMeta();
-    status = write ? raw.write_p(p.raw, slot, scope, t) : raw.establish_p(p.raw, slot, scope, t);
-  }
-  const marks = lastMarks();
-  const before = marks[0];
-  const after = marks[1];
-  const v = shape(key, status, raw.last_token(), before >= 0 ? before : raw.before_b(), after >= 0 ? after : raw.after_b());
-  v.claims = number ? null : claimsOf(p.raw);
-  return v;
 }
 
 /**
@@ -292,7 +296,7 @@ export function verifyToken(text, options) {
   try {
     addKeys(raw, keys, retired);
     raw.verify(bounded(text), scope === null ? undefined : scope);
-    return claimsOf(raw);
+    return claimsOut();
   } finally {
     wipingStack(() => raw.free());
   }

@@ -8,21 +8,26 @@
 pub mod issuer;
 mod reconcile;
 
-use std::cell::RefCell;
+use std::cell::{Cell, RefCell};
 use std::sync::atomic::{AtomicU64, Ordering};
 
 use js_sys::{Array, Function, Object, Reflect};
 use rustc_hash::FxBuildHasher;
 use wasm_bindgen::prelude::*;
 
-use crate::decision::{Operation, SameEpoch, Verdict};
+use crate::decision::{OpMeta, Operation, SameEpoch, Verdict};
 use crate::error::{Code, StateError, TokenError};
+use crate::ops::FINGERPRINT_BYTES;
+use crate::policy::Presented;
+use crate::signed::Claims;
 use crate::state::ResourceState;
 use crate::store::MemoryStore;
 use crate::token::{epoch_from_f64, epoch_from_u64, parse_token, MAX_SAFE_INTEGER};
 
-mod host;
+mod gate;
 mod signed;
+
+use signed::RawPolicy;
 
 thread_local! {
     static ERROR_CLASS: RefCell<Option<Function>> = const { RefCell::new(None) };
@@ -45,7 +50,9 @@ pub fn set_error_class(class: Function) {
 /// * `maxTokenText`: the longest signed-token text (UTF-16 units = bytes, ASCII);
 /// * `maxKeyBytes`: the longest resource key / scope in UTF-8 bytes;
 /// * `maxWindow`, `defaultWindow`: the `opWindow` bounds;
-/// * `leaseKeyBytes`: the random bytes an issuer's `acquire` takes.
+/// * `leaseKeyBytes`: the random bytes an issuer's `acquire` takes;
+/// * `scratch`: the slot names of the output scratch, in order ([`SCRATCH`]);
+/// * `requestFlags`: the flag names of a decision request, bit 0 first ([`REQUEST_FLAGS`]).
 #[wasm_bindgen(js_name = "__tables")]
 pub fn tables() -> Object {
     use crate::decision::{Outcome, DUPLICATE_STATUS};
@@ -66,7 +73,9 @@ pub fn tables() -> Object {
         Outcome::Reject,
         duplicate,
     ];
-    let fields: [(&str, JsValue); 13] = [
+    let fields: [(&str, JsValue); 15] = [
+        ("scratch", names(&mut SCRATCH.iter().copied())),
+        ("requestFlags", names(&mut REQUEST_FLAGS.iter().copied())),
         ("codes", names(&mut Code::ALL.iter().map(|c| c.as_str()))),
         (
             "outcomes",
@@ -291,33 +300,157 @@ pub fn encode_state(mark: JsValue) -> Result<JsValue, JsValue> {
     Ok(state_to_js(&ResourceState::at(mark)))
 }
 
-/// The output scratch of the last decision, read by the JS wrapper through a
-/// `Float64Array` and a `BigUint64Array` over Wasm memory instead of more calls:
-/// `[markBefore, markAfter]` as f64 (−1 when above 2^53−1), the same two
-/// exactly as u64, and the status as f64 (host-store decisions only). Output
-/// only: nothing here is read back by a later call. Stored as bits in atomics
-/// so no `unsafe` is needed; wasm32 has one thread.
-static LAST_MARKS: [AtomicU64; 5] = [
-    AtomicU64::new(0),
-    AtomicU64::new(0),
-    AtomicU64::new(0),
-    AtomicU64::new(0),
-    AtomicU64::new(0),
+/// The slots of the output scratch, in order (`__tables().scratch`). A
+/// decision leaves its whole result here, so the JS side reads it through a
+/// `Float64Array` / `BigUint64Array` over Wasm memory instead of more calls:
+/// the marks, status and validated token (f64, −1 when above 2^53−1, then
+/// exactly as u64 in the `…Exact` slot; a token of −2: none), the verified
+/// claims (algorithm byte, 0 = none; the UTF-16 lengths of `kid` and `scope`
+/// inside the claims text; epoch and generation), and where the output text
+/// lies in Wasm memory: the claims text (`kid + scope + leaseId`) followed by
+/// the next state's JSON when it is not plain format v1.
+pub(crate) const SCRATCH: [&str; 17] = [
+    "before",
+    "after",
+    "beforeExact",
+    "afterExact",
+    "status",
+    "token",
+    "tokenExact",
+    "alg",
+    "kidLen",
+    "scopeLen",
+    "epoch",
+    "epochExact",
+    "generation",
+    "generationExact",
+    "textPtr",
+    "claimsBytes",
+    "nextBytes",
 ];
 
-/// The address of the five-slot scratch in Wasm memory (see `LAST_MARKS`).
-#[wasm_bindgen(js_name = "__marksPtr")]
-pub fn marks_ptr() -> usize {
-    LAST_MARKS.as_ptr() as usize
+/// Output only: nothing here is read back by a later call. Stored as bits in
+/// atomics so no `unsafe` is needed; wasm32 has one thread.
+static SCRATCH_SLOTS: [AtomicU64; 17] = [const { AtomicU64::new(0) }; 17];
+
+thread_local! {
+    /// The input buffer: the JS side writes a request's text (UTF-8) and a
+    /// fingerprint's bytes here right before the call that reads them, so a
+    /// request crosses in that one call with no allocation (see [`input_buffer`]).
+    static IN_TEXT: Cell<Vec<u8>> = const { Cell::new(Vec::new()) };
+    /// The bytes of the last decision's output text (see [`SCRATCH`]); a
+    /// transport buffer, overwritten by the next decision and never read by Rust.
+    static OUT_TEXT: Cell<Vec<u8>> = const { Cell::new(Vec::new()) };
 }
 
-/// Leaves a decision's marks (and status) in the scratch.
+/// Makes the input buffer at least `bytes` long and returns its address. The
+/// JS side calls this only when a request needs more room than it has (the
+/// address stays valid until the next call of this function: Wasm memory
+/// never moves). Like the scratch it is transport only: each call that reads
+/// it is told how many bytes its request wrote.
+#[wasm_bindgen(js_name = "__inputBuffer")]
+pub fn input_buffer(bytes: usize) -> usize {
+    let mut buf = IN_TEXT.with(Cell::take);
+    if buf.len() < bytes {
+        buf = vec![0; bytes.next_power_of_two()];
+    }
+    let ptr = buf.as_ptr() as usize;
+    IN_TEXT.with(|b| b.set(buf));
+    ptr
+}
+
+/// Runs `f` on a request's text (the input buffer's first `text_bytes`
+/// bytes) and fingerprint (the next `fingerprint_bytes`, when the request
+/// has one). Text that is not UTF-8 or lengths beyond the buffer (which the
+/// JS side never writes) read as empty.
+pub(crate) fn with_input<R>(
+    text_bytes: u32,
+    fingerprint_bytes: Option<u32>,
+    f: impl FnOnce(&str, Option<&[u8]>) -> R,
+) -> R {
+    let buf = IN_TEXT.with(Cell::take);
+    let (t, rest) = buf.split_at(buf.len().min(text_bytes as usize));
+    let text = std::str::from_utf8(t).unwrap_or("");
+    let fp = fingerprint_bytes.map(|n| &rest[..rest.len().min(n as usize)]);
+    let r = f(text, fp);
+    IN_TEXT.with(|b| b.set(buf));
+    r
+}
+
+/// The address of the scratch in Wasm memory (see [`SCRATCH`]).
+#[wasm_bindgen(js_name = "__marksPtr")]
+pub fn marks_ptr() -> usize {
+    SCRATCH_SLOTS.as_ptr() as usize
+}
+
+fn put_f64(slot: usize, value: f64) {
+    SCRATCH_SLOTS[slot].store(value.to_bits(), Ordering::Relaxed);
+}
+
+/// An epoch in the slot pair `slot` (f64, −1 above 2^53−1) and `slot + 1` (u64).
+fn put_epoch(slot: usize, epoch: u64) {
+    put_f64(slot, small(epoch));
+    SCRATCH_SLOTS[slot + 1].store(epoch, Ordering::Relaxed);
+}
+
+/// Leaves marks (and status) in the scratch: quarantine and inspect.
 pub(crate) fn put_marks(before: u64, after: u64, status: u32) {
-    LAST_MARKS[0].store(small(before).to_bits(), Ordering::Relaxed);
-    LAST_MARKS[1].store(small(after).to_bits(), Ordering::Relaxed);
-    LAST_MARKS[2].store(before, Ordering::Relaxed);
-    LAST_MARKS[3].store(after, Ordering::Relaxed);
-    LAST_MARKS[4].store(f64::from(status).to_bits(), Ordering::Relaxed);
+    put_f64(0, small(before));
+    put_f64(1, small(after));
+    SCRATCH_SLOTS[2].store(before, Ordering::Relaxed);
+    SCRATCH_SLOTS[3].store(after, Ordering::Relaxed);
+    put_f64(4, f64::from(status));
+}
+
+/// Leaves a decision's whole result in the scratch (see [`SCRATCH`]): the
+/// verdict, the verified claims, and the next state's JSON when the decision
+/// applies and the next state is not plain format v1 (the JS side spells
+/// `{ v: 1, mark: markAfter }` itself: a string made here and parsed there
+/// costs more than the whole decision).
+pub(crate) fn put_verdict(v: &Verdict, claims: Option<&Claims>, next: Option<&ResourceState>) {
+    put_marks(v.mark_before, v.mark_after, v.status());
+    match v.token {
+        Some(t) => put_epoch(5, t),
+        None => put_f64(5, -2.0),
+    }
+    put_claims(claims, next.filter(|n| v.applies() && !n.is_plain()));
+}
+
+/// Leaves a verified token's claims (none: algorithm 0) and a next state's
+/// JSON in the scratch and the output text.
+pub(crate) fn put_claims(claims: Option<&Claims>, next: Option<&ResourceState>) {
+    let Some(c) = claims else {
+        put_f64(7, 0.0);
+        match next {
+            Some(n) => put_text(0, n.to_json().as_bytes()),
+            None => put_f64(16, 0.0),
+        }
+        return;
+    };
+    put_f64(7, f64::from(c.alg.byte()));
+    put_f64(8, c.kid.len() as f64);
+    put_f64(9, c.scope.encode_utf16().count() as f64);
+    put_epoch(10, c.epoch);
+    put_epoch(12, c.generation);
+    let text = [c.kid.as_str(), &c.scope, &c.lease_id].concat();
+    let mut bytes = text.into_bytes();
+    let claims_bytes = bytes.len();
+    if let Some(n) = next {
+        bytes.extend_from_slice(n.to_json().as_bytes());
+    }
+    put_text(claims_bytes, &bytes);
+}
+
+/// Copies `bytes` into the output buffer and records where they are;
+/// `claims_bytes` of them are the claims text, the rest the next state.
+fn put_text(claims_bytes: usize, bytes: &[u8]) {
+    let mut out = OUT_TEXT.with(Cell::take);
+    out.clear();
+    out.extend_from_slice(bytes);
+    put_f64(14, out.as_ptr() as usize as f64);
+    put_f64(15, claims_bytes as f64);
+    put_f64(16, (out.len() - claims_bytes) as f64);
+    OUT_TEXT.with(|o| o.set(out));
 }
 
 pub(crate) fn small(epoch: u64) -> f64 {
@@ -328,107 +461,244 @@ pub(crate) fn small(epoch: u64) -> f64 {
     }
 }
 
+/// The flag bits of a decision request, bit 0 first (`__tables().requestFlags`):
+/// `establish` (else write), `strict` (same-epoch rule of a host-store gate),
+/// `state` (the packed text ends with the stored state's text), the token's
+/// lane — `exact` (a bigint in 0..=2^64−1 in `exact`), `text` (a signed
+/// token's text and the scope at the start of the packed text), `other` (any
+/// other value: `number` 0 when it is missing, undefined or null, else 1:
+/// malformed), else a number in `number` —, then
+/// `opId` and `holder` (in the packed text), and `ceiling` / `ceilingExact`
+/// (this decision's reject-future ceiling in `ceiling` or `ceiling_exact`;
+/// −1: none), `fingerprint` (the operation's fingerprint bytes follow the
+/// text in the input buffer), `hostVerified` (the host verified the signed
+/// token's Ed25519 signature with WebCrypto: `Presented::HostVerified`).
+pub(crate) const REQUEST_FLAGS: [&str; 12] = [
+    "establish",
+    "strict",
+    "state",
+    "exact",
+    "text",
+    "other",
+    "opId",
+    "holder",
+    "ceiling",
+    "ceilingExact",
+    "fingerprint",
+    "hostVerified",
+];
+
+pub(crate) const ESTABLISH: u32 = 1;
+pub(crate) const STRICT: u32 = 1 << 1;
+const STATE: u32 = 1 << 2;
+const EXACT: u32 = 1 << 3;
+const TEXT: u32 = 1 << 4;
+const OTHER: u32 = 1 << 5;
+const OP_ID: u32 = 1 << 6;
+const HOLDER: u32 = 1 << 7;
+const CEILING: u32 = 1 << 8;
+const CEILING_EXACT: u32 = 1 << 9;
+pub(crate) const FINGERPRINT: u32 = 1 << 10;
+const HOST_VERIFIED: u32 = 1 << 11;
+
+/// The first `units` UTF-16 code units of `s`, and the rest (JS measures the
+/// packed pieces in UTF-16 units; they are ASCII almost always).
+fn split_utf16(s: &str, units: u32) -> (&str, &str) {
+    let units = units as usize;
+    if units <= s.len() && s.as_bytes()[..units].is_ascii() {
+        return s.split_at(units);
+    }
+    let mut n = 0;
+    for (i, c) in s.char_indices() {
+        if n >= units {
+            return s.split_at(i);
+        }
+        n += c.len_utf16();
+    }
+    (s, "")
+}
+
+/// One decision request as the JS side packs it: every text (a signed
+/// token's text and the scope, the operation id, the holder, the stored
+/// state, in that order) in one string written to the input buffer
+/// ([`with_input`]), so the call that decides carries them all; the token in
+/// its lane; the per-operation options.
+pub(crate) struct Request<'a> {
+    pub presented: Presented<'a>,
+    pub scope: &'a str,
+    pub op_id: Option<&'a str>,
+    pub holder: Option<&'a str>,
+    pub state: Option<&'a str>,
+    /// This decision's ceiling (`None`: the policy's own).
+    pub ceiling: Option<Option<u64>>,
+}
+
+/// The lengths (UTF-16 units) of the packed texts: token, scope, op id, holder.
+pub(crate) type Lengths = [u32; 4];
+
+impl<'a> Request<'a> {
+    #[allow(clippy::too_many_arguments)]
+    pub(crate) fn unpack(
+        text: &'a str,
+        flags: u32,
+        lens: Lengths,
+        number: f64,
+        exact: u64,
+        ceiling: f64,
+        ceiling_exact: u64,
+    ) -> Request<'a> {
+        let (token_text, rest) = split_utf16(text, if flags & TEXT != 0 { lens[0] } else { 0 });
+        let (scope, rest) = split_utf16(rest, if flags & TEXT != 0 { lens[1] } else { 0 });
+        let (op_id, rest) = split_utf16(rest, if flags & OP_ID != 0 { lens[2] } else { 0 });
+        let (holder, rest) = split_utf16(rest, if flags & HOLDER != 0 { lens[3] } else { 0 });
+        let presented = if flags & TEXT != 0 && flags & HOST_VERIFIED != 0 {
+            Presented::HostVerified(token_text)
+        } else if flags & TEXT != 0 {
+            Presented::Signed(token_text)
+        } else if flags & EXACT != 0 {
+            Presented::Plain(epoch_from_u64(exact))
+        } else if flags & OTHER != 0 {
+            // Verdicts carry the code only, so the JS side says which of the
+            // two this value is (`number` 0: missing) instead of handing it over.
+            Presented::Plain(Err(if number == 0.0 {
+                TokenError::Missing
+            } else {
+                TokenError::Malformed("a token must be a number or a bigint")
+            }))
+        } else {
+            Presented::Plain(epoch_from_f64(number))
+        };
+        let own = if flags & CEILING_EXACT != 0 {
+            Some(ceiling_exact)
+        } else if ceiling >= 0.0 {
+            Some(ceiling as u64)
+        } else {
+            None
+        };
+        let ceiling = (flags & CEILING != 0).then_some(own);
+        Request {
+            presented,
+            scope,
+            op_id: (flags & OP_ID != 0).then_some(op_id),
+            holder: (flags & HOLDER != 0).then_some(holder),
+            state: (flags & STATE != 0).then_some(rest),
+            ceiling,
+        }
+    }
+
+    /// The operation metadata, checked (INVALID_ARGUMENT, see [`gate::check_meta`]).
+    pub(crate) fn meta(
+        &self,
+        window: u32,
+        fingerprint: Option<&[u8]>,
+    ) -> Result<OpMeta<'a>, JsValue> {
+        if self.op_id.is_some()
+            || self.holder.is_some()
+            || window as usize != crate::ops::DEFAULT_WINDOW
+        {
+            gate::check_meta(self.op_id, self.holder, window)?;
+        }
+        let fingerprint: Option<[u8; FINGERPRINT_BYTES]> =
+            gate::fingerprint_of(self.op_id, fingerprint)?;
+        Ok(OpMeta {
+            op_id: self.op_id,
+            holder: self.holder,
+            window: window as usize,
+            fingerprint,
+        })
+    }
+}
+
 /// The embedded in-memory gate's marks, one per key, decided here. Keys are
 /// interned to `u32` slots by the JS wrapper (`MemoryGate` in
 /// `pkg/lib/core.mjs`), which also holds the values: it stores a write's value
 /// in the same synchronous call, only when the status returned here says the
 /// write applied, so check and change are still one step with no await or
-/// throw between them. The hot path passes no strings and no `JsValue`s.
+/// throw between them. A number token passes no strings and no `JsValue`s.
 #[wasm_bindgen]
 pub struct RawMemoryGate {
     pub(crate) store: MemoryStore<u32, (), FxBuildHasher>,
-    pub(crate) last: Verdict,
 }
 
 #[wasm_bindgen]
 impl RawMemoryGate {
-    /// A gate with the same-epoch policy `"allow"` (false) or `"strict"` (true).
+    /// A gate with the same-epoch rule `"allow"` (false) or `"strict"` (true).
     #[wasm_bindgen(constructor)]
     pub fn new(strict: bool) -> RawMemoryGate {
-        let policy = if strict {
+        let same_epoch = if strict {
             SameEpoch::Strict
         } else {
             SameEpoch::Allow
         };
         RawMemoryGate {
-            store: MemoryStore::with_hasher(policy, FxBuildHasher),
-            last: Verdict::invalid_token(0, &TokenError::Missing),
+            store: MemoryStore::with_hasher(same_epoch, FxBuildHasher),
         }
     }
 
-    pub(crate) fn done(&mut self, verdict: Verdict) -> u32 {
-        self.last = verdict;
-        LAST_MARKS[0].store(small(verdict.mark_before).to_bits(), Ordering::Relaxed);
-        LAST_MARKS[1].store(small(verdict.mark_after).to_bits(), Ordering::Relaxed);
-        verdict.status()
-    }
-
-    /// Fenced write with a number token (fast path). Returns the status
-    /// (0 advance, 1 accept, 2 + code index reject).
-    pub fn write_n(&mut self, slot: u32, token: f64) -> u32 {
-        let v = self.store.write(&slot, epoch_from_f64(token), ());
-        self.done(v)
-    }
-
-    /// Fenced write with a bigint token already checked to be in 0..2^64−1.
-    pub fn write_b(&mut self, slot: u32, token: u64) -> u32 {
-        let v = self.store.write(&slot, epoch_from_u64(token), ());
-        self.done(v)
-    }
-
-    /// Fenced write with any other token value (slow path: rejected unless it
-    /// is a valid number or bigint).
-    pub fn write_any(&mut self, slot: u32, token: JsValue) -> u32 {
-        let v = self.store.write(&slot, token_from_js(&token), ());
-        self.done(v)
-    }
-
-    /// Fenced write carrying the operation id / holder set by `__meta` just
-    /// before (issue 6). Returns the status (256/257 = duplicate).
-    pub fn write_m(&mut self, slot: u32, token: JsValue) -> u32 {
-        self.apply_m(slot, &token, Operation::Write)
-    }
-
-    /// Establish carrying the holder set by `__meta` just before.
-    pub fn establish_m(&mut self, slot: u32, token: JsValue) -> u32 {
-        self.apply_m(slot, &token, Operation::Establish)
-    }
-
-    fn apply_m(&mut self, slot: u32, token: &JsValue, op: Operation) -> u32 {
-        let meta = host::take_meta();
+    /// One write or establish (`flags` bit `establish`) on `slot`, in one
+    /// call, whatever the token kind: the request as [`Request::unpack`]
+    /// reads it (its text and fingerprint in the input buffer), decided under
+    /// `policy` (the plain policy for a gate without policy options), holder
+    /// and operation-id rules included. Returns the status (0 advance,
+    /// 1 accept, 2 + code index reject, 256/257 duplicate), or
+    /// [`REFUSED_STATUS`] when the operation options are invalid (nothing
+    /// changed; `__check_meta` with the same options throws the
+    /// INVALID_ARGUMENT: a `Result` here would cost every write a JS array).
+    /// The rest of the result is in the scratch. The caller stores a write's
+    /// value when the status is below 2.
+    ///
+    /// Numeric fast lane: a number or bigint token with no text, options or policy
+    /// decides with the plain fence check directly (the same verdict
+    /// [`GatePolicy::admit`](crate::policy::GatePolicy::admit) gives a plain
+    /// policy, without its provenance steps).
+    #[allow(clippy::too_many_arguments)]
+    pub fn apply(
+        &mut self,
+        policy: &mut RawPolicy,
+        slot: u32,
+        flags: u32,
+        number: f64,
+        exact: u64,
+        text_bytes: u32,
+        token_len: u32,
+        scope_len: u32,
+        op_len: u32,
+        holder_len: u32,
+        window: u32,
+        fingerprint_bytes: u32,
+    ) -> u32 {
+        let op = operation_of(flags);
         let value = matches!(op, Operation::Write).then_some(());
-        let v = self
-            .store
-            .apply(&slot, token_from_js(token), op, value, &meta.view());
-        self.done(v)
-    }
-
-    /// Establish with a number token.
-    pub fn establish_n(&mut self, slot: u32, token: f64) -> u32 {
-        let v = self.store.establish(&slot, epoch_from_f64(token));
-        self.done(v)
-    }
-
-    /// Establish with a bigint token in 0..2^64−1.
-    pub fn establish_b(&mut self, slot: u32, token: u64) -> u32 {
-        let v = self.store.establish(&slot, epoch_from_u64(token));
-        self.done(v)
-    }
-
-    /// Establish with any other token value.
-    pub fn establish_any(&mut self, slot: u32, token: JsValue) -> u32 {
-        let v = self.store.establish(&slot, token_from_js(&token));
-        self.done(v)
-    }
-
-    /// The last verdict's mark before, exactly (a bigint).
-    pub fn before_b(&self) -> u64 {
-        self.last.mark_before
-    }
-
-    /// The last verdict's mark after, exactly (a bigint).
-    pub fn after_b(&self) -> u64 {
-        self.last.mark_after
+        let plain_request =
+            flags & !(ESTABLISH | EXACT) == 0 && window as usize == crate::ops::DEFAULT_WINDOW;
+        if plain_request && policy.is_plain() {
+            let token = if flags & EXACT != 0 {
+                epoch_from_u64(exact)
+            } else {
+                epoch_from_f64(number)
+            };
+            let verdict = self.store.apply(&slot, token, op, value, &OpMeta::NONE);
+            put_verdict(&verdict, None, None);
+            return verdict.status();
+        }
+        let fp = (flags & FINGERPRINT != 0).then_some(fingerprint_bytes);
+        with_input(text_bytes, fp, |text, fingerprint| {
+            let lens = [token_len, scope_len, op_len, holder_len];
+            let req = Request::unpack(text, flags, lens, number, exact, -1.0, 0);
+            let Ok(meta) = req.meta(window, fingerprint) else {
+                return REFUSED_STATUS;
+            };
+            let same_epoch = self.store.same_epoch();
+            let mut claims = None;
+            let verdict = self.store.apply_claimed(&slot, op, value, &meta, |mark| {
+                let (v, c) = policy.admit(mark, &req, same_epoch, op);
+                let holder = signed::lease_holder(&c);
+                claims = c;
+                (v, holder)
+            });
+            put_verdict(&verdict, claims.as_ref(), None);
+            verdict.status()
+        })
     }
 
     /// The mark of `slot`, or −1 when above 2^53−1 (then use `mark_b`).
@@ -458,14 +728,7 @@ impl RawMemoryGate {
         let floor = floor_from_js(&floor)?;
         let before = self.store.mark(&slot);
         let changed = self.store.quarantine(&slot, floor);
-        let after = self.store.mark(&slot);
-        LAST_MARKS[0].store(small(before).to_bits(), Ordering::Relaxed);
-        LAST_MARKS[1].store(small(after).to_bits(), Ordering::Relaxed);
-        self.last = Verdict {
-            mark_before: before,
-            mark_after: after,
-            ..self.last
-        };
+        put_marks(before, self.store.mark(&slot), 0);
         Ok(changed)
     }
 
@@ -474,5 +737,30 @@ impl RawMemoryGate {
         self.store
             .get(&slot)
             .map_or(JsValue::UNDEFINED, |e| state_to_js(&e.state))
+    }
+}
+
+/// The status `RawMemoryGate::apply` returns for invalid operation options.
+pub(crate) const REFUSED_STATUS: u32 = u32::MAX;
+
+/// Throws the INVALID_ARGUMENT of invalid operation options (the one
+/// `RawMemoryGate::apply` refused with [`REFUSED_STATUS`]); nothing when valid.
+#[wasm_bindgen(js_name = "__check_meta")]
+pub fn check_meta_js(
+    op_id: Option<String>,
+    holder: Option<String>,
+    window: u32,
+    fingerprint: Option<Vec<u8>>,
+) -> Result<(), JsValue> {
+    gate::check_meta(op_id.as_deref(), holder.as_deref(), window)?;
+    gate::fingerprint_of(op_id.as_deref(), fingerprint.as_deref()).map(|_| ())
+}
+
+/// Write or establish, by the request's `establish` flag.
+pub(crate) fn operation_of(flags: u32) -> Operation {
+    if flags & ESTABLISH != 0 {
+        Operation::Establish
+    } else {
+        Operation::Write
     }
 }

@@ -8,12 +8,12 @@
 
 use wasm_bindgen::prelude::*;
 
-use super::{epoch_to_js, error, host, token_from_js, RawMemoryGate};
-use crate::decision::{Operation, SameEpoch};
+use super::{error, put_claims, token_from_js, Request};
+use crate::decision::{decide, Operation, SameEpoch, Verdict};
 use crate::error::{Code, TokenError};
 use crate::policy::{GatePolicy, HigherEpoch, Presented};
 use crate::signed::{Claims, Key, SignedError};
-use crate::token::{epoch_from_f64, epoch_from_u64};
+use crate::token::epoch_from_f64;
 
 fn signed_error(e: &SignedError) -> JsValue {
     let mut details: Vec<(&str, JsValue)> = Vec::new();
@@ -64,6 +64,7 @@ pub fn features() -> Vec<String> {
 fn make_key(alg: &str, bytes: &[u8]) -> Result<Key, SignedError> {
     match alg {
         "hmac-sha256" => Key::hmac(bytes),
+        "ed25519-host" => Key::host_ed25519(bytes),
         #[cfg(feature = "ed25519")]
         "ed25519-public" => Key::ed25519_public(bytes),
         #[cfg(feature = "ed25519")]
@@ -108,14 +109,44 @@ pub(crate) const HIGHER_EPOCH_MODES: [HigherEpoch; 3] = [
 ];
 
 /// A gate policy: keyring, `requireSigned`, the higher-epoch mode and the
-/// host's ceiling. Built by the JS wrapper from gate options; holds key
+/// host's ceiling. Built by the JS wrapper from gate options (a gate without
+/// policy options uses one shared plain policy: no keys, `adopt`); holds key
 /// material in WebAssembly memory until `free()`.
 #[wasm_bindgen]
 pub struct RawPolicy {
     policy: GatePolicy,
     ceiling: Option<u64>,
-    last_claims: Option<Claims>,
-    last_token: Option<u64>,
+}
+
+impl RawPolicy {
+    /// Whether this is the plain fence check (no keys, `adopt`, unsigned allowed).
+    pub(crate) fn is_plain(&self) -> bool {
+        self.policy.is_plain()
+    }
+
+    /// Decides a request's token against `mark`: provenance, the higher-epoch
+    /// policy (with the request's ceiling when it brings one), the fence check.
+    /// Returns the epoch-level verdict and a verified token's claims.
+    pub(crate) fn admit(
+        &mut self,
+        mark: u64,
+        req: &Request<'_>,
+        same_epoch: SameEpoch,
+        op: Operation,
+    ) -> (Verdict, Option<Claims>) {
+        if let (Presented::Plain(token), true) = (&req.presented, self.policy.is_plain()) {
+            // What `GatePolicy::admit` answers for a plain policy, without its provenance steps.
+            let v = match token {
+                Ok(t) => decide(mark, *t, same_epoch, op),
+                Err(e) => Verdict::invalid_token(mark, e),
+            };
+            return (v, None);
+        }
+        self.policy.same_epoch = same_epoch;
+        let ceiling = req.ceiling.unwrap_or(self.ceiling);
+        self.policy
+            .admit(mark, req.presented.clone(), req.scope, op, ceiling)
+    }
 }
 
 #[wasm_bindgen]
@@ -139,19 +170,36 @@ impl RawPolicy {
                 ..GatePolicy::default()
             },
             ceiling: None,
-            last_claims: None,
-            last_token: None,
         })
     }
 
     /// Adds a key: `alg` is `"hmac-sha256"` (the secret), `"ed25519-public"`
-    /// (a 32-byte public key) or `"ed25519-seed"` (a 32-byte seed). Throws
+    /// (a 32-byte public key), `"ed25519-seed"` (a 32-byte seed) or
+    /// `"ed25519-host"` (a 32-byte public key the host verifies with, WebCrypto). Throws
     /// INVALID_ARGUMENT for bad ids, lengths, duplicates or retired ids.
     /// The copy of `bytes` in Wasm memory is wiped when the call returns.
     pub fn add_key(&mut self, kid: &str, alg: &str, bytes: Vec<u8>) -> Result<(), JsValue> {
         make_key(alg, &Secret(bytes).0)
             .and_then(|key| self.policy.keyring.insert(kid, key))
             .map_err(|e| signed_error(&e))
+    }
+
+    /// What the host must verify for a signed token under an `ed25519-host`
+    /// key (WebCrypto): `[kid, publicKey, signingInput, signature]`, or
+    /// `undefined` when the token does not parse, names a retired, unknown or
+    /// other kind of key, or another algorithm (the decision then refuses it).
+    pub fn host_check(&self, text: &str) -> JsValue {
+        let Some(c) = self.policy.keyring.host_check(text) else {
+            return JsValue::UNDEFINED;
+        };
+        let bytes = |b: &[u8]| JsValue::from(js_sys::Uint8Array::from(b));
+        js_sys::Array::of4(
+            &JsValue::from_str(&c.kid),
+            &bytes(&c.public_key),
+            &bytes(&c.signing_input),
+            &bytes(&c.signature),
+        )
+        .into()
     }
 
     /// Retires a key id (KEY_RETIRED from now on); its key bytes are wiped.
@@ -173,11 +221,10 @@ impl RawPolicy {
         Ok(())
     }
 
-    /// Verifies `text` and keeps its claims for the `claims_*` accessors;
-    /// `scope` undefined skips the scope check. Throws MALFORMED_TOKEN /
-    /// KEY_RETIRED / UNKNOWN_KEY / BAD_SIGNATURE / WRONG_SCOPE.
-    pub fn verify(&mut self, text: JsValue, scope: Option<String>) -> Result<(), JsValue> {
-        self.last_claims = None;
+    /// Verifies `text`; its claims go to the output scratch (read like a
+    /// decision's). `scope` undefined skips the scope check. Throws
+    /// MALFORMED_TOKEN / KEY_RETIRED / UNKNOWN_KEY / BAD_SIGNATURE / WRONG_SCOPE.
+    pub fn verify(&self, text: JsValue, scope: Option<String>) -> Result<(), JsValue> {
         let Some(text) = text.as_string() else {
             let e = if text.is_undefined() || text.is_null() {
                 TokenError::Missing
@@ -191,224 +238,17 @@ impl RawPolicy {
             .keyring
             .verify(&text, scope.as_deref())
             .map_err(|e| signed_error(&e))?;
-        self.last_claims = Some(claims);
+        put_claims(Some(&claims), None);
         Ok(())
-    }
-
-    // The last verified claims (from `verify` or a gate operation), read field
-    // by field: one string for the text fields keeps this to a single UTF-8
-    // decode, which is what dominates building a JS object from Wasm.
-
-    /// `kid + scope + leaseId` of the last verified claims, or `undefined` when
-    /// the last operation had none (an unsigned token, or a refusal).
-    pub fn claims_text(&self) -> Option<String> {
-        self.last_claims
-            .as_ref()
-            .map(|c| [c.kid.as_str(), &c.scope, &c.lease_id].concat())
-    }
-
-    /// The length of `kid` in UTF-16 units (it is ASCII).
-    pub fn claims_kid_len(&self) -> u32 {
-        self.last_claims.as_ref().map_or(0, |c| c.kid.len() as u32)
-    }
-
-    /// The length of `scope` in UTF-16 units.
-    pub fn claims_scope_len(&self) -> u32 {
-        self.last_claims
-            .as_ref()
-            .map_or(0, |c| c.scope.encode_utf16().count() as u32)
-    }
-
-    /// The algorithm's wire byte (its index in `__tables().algorithms`), 0 = none.
-    pub fn claims_alg(&self) -> u8 {
-        self.last_claims.as_ref().map_or(0, |c| c.alg.byte())
-    }
-
-    /// The validated token of the last host-store decision under this policy
-    /// (canonical epoch), or `null` when it was not authenticated (see
-    /// `RawMemoryGate::last_token`).
-    pub fn last_token(&self) -> JsValue {
-        self.last_token.map_or(JsValue::NULL, epoch_to_js)
-    }
-
-    /// Decides against the stored mark of a host-store gate (`pkg/lib/gate.mjs`
-    /// after `__state_*`): provenance, higher-epoch policy, fence check.
-    fn decide_host(&mut self, scope: &str, p: Presented<'_>, flags: u32) -> u32 {
-        self.policy.same_epoch = if flags & host::STRICT != 0 {
-            SameEpoch::Strict
-        } else {
-            SameEpoch::Allow
-        };
-        let op = if flags & host::ESTABLISH != 0 {
-            Operation::Establish
-        } else {
-            Operation::Write
-        };
-        let (rp, ceiling) = (&self.policy, self.ceiling);
-        let mut claims = None;
-        let mut token = None;
-        let status = host::decide_with(op, |mark| {
-            let (v, c) = rp.admit(mark, p, scope, op, ceiling);
-            let holder = lease_holder(&c);
-            claims = c;
-            token = v.token;
-            (v, holder)
-        });
-        self.last_claims = claims;
-        self.last_token = token;
-        status
-    }
-
-    /// Host-store decision for a number, bigint or signed-token text; `flags`
-    /// as `__decide_*` (1 establish, 2 strict). Returns the status.
-    pub fn decide_host_any(&mut self, scope: &str, token: JsValue, flags: u32) -> u32 {
-        let mut text = None;
-        let plain = presented(&token, &mut text);
-        let p = match &text {
-            Some(t) => Presented::Signed(t),
-            None => Presented::Plain(plain),
-        };
-        self.decide_host(scope, p, flags)
-    }
-
-    /// Host-store decision for a JS number token (no scope needed).
-    pub fn decide_host_n(&mut self, token: f64, flags: u32) -> u32 {
-        self.decide_host("", Presented::Plain(epoch_from_f64(token)), flags)
-    }
-
-    /// The epoch (number ≤ 2^53−1, bigint above), or `null`.
-    pub fn claims_epoch(&self) -> JsValue {
-        self.last_claims
-            .as_ref()
-            .map_or(JsValue::NULL, |c| epoch_to_js(c.epoch))
-    }
-
-    /// The issuer generation (number ≤ 2^53−1, bigint above), or `null`.
-    pub fn claims_generation(&self) -> JsValue {
-        self.last_claims
-            .as_ref()
-            .map_or(JsValue::NULL, |c| epoch_to_js(c.generation))
-    }
-}
-
-fn presented(token: &JsValue, text: &mut Option<String>) -> Result<u64, TokenError> {
-    if let Some(n) = token.as_f64() {
-        return epoch_from_f64(n);
-    }
-    if token.is_bigint() {
-        return u64::try_from(token.clone())
-            .map_err(|_| TokenError::Malformed("a bigint token must be in 1..2^64−1"))
-            .and_then(epoch_from_u64);
-    }
-    if let Some(s) = token.as_string() {
-        *text = Some(s);
-        return Ok(0);
-    }
-    token_from_js(token)
-}
-
-impl RawMemoryGate {
-    fn apply_policy(
-        &mut self,
-        policy: &mut RawPolicy,
-        slot: u32,
-        scope: &str,
-        token: &JsValue,
-        op: Operation,
-    ) -> u32 {
-        let mut text = None;
-        let plain = presented(token, &mut text);
-        let p = match &text {
-            Some(t) => Presented::Signed(t),
-            None => Presented::Plain(plain),
-        };
-        self.apply_presented(policy, slot, scope, p, op)
-    }
-
-    fn apply_presented(
-        &mut self,
-        policy: &mut RawPolicy,
-        slot: u32,
-        scope: &str,
-        p: Presented<'_>,
-        op: Operation,
-    ) -> u32 {
-        policy.policy.same_epoch = self.store.policy();
-        let (rp, ceiling) = (&policy.policy, policy.ceiling);
-        let mut claims = None;
-        let check = |mark| {
-            let (v, c) = rp.admit(mark, p, scope, op, ceiling);
-            let holder = lease_holder(&c);
-            claims = c;
-            (v, holder)
-        };
-        // The JS wrapper keeps the values: a write's value is stored there when
-        // the returned status says it applied (see `RawMemoryGate`). A signed
-        // token's lease id is the holder for holder binding (issue 6).
-        let meta = host::take_meta();
-        let value = matches!(op, Operation::Write).then_some(());
-        let verdict = self
-            .store
-            .apply_claimed(&slot, op, value, &meta.view(), check);
-        policy.last_claims = claims;
-        self.done(verdict)
     }
 }
 
 /// A signed token's lease id, the holder for holder binding (issue 6); none when empty.
-fn lease_holder(claims: &Option<Claims>) -> Option<String> {
+pub(crate) fn lease_holder(claims: &Option<Claims>) -> Option<String> {
     claims
         .as_ref()
         .map(|c| c.lease_id.clone())
         .filter(|l| !l.is_empty())
-}
-
-#[wasm_bindgen]
-impl RawMemoryGate {
-    /// Fenced write under a policy: `token` is a number, a bigint or a signed
-    /// token's text; `scope` is what a signed token must name. Returns the
-    /// status (0 advance, 1 accept, 2 + code index reject); the caller stores
-    /// the value when the status is below 2.
-    pub fn write_p(
-        &mut self,
-        policy: &mut RawPolicy,
-        slot: u32,
-        scope: &str,
-        token: JsValue,
-    ) -> u32 {
-        self.apply_policy(policy, slot, scope, &token, Operation::Write)
-    }
-
-    /// `write_p` for a JS number token (no scope, no strings: plain numbers
-    /// carry no scope, and under `requireSigned` they are refused anyway).
-    pub fn write_pn(&mut self, policy: &mut RawPolicy, slot: u32, token: f64) -> u32 {
-        let p = Presented::Plain(epoch_from_f64(token));
-        self.apply_presented(policy, slot, "", p, Operation::Write)
-    }
-
-    /// `establish_p` for a JS number token (see `write_pn`).
-    pub fn establish_pn(&mut self, policy: &mut RawPolicy, slot: u32, token: f64) -> u32 {
-        let p = Presented::Plain(epoch_from_f64(token));
-        self.apply_presented(policy, slot, "", p, Operation::Establish)
-    }
-
-    /// Establish under a policy (see `write_p`).
-    pub fn establish_p(
-        &mut self,
-        policy: &mut RawPolicy,
-        slot: u32,
-        scope: &str,
-        token: JsValue,
-    ) -> u32 {
-        self.apply_policy(policy, slot, scope, &token, Operation::Establish)
-    }
-
-    /// The last verdict's validated token (canonical: number ≤ 2^53−1, bigint
-    /// above), or `null` when it was missing, malformed, unsigned under
-    /// `requireSigned`, or not authenticated.
-    pub fn last_token(&self) -> JsValue {
-        self.last.token.map_or(JsValue::NULL, epoch_to_js)
-    }
 }
 
 /// Mints a signed token's text form.
