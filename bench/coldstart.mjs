@@ -8,8 +8,10 @@
 // before the import to the first verdict (performance.now()), a less noisy view of the
 // same cost. ESM (pkg/node.mjs) and CommonJS (pkg/node.cjs) are measured alike.
 //
-// Run: node bench/coldstart.mjs [--runs N] [--json]   (after scripts/build.sh)
+// Run: node bench/coldstart.mjs [--runs N] [--pkg DIR] [--json]   (after scripts/build.sh;
+// --pkg measures another built copy of the package, e.g. build/pkg-ed25519)
 import { spawnSync } from 'node:child_process';
+import { join, resolve } from 'node:path';
 import { fileURLToPath, pathToFileURL } from 'node:url';
 
 const args = process.argv.slice(2);
@@ -18,8 +20,10 @@ const runsAt = args.indexOf('--runs');
 const RUNS = runsAt >= 0 ? Number(args[runsAt + 1]) : 41;
 if (!Number.isInteger(RUNS) || RUNS < 1) throw new Error('--runs takes a positive integer');
 
-const esmUrl = pathToFileURL(fileURLToPath(new URL('../pkg/node.mjs', import.meta.url))).href;
-const cjsPath = fileURLToPath(new URL('../pkg/node.cjs', import.meta.url));
+const pkgAt = args.indexOf('--pkg');
+const pkgDir = pkgAt >= 0 ? resolve(args[pkgAt + 1]) : fileURLToPath(new URL('../pkg', import.meta.url));
+const esmUrl = pathToFileURL(join(pkgDir, 'node.mjs')).href;
+const cjsPath = join(pkgDir, 'node.cjs');
 
 // Every script prints the in-process milliseconds from before the import to the verdict.
 const scripts = {
