@@ -25,8 +25,10 @@ CARGO_TARGET_DIR="$TARGET_DIR" cargo build --release --target wasm32-unknown-unk
 rm -rf "$OUT/dist"
 wasm-bindgen --target web --no-typescript --out-dir "$OUT/dist" --out-name fencegate \
   "$TARGET_DIR/wasm32-unknown-unknown/release/fencegate.wasm"
-# --converge repeats -Oz while it still shrinks; --strip-producers drops the toolchain record.
-npx --no-install wasm-opt -Oz --converge --strip-debug --strip-producers \
+# --converge repeats -Oz while it still shrinks; --strip-producers drops the toolchain record;
+# --low-memory-unused lets it fold address offsets (Rust's wasm32 layout keeps the low 1 KiB
+# unused: the stack grows down from 1 MiB towards it, static data lies above).
+npx --no-install wasm-opt -Oz --converge --strip-debug --strip-producers --low-memory-unused \
   --enable-bulk-memory --enable-reference-types --enable-nontrapping-float-to-int \
   --enable-sign-ext --enable-multivalue --enable-mutable-globals \
   "$OUT/dist/fencegate_bg.wasm" -o "$OUT/dist/fencegate_bg.wasm"
