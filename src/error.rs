@@ -3,7 +3,7 @@
 //! Every code is a stable, SCREAMING_SNAKE string that JavaScript sees as
 //! `error.code` / `verdict.code`. Codes are never renamed; new ones are only added.
 
-use thiserror::Error;
+use std::fmt;
 
 /// A stable code naming why an operation was rejected or failed.
 ///
@@ -148,13 +148,11 @@ impl std::fmt::Display for Code {
 }
 
 /// Why a token value is not a valid epoch.
-#[derive(Clone, Debug, PartialEq, Eq, Error)]
+#[derive(Clone, Debug, PartialEq, Eq)]
 pub enum TokenError {
     /// No token at all (`undefined`, `null`, an absent argument or header).
-    #[error("missing fence token")]
     Missing,
     /// A token that is present but is not an epoch; the text says which rule it broke.
-    #[error("malformed fence token: {0}")]
     Malformed(&'static str),
 }
 
@@ -168,7 +166,50 @@ impl TokenError {
     }
 }
 
+// The Display impls write their pieces with `write_str` instead of `#[error("… {0}")]`
+// (thiserror expands that to `write!`, i.e. `core::fmt::write` and its machinery in
+// the .wasm; issue 14). The texts are the same.
+impl fmt::Display for TokenError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            TokenError::Missing => f.write_str("missing fence token"),
+            TokenError::Malformed(why) => {
+                f.write_str("malformed fence token: ")?;
+                f.write_str(why)
+            }
+        }
+    }
+}
+
+impl std::error::Error for TokenError {}
+
 /// Why stored state could not be decoded (always [`Code::CorruptState`]).
-#[derive(Clone, Debug, PartialEq, Eq, Error)]
-#[error("corrupt fencing state: {0}")]
+#[derive(Clone, Debug, PartialEq, Eq)]
 pub struct StateError(pub String);
+
+impl fmt::Display for StateError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str("corrupt fencing state: ")?;
+        f.write_str(&self.0)
+    }
+}
+
+impl std::error::Error for StateError {}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn display_texts() {
+        assert_eq!(
+            TokenError::Malformed("x y").to_string(),
+            "malformed fence token: x y"
+        );
+        assert_eq!(TokenError::Missing.to_string(), "missing fence token");
+        assert_eq!(
+            StateError("bad".into()).to_string(),
+            "corrupt fencing state: bad"
+        );
+    }
+}
