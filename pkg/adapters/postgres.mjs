@@ -171,6 +171,48 @@ export class PostgresStore {
     }
   }
 
+  /**
+   * The gate's state-cache commit (docs/stores.md "commitFrom"): one statement
+   * that writes `nextText` (the next state's JSON text, stored as is) and the
+   * change when the row still has `expected.version` AND `expected.state`
+   * (null: no row yet). Resolves to `{ version }` (the version it wrote), or
+   * false when the precondition did not hold.
+   */
+  async commitFrom(key, expected, nextText, change) {
+    const value = change.kind === 'set' ? encodedOf(this, change) : null;
+    const t = this.#table;
+    let query;
+    if (expected === null) {
+      query = {
+        text: `INSERT INTO ${t} (key, state, value, version) VALUES ($1, $2, $3, 1) ON CONFLICT (key) DO NOTHING RETURNING version::text AS version`,
+        values: [key, nextText, value],
+      };
+    } else if (change.kind === 'set') {
+      query = {
+        text:
+          `UPDATE ${t} SET state = $2, value = $3, version = version + 1 ` +
+          `WHERE key = $1 AND version = $4::bigint AND state = $5 RETURNING version::text AS version`,
+        values: [key, nextText, value, String(expected.version), expected.state],
+      };
+    } else {
+      query = {
+        text:
+          `UPDATE ${t} SET state = $2, value = ${change.kind === 'delete' ? 'NULL' : 'value'}, version = version + 1 ` +
+          `WHERE key = $1 AND version = $3::bigint AND state = $4 RETURNING version::text AS version`,
+        values: [key, nextText, String(expected.version), expected.state],
+      };
+    }
+    let r;
+    try {
+      r = await this.#pg(query);
+    } catch (e) {
+      if (retryable(e)) return false;
+      if (!definitelyFailed(e) && e && typeof e === 'object') e.commitUnknown = true;
+      throw e;
+    }
+    return r.rows.length === 1 ? { version: r.rows[0].version } : false;
+  }
+
   /** The stored text of `value` (the codec's `encode`); INVALID_ARGUMENT when the codec refuses it. */
   encodeValue(value) {
     return encodeWith(this.#encode, value);

@@ -24,7 +24,7 @@ import { lastMarks, exactMarks, CODES, DUPLICATE, TABLES } from './runtime.mjs';
 import { policyFromOptions, claimsOf, ceilingOf, addPolicyKey, retirePolicyKey, bounded, freePolicy } from './signed.mjs';
 import { shape, metaOf, windowOf, auditOf, Observer } from './verdict.mjs';
 import { MAX_U64, canonical, invalid, checkReady, checkKey, checkOptions, messageOf, GATE_OPTIONS, describe, listOf, stateTextOf, checkStateText } from './common.mjs';
-import { StoreDriver, driverOptions } from './driver.mjs';
+import { StoreDriver, driverOptions, DEFAULT_STATE_CACHE } from './driver.mjs';
 
 const NONE = Object.freeze({ kind: 'none' });
 const DELETE = Object.freeze({ kind: 'delete' });
@@ -261,12 +261,13 @@ const FAULTS = {
 function parseOptions(options) {
   if (options === undefined || options === null) options = {};
   if (typeof options !== 'object') throw invalid('options must be an object', { options });
-  checkOptions(options, [...GATE_OPTIONS, 'maxRetries', 'commitTimeoutMs'], 'Gate');
+  checkOptions(options, [...GATE_OPTIONS, 'maxRetries', 'commitTimeoutMs', 'loadTimeoutMs', 'stateCache'], 'Gate');
   const p = options.sameEpoch;
   if (p !== undefined && p !== 'allow' && p !== 'strict') {
     throw invalid(`sameEpoch must be 'allow' or 'strict', got ${describe(p)}`, { sameEpoch: p });
   }
-  return { strict: p === 'strict', driver: driverOptions(options, ['commitTimeoutMs']) };
+  const driver = driverOptions({ ...options, stateCache: options.stateCache ?? DEFAULT_STATE_CACHE }, ['commitTimeoutMs', 'loadTimeoutMs']);
+  return { strict: p === 'strict', driver };
 }
 
 /** What every call on a freed gate throws. */
@@ -422,6 +423,18 @@ export class Gate {
     });
   }
 
+  /**
+   * Drops what this gate remembers of `key`'s stored state (every key when
+   * `key` is omitted), so its next operation loads: after a restore lowered a
+   * stored mark (docs/restore.md), or any change made behind the gate that
+   * should not be answered from its last known state. Nothing is written.
+   */
+  forget(key) {
+    this.#live();
+    if (key !== undefined) checkKey(key);
+    this.#driver.forget(key);
+  }
+
   /** The host's `load(key)` for `read` and `inspect` (a transaction store may have none). */
   #load(key) {
     this.#live();
@@ -476,9 +489,12 @@ export class Gate {
         // A step that waited in the key's queue while the gate was freed writes nothing (its keys are gone).
         this.#live();
         const d = decide(key, state, token, establish, strict, policy, meta, window);
-        return { result: verdictOf(key, d), next: d.next, change };
+        // A token below a mark is below every later mark of the key (marks never go
+        // down): that refusal may come from the driver's cached state (docs/design.md).
+        return { result: verdictOf(key, d), next: d.next, change, fromCache: d.status >= 2 && CODES[d.status - 2] === 'STALE_TOKEN' };
       },
       timing,
+      true,
     );
   }
 }
