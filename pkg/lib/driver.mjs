@@ -62,7 +62,6 @@ function marksConflict(cause) {
   }
 }
 
-const idle = () => {};
 
 const noAnswer = (ms) => `no answer within ${ms} ms`;
 
@@ -91,7 +90,7 @@ export class StoreDriver {
   #maxRetries;
   #commitTimeoutMs;
   #loadTimeoutMs;
-  /** key → the tail of that key's queue of steps (a promise that never rejects); removed when the key goes idle. */
+  /** key → the slot `{ p }` of the newest step on that key (its promise); removed when that step ends last. */
   #queues = new Map();
   /** key → { state (text), version } last loaded or committed, oldest first (LRU); null: no cache. */
   #cache = null;
@@ -195,22 +194,32 @@ export class StoreDriver {
     // conflict and retry. A step that fails (throws, rejects) still ends its
     // turn; a step that hangs holds the key until its timeout (commitTimeoutMs,
     // loadTimeoutMs), so set those with a store that can hang.
-    const step = () =>
-      this.#transactional
-        ? this.#viaTransaction(ctx, key, decide, timing)
-        : this.#cache === null
-          ? this.#viaCas(ctx, key, decide, timing)
-          : this.#viaCache(ctx, key, decide, timing, cached);
     const queues = this.#queues;
     const before = queues.get(key);
-    // An idle key starts at once (no extra turn on the hot path).
-    const result = before === undefined ? step() : before.then(step);
-    const tail = result.then(idle, idle);
-    queues.set(key, tail);
-    tail.then(() => {
-      if (queues.get(key) === tail) queues.delete(key); // idle again: nothing left to wait for
-    });
-    return result;
+    // One slot per step; the key's entry is the newest slot, removed by its own
+    // step when it ends last (the queues do not outlive their work). An idle key
+    // starts at once: the step runs synchronously up to its first await.
+    const slot = { p: null };
+    queues.set(key, slot);
+    slot.p = this.#turn(ctx, key, decide, timing, cached, before === undefined ? null : before.p, slot);
+    return slot.p;
+  }
+
+  async #turn(ctx, key, decide, timing, cached, before, slot) {
+    try {
+      if (before !== null) {
+        try {
+          await before; // the step before on this key ends its turn, however it ends
+        } catch {
+          // its failure is its caller's
+        }
+      }
+      if (this.#transactional) return await this.#viaTransaction(ctx, key, decide, timing);
+      if (this.#cache === null) return await this.#viaCas(ctx, key, decide, timing);
+      return await this.#viaCache(ctx, key, decide, timing, cached);
+    } finally {
+      if (this.#queues.get(key) === slot) this.#queues.delete(key);
+    }
   }
 
   /** How many keys have steps running or waiting (0 when idle): the queues do not outlive their work. */
