@@ -636,9 +636,9 @@ export interface HostGateOptions extends GateOptions {
    * Keys whose last loaded or committed state (and version) the gate keeps, least recently used dropped
    * first: an integer 0..16,777,216; default 1024; 0 turns the cache off. Used only with a compare-and-set
    * store that has {@link CasStore.commitFrom} (the shipped PostgreSQL, Redis and MySQL stores): a write on a
-   * cached key is one `commitFrom` and no `load`; a STALE_TOKEN below the cached mark is answered without
-   * the store (its `markBefore`/`markAfter` are the cached mark, a lower bound of the stored one).
-   * See docs/stores.md "State cache". INVALID_ARGUMENT otherwise.
+   * cached key is one `commitFrom` (precondition: the cached version and state text) and no `load`. Verdicts
+   * are the same with and without it: a lost precondition, a refusal or a duplicate is decided again on a
+   * fresh load. See docs/stores.md "State cache". INVALID_ARGUMENT otherwise.
    */
   stateCache?: number;
 }
@@ -689,8 +689,9 @@ export class Gate<V = unknown> {
   /** Key rotation: retires `kid`; tokens naming it get KEY_RETIRED. */
   retireKey(kid: string): void;
   /**
-   * Drops the gate's cached state of `key` (of every key when omitted), so its next operation loads:
-   * after a restore lowered a stored mark (docs/restore.md). Writes nothing. INVALID_ARGUMENT for a bad key.
+   * Drops the gate's cached state of `key` (of every key when omitted), so its next operation starts with a
+   * load instead of an optimistic commit (memory; verdicts never depend on it). Writes nothing.
+   * INVALID_ARGUMENT for a bad key.
    */
   forget(key?: string): void;
   /**

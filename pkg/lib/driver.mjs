@@ -16,8 +16,8 @@
 // it loaded or committed (LRU by key count). A cached step decides from that
 // state and commits with it as the precondition (version AND state text): one
 // `commitFrom`, no `load`. A lost precondition drops the entry and runs the
-// loop above. Only a decision marked `fromCache` (a STALE_TOKEN: marks never go
-// down) may answer without the store; everything else commits or loads.
+// loop above. No answer leaves without the store: a decision that writes
+// nothing (a refusal, a duplicate) is made again on a fresh load.
 //
 // Failures: a callback that throws is STORE_ERROR; one that may have committed
 // (`commitUnknown: true`, a timeout, a commit answering neither true nor false)
@@ -184,8 +184,8 @@ export class StoreDriver {
    * next state was committed (or that needed no write). `timing`, when given,
    * gets `commitMs`: the time spent in the host's commit or transaction.
    * `cached`: the step may start from the key's cached state (writes; not
-   * quarantine). A decision may carry `fromCache: true` (it holds for every
-   * later state too: answered without the store when made from the cache).
+   * quarantine): a decision that writes is committed with that state as its
+   * precondition; one that writes nothing is made again on a fresh load.
    */
   run(ctx, key, decide, timing = null, cached = false) {
     // One driver, one key: steps run one after another in arrival order (a
@@ -291,7 +291,6 @@ export class StoreDriver {
         const entry = cache.get(key);
         if (entry !== undefined) {
           const d = decide(entry.state);
-          if (d.fromCache === true) return d.result; // holds for every later state of the key (docs/design.md)
           if (d.next !== null) {
             const text = JSON.stringify(d.next);
             const done = await this.#commitFrom(ctx, key, entry, text, d.change, timing);
@@ -300,8 +299,9 @@ export class StoreDriver {
               return d.result;
             }
           }
-          // Lost the precondition, or a decision that writes nothing (a duplicate,
-          // another refusal): the stored state answers it.
+          // Lost the precondition, or a decision that writes nothing (a refusal, a
+          // duplicate): the stored state answers it, so every verdict, marks
+          // included, is the one the store's state gives (docs/design.md "Issue 14").
           cache.delete(key);
           if (d.next !== null) first = 1;
         }

@@ -425,9 +425,9 @@ export class Gate {
 
   /**
    * Drops what this gate remembers of `key`'s stored state (every key when
-   * `key` is omitted), so its next operation loads: after a restore lowered a
-   * stored mark (docs/restore.md), or any change made behind the gate that
-   * should not be answered from its last known state. Nothing is written.
+   * `key` is omitted): its next operation starts with a load instead of an
+   * optimistic commit. Verdicts never depend on the cache (a stale entry only
+   * costs a failed precondition); this frees memory. Nothing is written.
    */
   forget(key) {
     this.#live();
@@ -489,9 +489,7 @@ export class Gate {
         // A step that waited in the key's queue while the gate was freed writes nothing (its keys are gone).
         this.#live();
         const d = decide(key, state, token, establish, strict, policy, meta, window);
-        // A token below a mark is below every later mark of the key (marks never go
-        // down): that refusal may come from the driver's cached state (docs/design.md).
-        return { result: verdictOf(key, d), next: d.next, change, fromCache: d.status >= 2 && CODES[d.status - 2] === 'STALE_TOKEN' };
+        return { result: verdictOf(key, d), next: d.next, change };
       },
       timing,
       true,
