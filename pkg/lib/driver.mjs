@@ -63,6 +63,10 @@ function marksConflict(cause) {
 }
 
 
+const idle = () => {};
+/** Waits until `p` settles, never throwing (its failure is its own caller's). */
+const settled = (p) => p.then(idle, idle);
+
 const noAnswer = (ms) => `no answer within ${ms} ms`;
 
 /** Throws INVALID_ARGUMENT unless `store` has one of the two callback shapes. */
@@ -201,25 +205,19 @@ export class StoreDriver {
     // starts at once: the step runs synchronously up to its first await.
     const slot = { p: null };
     queues.set(key, slot);
-    slot.p = this.#turn(ctx, key, decide, timing, cached, before === undefined ? null : before.p, slot);
+    const prev = before === undefined ? null : before.p;
+    // (each #via… waits for `prev` and releases `slot` itself: no extra async layer per step)
+    slot.p = this.#transactional
+      ? this.#viaTransaction(ctx, key, decide, timing, prev, slot)
+      : this.#cache === null
+        ? this.#viaCas(ctx, key, decide, timing, prev, slot)
+        : this.#viaCache(ctx, key, decide, timing, cached, prev, slot);
     return slot.p;
   }
 
-  async #turn(ctx, key, decide, timing, cached, before, slot) {
-    try {
-      if (before !== null) {
-        try {
-          await before; // the step before on this key ends its turn, however it ends
-        } catch {
-          // its failure is its caller's
-        }
-      }
-      if (this.#transactional) return await this.#viaTransaction(ctx, key, decide, timing);
-      if (this.#cache === null) return await this.#viaCas(ctx, key, decide, timing);
-      return await this.#viaCache(ctx, key, decide, timing, cached);
-    } finally {
-      if (this.#queues.get(key) === slot) this.#queues.delete(key);
-    }
+  /** Ends a step's turn: the key leaves the queues when this was its newest step. */
+  #release(key, slot) {
+    if (slot !== null && this.#queues.get(key) === slot) this.#queues.delete(key);
   }
 
   /** How many keys have steps running or waiting (0 when idle): the queues do not outlive their work. */
@@ -227,34 +225,39 @@ export class StoreDriver {
     return this.#queues.size;
   }
 
-  async #viaCas(ctx, key, decide, timing) {
-    const faults = this.#faults;
-    const ms = this.#commitTimeoutMs;
-    for (let attempt = 0; attempt <= this.#maxRetries; attempt++) {
-      const record = await this.load(ctx, key);
-      const d = decide(faults.record(ctx, record));
-      if (d.next === null) return d.result; // nothing changes: nothing to persist
-      const expected = record === null || record === undefined ? null : record.version ?? null;
-      let committed;
-      const t0 = timing === null ? 0 : performance.now();
-      try {
-        committed = await withTimeout(this.#store.commit(key, expected, d.next, d.change), ms);
-      } catch (cause) {
-        if (marksCommitUnknown(cause)) throw faults.unknown(ctx, 'commit', cause, messageOf(cause));
-        throw faults.store(ctx, 'commit', cause);
+  async #viaCas(ctx, key, decide, timing, before = null, slot = null) {
+    if (before !== null) await settled(before); // the step before on this key ends its turn first
+    try {
+      const faults = this.#faults;
+      const ms = this.#commitTimeoutMs;
+      for (let attempt = 0; attempt <= this.#maxRetries; attempt++) {
+        const record = await this.load(ctx, key);
+        const d = decide(faults.record(ctx, record));
+        if (d.next === null) return d.result; // nothing changes: nothing to persist
+        const expected = record === null || record === undefined ? null : record.version ?? null;
+        let committed;
+        const t0 = timing === null ? 0 : performance.now();
+        try {
+          committed = await withTimeout(this.#store.commit(key, expected, d.next, d.change), ms);
+        } catch (cause) {
+          if (marksCommitUnknown(cause)) throw faults.unknown(ctx, 'commit', cause, messageOf(cause));
+          throw faults.store(ctx, 'commit', cause);
+        }
+        if (committed === TIMED_OUT) throw faults.unknown(ctx, 'commit', undefined, noAnswer(ms));
+        if (timing !== null) timing.commitMs = (timing.commitMs ?? 0) + (performance.now() - t0);
+        // Committed: only now may the result (a verdict, an epoch, a lease) leave.
+        if (committed === true) return d.result;
+        if (committed !== false) {
+          // Never treat anything but `true` as success; but a commit that answered
+          // something else may have written, so it is not a plain failure either.
+          throw faults.unknown(ctx, 'commit', undefined, `commit returned ${describe(committed)}, not true or false`);
+        }
+        // Lost the compare-and-set: load and decide again.
       }
-      if (committed === TIMED_OUT) throw faults.unknown(ctx, 'commit', undefined, noAnswer(ms));
-      if (timing !== null) timing.commitMs = (timing.commitMs ?? 0) + (performance.now() - t0);
-      // Committed: only now may the result (a verdict, an epoch, a lease) leave.
-      if (committed === true) return d.result;
-      if (committed !== false) {
-        // Never treat anything but `true` as success; but a commit that answered
-        // something else may have written, so it is not a plain failure either.
-        throw faults.unknown(ctx, 'commit', undefined, `commit returned ${describe(committed)}, not true or false`);
-      }
-      // Lost the compare-and-set: load and decide again.
+      throw faults.conflict(ctx, 'commit', this.#maxRetries + 1, undefined);
+    } finally {
+      this.#release(key, slot);
     }
-    throw faults.conflict(ctx, 'commit', this.#maxRetries + 1, undefined);
   }
 
   /** `commitFrom` under the commit timeout: `{ version }` (committed), false (precondition lost); throws the fault. */
@@ -282,98 +285,108 @@ export class StoreDriver {
    * (version and text). Any failure drops the entry; a lost precondition drops
    * it and loads, exactly like `#viaCas`.
    */
-  async #viaCache(ctx, key, decide, timing, cached) {
-    const faults = this.#faults;
-    const cache = this.#cache;
-    let first = 0; // a lost optimistic commit is the first of the `maxRetries + 1` rounds
+  async #viaCache(ctx, key, decide, timing, cached, before = null, slot = null) {
+    if (before !== null) await settled(before); // the step before on this key ends its turn first
     try {
-      if (cached) {
-        const entry = cache.get(key);
-        if (entry !== undefined) {
-          const d = decide(entry.state);
-          if (d.next !== null) {
-            const text = JSON.stringify(d.next);
-            const done = await this.#commitFrom(ctx, key, entry, text, d.change, timing);
-            if (done !== false) {
-              this.#remember(key, text, done.version);
-              return d.result;
+      const faults = this.#faults;
+      const cache = this.#cache;
+      let first = 0; // a lost optimistic commit is the first of the `maxRetries + 1` rounds
+      try {
+        if (cached) {
+          const entry = cache.get(key);
+          if (entry !== undefined) {
+            const d = decide(entry.state);
+            if (d.next !== null) {
+              const text = JSON.stringify(d.next);
+              const done = await this.#commitFrom(ctx, key, entry, text, d.change, timing);
+              if (done !== false) {
+                this.#remember(key, text, done.version);
+                return d.result;
+              }
             }
+            // Lost the precondition, or a decision that writes nothing (a refusal, a
+            // duplicate): the stored state answers it, so every verdict, marks
+            // included, is the one the store's state gives (docs/design.md "Issue 14").
+            cache.delete(key);
+            if (d.next !== null) first = 1;
           }
-          // Lost the precondition, or a decision that writes nothing (a refusal, a
-          // duplicate): the stored state answers it, so every verdict, marks
-          // included, is the one the store's state gives (docs/design.md "Issue 14").
-          cache.delete(key);
-          if (d.next !== null) first = 1;
+        } else cache.delete(key);
+        for (let attempt = first; attempt <= this.#maxRetries; attempt++) {
+          const record = await this.load(ctx, key);
+          const state = faults.record(ctx, record);
+          const d = decide(state);
+          const version = record === null || record === undefined ? null : record.version ?? null;
+          // Only text states are cached (the shipped adapters'); another form takes the plain path.
+          const textual = state === null || typeof state === 'string';
+          if (d.next === null) {
+            if (textual && state !== null) this.#remember(key, state, version);
+            return d.result;
+          }
+          const text = JSON.stringify(d.next);
+          const expected = state === null ? null : { version, state };
+          if (!textual) return await this.#viaCas(ctx, key, decide, timing); // not cacheable: the plain loop
+          const done = await this.#commitFrom(ctx, key, expected, text, d.change, timing);
+          if (done !== false) {
+            this.#remember(key, text, done.version);
+            return d.result;
+          }
         }
-      } else cache.delete(key);
-      for (let attempt = first; attempt <= this.#maxRetries; attempt++) {
-        const record = await this.load(ctx, key);
-        const state = faults.record(ctx, record);
-        const d = decide(state);
-        const version = record === null || record === undefined ? null : record.version ?? null;
-        // Only text states are cached (the shipped adapters'); another form takes the plain path.
-        const textual = state === null || typeof state === 'string';
-        if (d.next === null) {
-          if (textual && state !== null) this.#remember(key, state, version);
-          return d.result;
-        }
-        const text = JSON.stringify(d.next);
-        const expected = state === null ? null : { version, state };
-        if (!textual) return await this.#viaCas(ctx, key, decide, timing); // not cacheable: the plain loop
-        const done = await this.#commitFrom(ctx, key, expected, text, d.change, timing);
-        if (done !== false) {
-          this.#remember(key, text, done.version);
-          return d.result;
-        }
+        throw faults.conflict(ctx, 'commit', this.#maxRetries + 1, undefined);
+      } catch (e) {
+        cache.delete(key); // COMMIT_UNKNOWN, STORE_ERROR, a timeout, anything: the stored state is unknown
+        throw e;
       }
-      throw faults.conflict(ctx, 'commit', this.#maxRetries + 1, undefined);
-    } catch (e) {
-      cache.delete(key); // COMMIT_UNKNOWN, STORE_ERROR, a timeout, anything: the stored state is unknown
-      throw e;
+    } finally {
+      this.#release(key, slot);
     }
   }
 
-  async #viaTransaction(ctx, key, decide, timing) {
-    const faults = this.#faults;
-    const ms = this.#commitTimeoutMs;
-    let decision = null;
-    let ownError = null;
-    const fn = (state) => {
-      decision = null;
-      ownError = null;
-      try {
-        // Inside a transaction the host passes only the state: null/undefined = no record.
-        const d = decide(state === undefined ? null : state);
-        decision = d;
-        return d.next === null ? null : { nextState: d.next, change: d.change };
-      } catch (e) {
-        ownError = e;
-        throw e;
-      }
-    };
-    let answer;
-    const t0 = timing === null ? 0 : performance.now();
-    for (let attempt = 0; ; attempt++) {
-      try {
-        answer = await withTimeout(this.#store.transaction(key, fn), ms);
-        break;
-      } catch (cause) {
-        if (ownError !== null) throw ownError; // our own error inside: the host rolled back
-        if (marksCommitUnknown(cause)) throw faults.unknown(ctx, 'transaction', cause, messageOf(cause));
-        // `conflict: true`: the host's "retry the transaction" class (SQLITE_BUSY, a
-        // serialization failure), nothing committed; retried like a lost compare-and-set.
-        if (marksConflict(cause)) {
-          if (attempt < this.#maxRetries) continue;
-          throw faults.conflict(ctx, 'transaction', this.#maxRetries + 1, cause);
+  async #viaTransaction(ctx, key, decide, timing, before = null, slot = null) {
+    if (before !== null) await settled(before); // the step before on this key ends its turn first
+    try {
+      const faults = this.#faults;
+      const ms = this.#commitTimeoutMs;
+      let decision = null;
+      let ownError = null;
+      const fn = (state) => {
+        decision = null;
+        ownError = null;
+        try {
+          // Inside a transaction the host passes only the state: null/undefined = no record.
+          const d = decide(state === undefined ? null : state);
+          decision = d;
+          return d.next === null ? null : { nextState: d.next, change: d.change };
+        } catch (e) {
+          ownError = e;
+          throw e;
         }
-        throw faults.store(ctx, 'transaction', cause);
+      };
+      let answer;
+      const t0 = timing === null ? 0 : performance.now();
+      for (let attempt = 0; ; attempt++) {
+        try {
+          answer = await withTimeout(this.#store.transaction(key, fn), ms);
+          break;
+        } catch (cause) {
+          if (ownError !== null) throw ownError; // our own error inside: the host rolled back
+          if (marksCommitUnknown(cause)) throw faults.unknown(ctx, 'transaction', cause, messageOf(cause));
+          // `conflict: true`: the host's "retry the transaction" class (SQLITE_BUSY, a
+          // serialization failure), nothing committed; retried like a lost compare-and-set.
+          if (marksConflict(cause)) {
+            if (attempt < this.#maxRetries) continue;
+            throw faults.conflict(ctx, 'transaction', this.#maxRetries + 1, cause);
+          }
+          throw faults.store(ctx, 'transaction', cause);
+        }
       }
+      if (timing !== null) timing.commitMs = performance.now() - t0;
+      if (answer === TIMED_OUT) throw faults.unknown(ctx, 'transaction', undefined, noAnswer(ms));
+      if (ownError !== null) throw ownError;
+      if (decision === null) throw faults.store(ctx, 'transaction', new Error('the host transaction returned without calling fn'));
+      // The transaction has returned, so its write (if any) is committed: only now may the result leave.
+      return decision.result;
+    } finally {
+      this.#release(key, slot);
     }
-    if (timing !== null) timing.commitMs = performance.now() - t0;
-    if (answer === TIMED_OUT) throw faults.unknown(ctx, 'transaction', undefined, noAnswer(ms));
-    if (ownError !== null) throw ownError;
-    if (decision === null) throw faults.store(ctx, 'transaction', new Error('the host transaction returned without calling fn'));
-    // The transaction has returned, so its write (if any) is committed: only now may the result leave.
-    return decision.result;
   }
 }
