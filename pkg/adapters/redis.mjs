@@ -55,14 +55,13 @@ else
   local cur = redis.call('HMGET', KEYS[1], 'version', 'state')
   if cur[1] ~= ARGV[1] or cur[2] ~= ARGV[2] then return 0 end
 end
-redis.call('HSET', KEYS[1], 'state', ARGV[3])
-local version = redis.call('HINCRBY', KEYS[1], 'version', 1)
 if ARGV[4] == 'set' then
-  redis.call('HSET', KEYS[1], 'value', ARGV[5])
-elseif ARGV[4] == 'delete' then
-  redis.call('HDEL', KEYS[1], 'value')
+  redis.call('HSET', KEYS[1], 'state', ARGV[3], 'value', ARGV[5])
+else
+  redis.call('HSET', KEYS[1], 'state', ARGV[3])
+  if ARGV[4] == 'delete' then redis.call('HDEL', KEYS[1], 'value') end
 end
-return version
+return redis.call('HINCRBY', KEYS[1], 'version', 1)
 `;
 
 const COMMAND_FROM = 'fencegateCommitFrom';
