@@ -62,7 +62,6 @@ function marksConflict(cause) {
   }
 }
 
-
 const idle = () => {};
 /** Waits until `p` settles, never throwing (its failure is its own caller's). */
 const settled = (p) => p.then(idle, idle);
@@ -316,8 +315,8 @@ export class StoreDriver {
           const state = faults.record(ctx, record);
           const d = decide(state);
           const version = record === null || record === undefined ? null : record.version ?? null;
-          // Only text states are cached (the shipped adapters'); another form takes the plain path.
-          const textual = state === null || typeof state === 'string';
+          // Only text states with a version are cached (the shipped adapters'); another form takes the plain path.
+          const textual = state === null || (typeof state === 'string' && version !== null);
           if (d.next === null) {
             if (textual && state !== null) this.#remember(key, state, version);
             return d.result;

@@ -221,3 +221,25 @@ test('Gate loadTimeoutMs: a load that never answers is STORE_ERROR after the tim
   assert.equal(inner.load('k'), null);
   await assert.rejects(gate.read('k'), isCode('STORE_ERROR'));
 });
+
+test('a commitFrom store whose load gives an object state takes the plain load + commit path for what it loads', async () => {
+  const inner = new MemoryCommitFromStore();
+  const c = counting(inner);
+  const objectState = {
+    ...c.store,
+    load: async (key) => {
+      const r = await c.store.load(key);
+      return r === null ? null : { ...r, state: JSON.parse(r.state) };
+    },
+  };
+  const gate = new Gate(objectState);
+  assert.deepEqual(await gate.write('k', 2, 'a'), verdictOf('k', 'advance', null, 2, 0, 2)); // no record: commitFrom inserts
+  assert.deepEqual(await gate.write('k', 2, 'b'), verdictOf('k', 'accept', null, 2, 2, 2)); // the text it wrote is cached
+  assert.deepEqual(c.n, { load: 1, commit: 0, commitFrom: 2, lost: 0 });
+  gate.forget('k');
+  // loaded as an object: not cached, decided again on the plain path (load + commit)
+  assert.deepEqual(await gate.write('k', 3, 'c'), verdictOf('k', 'advance', null, 3, 2, 3));
+  assert.deepEqual(await gate.write('k', 3, 'd'), verdictOf('k', 'accept', null, 3, 3, 3));
+  assert.deepEqual(c.n, { load: 5, commit: 2, commitFrom: 2, lost: 0 });
+  assert.deepEqual(inner.load('k'), { state: '{"v":1,"mark":"3"}', version: 4, value: 'd' });
+});
