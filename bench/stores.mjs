@@ -69,7 +69,8 @@ async function measure(variants, n, rounds = ROUNDS) {
   }
   return variants.map(([label]) => {
     const perSecond = Math.round(median(seen.get(label)));
-    return { label, n, rounds, perSecond, usPerOp: +(1e6 / perSecond).toFixed(1) };
+    // the best round too: on shared cores, interference only ever slows a round down
+    return { label, n, rounds, perSecond, best: Math.max(...seen.get(label)), usPerOp: +(1e6 / perSecond).toFixed(1) };
   });
 }
 
@@ -93,6 +94,7 @@ function report(engine, rows, hand = -1) {
 /** The four figures of one store for the issue 14 table. */
 function keep(store, rows) {
   const [raw, hand, fencegate, fencegateNoCache] = rows.map((r) => r.perSecond);
+  const [bRaw, bHand, bFencegate, bNoCache] = rows.map((r) => r.best);
   table[store] = {
     raw,
     hand,
@@ -101,6 +103,7 @@ function keep(store, rows) {
     ratioToRaw: +(fencegate / raw).toFixed(3),
     ratioToHand: +(fencegate / hand).toFixed(3),
     noCacheRatioToRaw: +(fencegateNoCache / raw).toFixed(3),
+    best: { raw: bRaw, hand: bHand, fencegate: bFencegate, fencegateNoCache: bNoCache, ratioToRaw: +(bFencegate / bRaw).toFixed(3), ratioToHand: +(bFencegate / bHand).toFixed(3) },
   };
 }
 
@@ -329,6 +332,12 @@ function finish() {
   for (const [name, r] of Object.entries(table)) {
     console.log(
       `  ${name.padEnd(9)}${String(r.raw).padStart(7)}${String(r.hand).padStart(9)}${String(r.fencegate).padStart(13)}  ${r.ratioToRaw.toFixed(2)}  ${r.ratioToHand.toFixed(2)}  ${String(r.fencegateNoCache).padStart(14)}  ${r.noCacheRatioToRaw.toFixed(2)}`,
+    );
+  }
+  console.log('  best rounds (interference only slows a round down):');
+  for (const [name, { best: b }] of Object.entries(table)) {
+    console.log(
+      `  ${name.padEnd(9)}${String(b.raw).padStart(7)}${String(b.hand).padStart(9)}${String(b.fencegate).padStart(13)}  ${b.ratioToRaw.toFixed(2)}  ${b.ratioToHand.toFixed(2)}  ${String(b.fencegateNoCache).padStart(14)}  ${(b.fencegateNoCache / b.raw).toFixed(2)}`,
     );
   }
   mkdirSync(new URL('../build/', import.meta.url), { recursive: true });

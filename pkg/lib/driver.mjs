@@ -95,7 +95,7 @@ export class StoreDriver {
   #loadTimeoutMs;
   /** key → the slot `{ p }` of the newest step on that key (its promise); removed when that step ends last. */
   #queues = new Map();
-  /** key → { state (text), version } last loaded or committed, oldest first (LRU); null: no cache. */
+  /** key → { state (text), version, used } last loaded or committed, oldest first (LRU, second chance); null: no cache. */
   #cache = null;
   #cacheSize = 0;
 
@@ -137,11 +137,31 @@ export class StoreDriver {
     return this.#cache === null ? 0 : this.#cache.size;
   }
 
+  /**
+   * Records `key`'s state. Least recently used goes first, kept cheaply
+   * (second chance): a key seen again is only marked `used`; when the cache is
+   * over its size, the oldest unmarked key goes and marked ones met on the way
+   * move to the newest end, unmarked.
+   */
   #remember(key, state, version) {
     const cache = this.#cache;
-    cache.delete(key); // re-inserted last: the most recently used
-    cache.set(key, { state, version });
-    if (cache.size > this.#cacheSize) cache.delete(cache.keys().next().value);
+    const entry = cache.get(key);
+    if (entry !== undefined) {
+      entry.state = state;
+      entry.version = version;
+      entry.used = true;
+      return;
+    }
+    if (cache.size >= this.#cacheSize) {
+      // make room first, so the key being added is never the one that goes
+      for (const [oldest, e] of cache) {
+        cache.delete(oldest);
+        if (!e.used) break;
+        e.used = false;
+        cache.set(oldest, e);
+      }
+    }
+    cache.set(key, { state, version, used: false });
   }
 
   /** Whether the store has `load(key)` (a transaction store may not). */

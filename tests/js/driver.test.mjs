@@ -243,3 +243,15 @@ test('a commitFrom store whose load gives an object state takes the plain load +
   assert.deepEqual(c.n, { load: 5, commit: 2, commitFrom: 2, lost: 0 });
   assert.deepEqual(inner.load('k'), { state: '{"v":1,"mark":"3"}', version: 4, value: 'd' });
 });
+
+test('stateCache: 3 keeps 3 keys: after 10 keys only the last 3 write without a load', async () => {
+  const c = counting(new MemoryCommitFromStore());
+  const gate = new Gate(c.store, { stateCache: 3 });
+  for (let i = 0; i < 10; i++) await gate.write(`k${i}`, 1, i);
+  assert.equal(c.n.load, 10);
+  for (const i of [7, 8, 9, 9, 8, 7]) await gate.write(`k${i}`, 1, i);
+  assert.equal(c.n.load, 10);
+  await gate.write('k6', 1, 6); // evicted: loads, and takes the place of the least recently used
+  assert.equal(c.n.load, 11);
+  assert.deepEqual(c.n, { load: 11, commit: 0, commitFrom: 17, lost: 0 });
+});
