@@ -7,7 +7,7 @@
 // SQLite, Redis and PostgreSQL (issue 14): raw, hand-written fencing, fencegate with its state cache and with
 // `stateCache: 0`, medians of BENCH_ROUNDS (default 5) interleaved rounds. Flags: `--json` prints one final
 // line `{"stores":{"sqlite":{raw,hand,fencegate,fencegateNoCache,…},"redis":…,"postgres":…}}`;
-// `--no-contention` skips the 4-process contention part.
+// `--no-contention` skips the 4-process contention part; `--only=redis,postgres` runs just those stores.
 import { fork } from 'node:child_process';
 import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
@@ -279,16 +279,23 @@ async function contention(engine, config) {
   );
 }
 
-await sqlite();
-if (REDIS_URL) {
+// --only=sqlite,redis,postgres,mysql: run just those (the others, and their client variants, are skipped)
+const onlyArg = process.argv.find((a) => a.startsWith('--only='));
+const only = onlyArg === undefined ? null : new Set(onlyArg.slice(7).split(','));
+const wanted = (name) => only === null || only.has(name);
+if (wanted('sqlite')) await sqlite();
+if (!wanted('redis'));
+else if (REDIS_URL) {
   await redis();
   await nodeRedis();
 } else console.log('\nredis: skipped (FENCEGATE_REDIS_URL not set)');
-if (PG_URL) {
+if (!wanted('postgres'));
+else if (PG_URL) {
   await postgres();
   await postgresJsBench();
 } else console.log('\npostgresql: skipped (FENCEGATE_PG_URL not set)');
-if (MYSQL_URL) await mysql();
+if (!wanted('mysql'));
+else if (MYSQL_URL) await mysql();
 else console.log('\nmysql: skipped (FENCEGATE_MYSQL_URL not set)');
 
 if (process.argv.includes('--no-contention')) {
