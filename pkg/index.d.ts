@@ -567,11 +567,27 @@ export interface CasStore<V = unknown> {
   load(key: string): MaybePromise<StoredRecord<V> | null | undefined>;
   commit(key: string, expectedVersion: unknown, nextState: PersistedState, change: Change<V>): MaybePromise<boolean>;
   /**
+   * Optional: the commit of a gate's state cache (docs/stores.md "commitFrom").
+   * Writes `nextText` (the next state's JSON text, stored as is) and `change`
+   * in one atomic step only if the key's record still has `expected.version`
+   * AND its state text is exactly `expected.state` (`expected` null: the key
+   * has no record yet); answers `{ version }`, the version the record has
+   * after this write (what `load` would return), or `false` without writing.
+   * Anything else is COMMIT_UNKNOWN. Only a store with this method gets a cache.
+   */
+  commitFrom?(key: string, expected: CommitPrecondition | null, nextText: string, change: Change<V>): MaybePromise<{ version: unknown } | false>;
+  /**
    * Optional, synchronous: the stored text of a value (its codec's `encode`).
    * The gate calls it before touching the store; a throw refuses the write
    * (INVALID_ARGUMENT, nothing written) and the text rides in `change.encoded`.
    */
   encodeValue?(value: V): string;
+}
+
+/** The precondition of {@link CasStore.commitFrom}: the version and the exact state text last loaded or written. */
+export interface CommitPrecondition {
+  version: unknown;
+  state: string;
 }
 
 /** What the function handed to a transaction store returns: null = rejected, write nothing. */
@@ -614,6 +630,17 @@ export interface HostGateOptions extends GateOptions {
   maxRetries?: number;
   /** Milliseconds to wait for `commit`/`transaction`; no answer by then is COMMIT_UNKNOWN. Default: wait. */
   commitTimeoutMs?: number;
+  /** Milliseconds to wait for `load` (and `read`/`inspect`); no answer by then is STORE_ERROR, nothing written. Default: wait. */
+  loadTimeoutMs?: number;
+  /**
+   * Keys whose last loaded or committed state (and version) the gate keeps, least recently used dropped
+   * first: an integer 0..16,777,216; default 1024; 0 turns the cache off. Used only with a compare-and-set
+   * store that has {@link CasStore.commitFrom} (the shipped PostgreSQL, Redis and MySQL stores): a write on a
+   * cached key is one `commitFrom` (precondition: the cached version and state text) and no `load`. Verdicts
+   * are the same with and without it: a lost precondition, a refusal or a duplicate is decided again on a
+   * fresh load. See docs/stores.md "State cache". INVALID_ARGUMENT otherwise.
+   */
+  stateCache?: number;
 }
 
 /**
@@ -661,6 +688,12 @@ export class Gate<V = unknown> {
   addKey(kid: string, key: VerifyKey): void;
   /** Key rotation: retires `kid`; tokens naming it get KEY_RETIRED. */
   retireKey(kid: string): void;
+  /**
+   * Drops the gate's cached state of `key` (of every key when omitted), so its next operation starts with a
+   * load instead of an optimistic commit (memory; verdicts never depend on it). Writes nothing.
+   * INVALID_ARGUMENT for a bad key.
+   */
+  forget(key?: string): void;
   /**
    * Releases the gate's WebAssembly memory now (its verification keys); every
    * later call throws INVALID_ARGUMENT. A second call does nothing.

@@ -56,4 +56,9 @@ export class MysqlStore<V = unknown> {
    * class 08) carry `commitUnknown: true`.
    */
   commit(key: string, expectedVersion: unknown, nextState: object, change: { kind: string; value?: V; encoded?: string }): Promise<boolean>;
+  /**
+   * The gate's state-cache commit, one statement: `UPDATE … WHERE k AND version AND state` (or an INSERT); the new version is expected + 1. `{ version }` after the write, `false` when the record's version or
+   * state text moved. The same error classes as `commit`.
+   */
+  commitFrom(key: string, expected: { version: unknown; state: string } | null, nextText: string, change: { kind: string; value?: V; encoded?: string }): Promise<{ version: string } | false>;
 }

@@ -153,6 +153,39 @@ export class MysqlStore {
     }
   }
 
+  /**
+   * The gate's state-cache commit (docs/stores.md "commitFrom"): one statement
+   * that writes `nextText` as is and the change when the row still has
+   * `expected.version` AND `expected.state` (null: no row yet). Resolves to
+   * `{ version }` (the version it wrote: expected + 1, or 1 for a new row), or
+   * false when the precondition did not hold.
+   */
+  async commitFrom(key, expected, nextText, change) {
+    const value = change.kind === 'set' ? encodedOf(this, change) : null;
+    const t = this.#table;
+    let sql;
+    let params;
+    if (expected === null) {
+      sql = `INSERT INTO ${t} (k, state, value, version) VALUES (?, ?, ?, 1)`;
+      params = [key, nextText, value];
+    } else {
+      const valueSql = change.kind === 'set' ? '?' : change.kind === 'delete' ? 'NULL' : 'value';
+      sql = `UPDATE ${t} SET state = ?, value = ${valueSql}, version = version + 1 WHERE k = ? AND version = CAST(? AS SIGNED) AND state = ?`;
+      const v = String(expected.version);
+      params = change.kind === 'set' ? [nextText, value, key, v, expected.state] : [nextText, key, v, expected.state];
+    }
+    try {
+      const [r] = await this.#db.execute(sql, params);
+      if (r.affectedRows !== 1) return false;
+      return { version: expected === null ? '1' : String(BigInt(expected.version) + 1n) };
+    } catch (e) {
+      if (expected === null && e && e.errno === ER_DUP_ENTRY) return false;
+      if (retryable(e)) return false;
+      if (!definitelyFailed(e) && e && typeof e === 'object') e.commitUnknown = true;
+      throw e;
+    }
+  }
+
   /** The stored text of `value` (the codec's `encode`); INVALID_ARGUMENT when the codec refuses it. */
   encodeValue(value) {
     return encodeWith(this.#encode, value);

@@ -15,6 +15,12 @@ export interface PostgresStoreOptions<V = unknown> {
   encode?(value: V): string;
   /** Stored text to value; default `valueCodec.decode` (reads JSON text and `devalue:` text). */
   decode?(text: string): V;
+  /**
+   * pg only: run `load` and the state-cache commit as named prepared statements (parsed once per
+   * connection); default true. `false` behind a pooler that does not keep prepared statements
+   * (PgBouncer in transaction mode before 1.21). postgres.js prepares by its own `prepare` option.
+   */
+  prepare?: boolean;
 }
 
 /**
@@ -27,7 +33,7 @@ export const RETRY_SQLSTATES: readonly string[];
 
 /** Structural type of the pg `Pool` or `Client` used. */
 export interface PostgresClient {
-  query(config: { text: string; values?: unknown[] } | string, values?: unknown[]): Promise<{ rows: any[]; rowCount: number | null }>;
+  query(config: { text: string; values?: unknown[]; name?: string } | string, values?: unknown[]): Promise<{ rows: any[]; rowCount: number | null }>;
 }
 
 /**
@@ -59,4 +65,9 @@ export class PostgresStore<V = unknown> {
    * Errors that are not a definite SQL failure (connection classes 08/57, 40003) carry `commitUnknown: true`.
    */
   commit(key: string, expectedVersion: unknown, nextState: object, change: { kind: string; value?: V; encoded?: string }): Promise<boolean>;
+  /**
+   * The gate's state-cache commit, one statement: `UPDATE … WHERE key AND version AND state … RETURNING version` (or `INSERT … ON CONFLICT DO NOTHING RETURNING version`). `{ version }` after the write, `false` when the record's version or
+   * state text moved. The same error classes as `commit`.
+   */
+  commitFrom(key: string, expected: { version: unknown; state: string } | null, nextText: string, change: { kind: string; value?: V; encoded?: string }): Promise<{ version: string } | false>;
 }

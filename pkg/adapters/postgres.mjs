@@ -60,6 +60,13 @@ function definitelyFailed(e) {
   );
 }
 
+/** A prepared-statement name for `text` (pg keeps one parsed statement per name and connection): `fg_` + a 64-bit FNV-1a of the text. */
+function statementName(text) {
+  let h = 0xcbf29ce484222325n;
+  for (let i = 0; i < text.length; i++) h = BigInt.asUintN(64, (h ^ BigInt(text.charCodeAt(i))) * 0x100000001b3n);
+  return `fg_${h.toString(16)}`;
+}
+
 /** `query({ text, values })` → `{ rows, rowCount }` over pg (Pool, Client) or postgres.js (`sql`); null for anything else. */
 function queryOf(client) {
   if (typeof client === 'function' && typeof client.unsafe === 'function') {
@@ -69,20 +76,27 @@ function queryOf(client) {
       return { rows, rowCount: rows.count };
     };
   }
-  if (client !== null && typeof client === 'object' && typeof client.query === 'function') return (q) => client.query(q);
+  if (client !== null && typeof client === 'object' && typeof client.query === 'function') {
+    // pg: the statements of the store are prepared once per connection (named), not parsed and planned for each write
+    return (q) => client.query(q.prepared === undefined ? q : { name: q.prepared, text: q.text, values: q.values });
+  }
   return null;
 }
 
 /**
  * A compare-and-set host store on a pg `Pool` or `Client`, or a postgres.js `sql`.
  * Options: `table` (default `"fencegate"`), `encode`/`decode` for values
- * (default `valueCodec`). Call `await store.init()` once to create the table.
+ * (default `valueCodec`), `prepare` (default true: on pg, the load and commit
+ * statements are named prepared statements, parsed once per connection; false
+ * behind a pooler that does not keep them). Call `await store.init()` once to create the table.
  */
 export class PostgresStore {
   #pg;
   #table;
   #encode;
   #decode;
+  /** The statements of load and commitFrom: `{ text, prepared }` (prepared: the pg statement name, or undefined). */
+  #sql;
 
   constructor(pg, options = {}) {
     const query = queryOf(pg);
@@ -102,9 +116,27 @@ export class PostgresStore {
         { table },
       );
     }
+    const prepare = options.prepare ?? true;
+    if (typeof prepare !== 'boolean') throw new FencegateError('INVALID_ARGUMENT', 'prepare must be true or false', { prepare });
     this.#pg = query;
     this.#table = `"${table}"`;
     [this.#encode, this.#decode] = codecOf(options, valueCodec);
+    const t = this.#table;
+    const texts = {
+      load: `SELECT state, value, version::text AS version FROM ${t} WHERE key = $1`,
+      insert: `INSERT INTO ${t} (key, state, value, version) VALUES ($1, $2, $3, 1) ON CONFLICT (key) DO NOTHING RETURNING version::text AS version`,
+      set:
+        `UPDATE ${t} SET state = $2, value = $3, version = version + 1 ` +
+        `WHERE key = $1 AND version = $4::bigint AND state = $5 RETURNING version::text AS version`,
+      delete:
+        `UPDATE ${t} SET state = $2, value = NULL, version = version + 1 ` +
+        `WHERE key = $1 AND version = $3::bigint AND state = $4 RETURNING version::text AS version`,
+      none:
+        `UPDATE ${t} SET state = $2, value = value, version = version + 1 ` +
+        `WHERE key = $1 AND version = $3::bigint AND state = $4 RETURNING version::text AS version`,
+    };
+    this.#sql = {};
+    for (const [name, text] of Object.entries(texts)) this.#sql[name] = { text, prepared: prepare ? statementName(text) : undefined };
   }
 
   /** Creates the table when it does not exist. Run once, before concurrent use. */
@@ -121,7 +153,8 @@ export class PostgresStore {
 
   /** `{ state, version, value }` of `key` (version as decimal text), or null. */
   async load(key) {
-    const query = { text: `SELECT state, value, version::text AS version FROM ${this.#table} WHERE key = $1`, values: [key] };
+    const { text, prepared } = this.#sql.load;
+    const query = { text, prepared, values: [key] };
     let r;
     for (let attempt = 1; ; attempt++) {
       try {
@@ -169,6 +202,39 @@ export class PostgresStore {
       if (!definitelyFailed(e) && e && typeof e === 'object') e.commitUnknown = true;
       throw e;
     }
+  }
+
+  /**
+   * The gate's state-cache commit (docs/stores.md "commitFrom"): one statement
+   * that writes `nextText` (the next state's JSON text, stored as is) and the
+   * change when the row still has `expected.version` AND `expected.state`
+   * (null: no row yet). Resolves to `{ version }` (the version it wrote), or
+   * false when the precondition did not hold.
+   */
+  async commitFrom(key, expected, nextText, change) {
+    const value = change.kind === 'set' ? encodedOf(this, change) : null;
+    let sql;
+    let values;
+    if (expected === null) {
+      sql = this.#sql.insert;
+      values = [key, nextText, value];
+    } else if (change.kind === 'set') {
+      sql = this.#sql.set;
+      values = [key, nextText, value, String(expected.version), expected.state];
+    } else {
+      sql = change.kind === 'delete' ? this.#sql.delete : this.#sql.none;
+      values = [key, nextText, String(expected.version), expected.state];
+    }
+    const query = { text: sql.text, prepared: sql.prepared, values };
+    let r;
+    try {
+      r = await this.#pg(query);
+    } catch (e) {
+      if (retryable(e)) return false;
+      if (!definitelyFailed(e) && e && typeof e === 'object') e.commitUnknown = true;
+      throw e;
+    }
+    return r.rows.length === 1 ? { version: r.rows[0].version } : false;
   }
 
   /** The stored text of `value` (the codec's `encode`); INVALID_ARGUMENT when the codec refuses it. */

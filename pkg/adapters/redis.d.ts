@@ -68,4 +68,9 @@ export class RedisStore<V = unknown> {
   load(key: string): Promise<{ state: string | undefined; version: string; value?: V } | null>;
   /** Errors other than a Redis error reply carry `commitUnknown: true`. */
   commit(key: string, expectedVersion: unknown, nextState: object, change: { kind: string; value?: V; encoded?: string }): Promise<boolean>;
+  /**
+   * The gate's state-cache commit, one script call (EVALSHA; NOSCRIPT falls back to EVAL): compares version and state, writes, answers the new version. `{ version }` after the write, `false` when the record's version or
+   * state text moved. The same error classes as `commit`.
+   */
+  commitFrom(key: string, expected: { version: unknown; state: string } | null, nextText: string, change: { kind: string; value?: V; encoded?: string }): Promise<{ version: string } | false>;
 }

@@ -45,6 +45,27 @@ return 1
 
 const COMMAND = 'fencegateCompareAndSet';
 
+// The state-cache commit (commitFrom): the same write, with the state text also
+// in the precondition, answering the version it wrote (0: not written).
+// KEYS[1] the hash; ARGV: expected version ('' = no record), expected state, next state, change kind, value.
+const COMMIT_FROM = `
+if ARGV[1] == '' then
+  if redis.call('EXISTS', KEYS[1]) == 1 then return 0 end
+else
+  local cur = redis.call('HMGET', KEYS[1], 'version', 'state')
+  if cur[1] ~= ARGV[1] or cur[2] ~= ARGV[2] then return 0 end
+end
+if ARGV[4] == 'set' then
+  redis.call('HSET', KEYS[1], 'state', ARGV[3], 'value', ARGV[5])
+else
+  redis.call('HSET', KEYS[1], 'state', ARGV[3])
+  if ARGV[4] == 'delete' then redis.call('HDEL', KEYS[1], 'value') end
+end
+return redis.call('HINCRBY', KEYS[1], 'version', 1)
+`;
+
+const COMMAND_FROM = 'fencegateCommitFrom';
+
 /**
  * Eviction policies under which a key without a TTL (every fence record) is
  * never evicted. Any other policy (`allkeys-lru`, `allkeys-lfu`,
@@ -87,9 +108,11 @@ function driverOf(redis) {
       // EVALSHA with a fallback to EVAL, cached on the client.
       redis.defineCommand(COMMAND, { numberOfKeys: 1, lua: COMPARE_AND_SET });
     }
+    if (typeof redis[COMMAND_FROM] !== 'function') redis.defineCommand(COMMAND_FROM, { numberOfKeys: 1, lua: COMMIT_FROM });
     return {
       hmget: (key) => redis.hmget(key, 'state', 'value', 'version'),
       cas: (key, args) => redis[COMMAND](key, ...args),
+      casFrom: (key, args) => redis[COMMAND_FROM](key, ...args),
       nodes: () => (typeof redis.nodes === 'function' ? redis.nodes('master') : [redis]),
       nodeName: (node) => (node.options && node.options.host !== undefined ? `${node.options.host}:${node.options.port}` : 'redis'),
       configGet: (node) => node.config('GET', 'maxmemory-policy'),
@@ -97,24 +120,29 @@ function driverOf(redis) {
   }
   if (typeof redis.sendCommand === 'function' && typeof redis.nodeClient !== 'function') {
     const send = (args) => redis.sendCommand(args);
-    let sha = null;
-    const script = async (key, args) => {
-      const tail = ['1', key, ...args];
-      sha ??= String(await send(['SCRIPT', 'LOAD', COMPARE_AND_SET]));
-      try {
-        return await send(['EVALSHA', sha, ...tail]);
-      } catch (e) {
-        // The server's script cache was flushed (restart, SCRIPT FLUSH): the script did not run.
-        if (isErrorReply(e) && /^NOSCRIPT/.test(e.message)) return send(['EVAL', COMPARE_AND_SET, ...tail]);
-        throw e;
-      }
+    /** One script by EVALSHA (loaded once); NOSCRIPT (a flushed script cache: it did not run) falls back to EVAL, which loads it again. */
+    const scriptOf = (lua) => {
+      let sha = null;
+      return async (key, args) => {
+        const tail = ['1', key, ...args];
+        sha ??= String(await send(['SCRIPT', 'LOAD', lua]));
+        try {
+          return await send(['EVALSHA', sha, ...tail]);
+        } catch (e) {
+          if (isErrorReply(e) && /^NOSCRIPT/.test(e.message)) return send(['EVAL', lua, ...tail]);
+          throw e;
+        }
+      };
     };
+    const script = scriptOf(COMPARE_AND_SET);
+    const scriptFrom = scriptOf(COMMIT_FROM);
     return {
       hmget: async (key) => {
         const r = await send(['HMGET', key, 'state', 'value', 'version']);
         return r.map((x) => (x === null || x === undefined ? null : String(x)));
       },
       cas: async (key, args) => Number(await script(key, args)),
+      casFrom: async (key, args) => Number(await scriptFrom(key, args)),
       nodes: () => [redis],
       nodeName: (node) => {
         // host:port as for ioredis: from `socket`, else from `url` (never its password)
@@ -303,6 +331,37 @@ export class RedisStore {
       throw e;
     }
     return r === 1;
+  }
+
+  /**
+   * The gate's state-cache commit (docs/stores.md "commitFrom"): one script
+   * call (EVALSHA) that writes `nextText` as is and the change when the hash
+   * still has `expected.version` AND `expected.state` (null: no hash yet).
+   * Resolves to `{ version }` (the version it wrote), or false.
+   */
+  async commitFrom(key, expected, nextText, change) {
+    if (this.#checked === null) await this.#ensureChecked();
+    const value = change.kind === 'set' ? encodedOf(this, change) : '';
+    const args = expected === null ? ['', '', nextText, change.kind, value] : [String(expected.version), expected.state, nextText, change.kind, value];
+    const closes = this.#closes;
+    let r;
+    try {
+      r = Number(await this.#driver.casFrom(this.#prefix + key, args));
+    } catch (e) {
+      if (!isErrorReply(e) && e && typeof e === 'object') e.commitUnknown = true;
+      throw e;
+    }
+    if (r >= 1) return { version: String(r) };
+    if (this.#closes !== closes) {
+      // As in commit: lost across a closed connection may have lost to its own first send.
+      const e = new Error(
+        `RedisStore: the connection closed while the compare-and-set of ${JSON.stringify(key)} was in flight and it came back lost; ` +
+          'the client may have sent it twice, so the first send may have committed',
+      );
+      e.commitUnknown = true;
+      throw e;
+    }
+    return false;
   }
 
   /** The stored text of `value` (the codec's `encode`); INVALID_ARGUMENT when the codec refuses it. */

@@ -61,6 +61,19 @@ export class SqliteStore {
       );
     }
     this.#select = db.prepare(`SELECT state, value, version FROM "${table}" WHERE key = ?`);
+    // Inside the transaction only the state is read, not the value: as a plain
+    // string where the driver can pluck (better-sqlite3), else from the row (bun:sqlite)
+    const stateOnly = db.prepare(`SELECT state FROM "${table}" WHERE key = ?`);
+    let selectState;
+    if (typeof stateOnly.pluck === 'function') {
+      const plucked = stateOnly.pluck();
+      selectState = (key) => plucked.get(key);
+    } else {
+      selectState = (key) => {
+        const row = stateOnly.get(key);
+        return row == null ? row : row.state;
+      };
+    }
     this.#insert = db.prepare(`INSERT INTO "${table}" (key, state, value, version) VALUES (?, ?, ?, 1)`);
     this.#update = {
       set: db.prepare(`UPDATE "${table}" SET state = ?, value = ?, version = version + 1 WHERE key = ?`),
@@ -68,13 +81,13 @@ export class SqliteStore {
       none: db.prepare(`UPDATE "${table}" SET state = ?, version = version + 1 WHERE key = ?`),
     };
     const apply = (key, fn) => {
-      const row = this.#select.get(key);
-      const out = fn(row == null ? null : row.state); // no row: undefined (better-sqlite3), null (bun:sqlite)
+      const stored = selectState(key); // the state text; no row: undefined (better-sqlite3), null (bun:sqlite)
+      const out = fn(stored == null ? null : stored);
       if (out === null || out === undefined) return false; // rejected: write nothing
       const state = JSON.stringify(out.nextState);
       const { change } = out;
       const value = change.kind === 'set' ? encodedOf(this, change) : null;
-      if (row == null) {
+      if (stored == null) {
         this.#insert.run(key, state, value);
       } else if (change.kind === 'set') {
         this.#update.set.run(state, value, key);

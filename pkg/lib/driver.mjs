@@ -10,6 +10,15 @@
 //                     (`{ nextState, change }`, or null: write nothing);
 //                     a host error marked `conflict: true` runs it again (bounded)
 //
+// The state cache (issue 14, docs/design.md "Issue 14"): for a store with the
+// optional `commitFrom(key, expected, nextText, change)`, a driver built with
+// `stateCache > 0` keeps, per key, the state text and version of the last record
+// it loaded or committed (LRU by key count). A cached step decides from that
+// state and commits with it as the precondition (version AND state text): one
+// `commitFrom`, no `load`. A lost precondition drops the entry and runs the
+// loop above. No answer leaves without the store: a decision that writes
+// nothing (a refusal, a duplicate) is made again on a fresh load.
+//
 // Failures: a callback that throws is STORE_ERROR; one that may have committed
 // (`commitUnknown: true`, a timeout, a commit answering neither true nor false)
 // is COMMIT_UNKNOWN; `maxRetries + 1` lost rounds are COMMIT_CONFLICT; an error
@@ -19,8 +28,12 @@
 import { invalid, marksCommitUnknown, TIMED_OUT, withTimeout, describe, messageOf, MAX_TIMER_MS } from './common.mjs';
 
 const DEFAULT_MAX_RETRIES = 8;
+/** Default `stateCache`: keys whose last known state a driver keeps (0: none). */
+export const DEFAULT_STATE_CACHE = 1024;
+/** The largest `stateCache`. */
+export const MAX_STATE_CACHE = 2 ** 24;
 
-/** The driver options of `options` (already an object): `{ maxRetries, commitTimeoutMs, loadTimeoutMs }`; throws INVALID_ARGUMENT. */
+/** The driver options of `options` (already an object): `{ maxRetries, commitTimeoutMs, loadTimeoutMs, stateCache }`; throws INVALID_ARGUMENT. */
 export function driverOptions(options, timeouts) {
   const maxRetries = options.maxRetries ?? DEFAULT_MAX_RETRIES;
   if (!Number.isSafeInteger(maxRetries) || maxRetries < 0) {
@@ -32,7 +45,11 @@ export function driverOptions(options, timeouts) {
       throw invalid(`${name} must be a positive number of milliseconds, at most ${MAX_TIMER_MS}`, { [name]: t });
     }
   }
-  return { maxRetries, commitTimeoutMs: options.commitTimeoutMs, loadTimeoutMs: options.loadTimeoutMs };
+  const stateCache = options.stateCache ?? 0;
+  if (!Number.isSafeInteger(stateCache) || stateCache < 0 || stateCache > MAX_STATE_CACHE) {
+    throw invalid(`stateCache must be an integer from 0 (off) to ${MAX_STATE_CACHE}`, { stateCache });
+  }
+  return { maxRetries, commitTimeoutMs: options.commitTimeoutMs, loadTimeoutMs: options.loadTimeoutMs, stateCache };
 }
 
 /** Whether a host error says the transaction did not commit and may simply be run again (`{ conflict: true }`). */
@@ -46,6 +63,8 @@ function marksConflict(cause) {
 }
 
 const idle = () => {};
+/** Waits until `p` settles, never throwing (its failure is its own caller's). */
+const settled = (p) => p.then(idle, idle);
 
 const noAnswer = (ms) => `no answer within ${ms} ms`;
 
@@ -74,12 +93,21 @@ export class StoreDriver {
   #maxRetries;
   #commitTimeoutMs;
   #loadTimeoutMs;
-  /** key → the tail of that key's queue of steps (a promise that never rejects); removed when the key goes idle. */
+  /** key → the slot `{ p }` of the newest step on that key (its promise); removed when that step ends last. */
   #queues = new Map();
+  /** key → { state (text), version, used } last loaded or committed, oldest first (LRU, second chance); null: no cache. */
+  #cache = null;
+  #cacheSize = 0;
 
-  constructor(store, { maxRetries, commitTimeoutMs, loadTimeoutMs }, faults) {
+  constructor(store, { maxRetries, commitTimeoutMs, loadTimeoutMs, stateCache = 0 }, faults) {
     checkStore(store);
     this.#transactional = typeof store.transaction === 'function';
+    // Only a compare-and-set store that declares `commitFrom` (its commit checks
+    // version and state text, and answers the new version) gets a cache.
+    if (stateCache > 0 && !this.#transactional && typeof store.commitFrom === 'function') {
+      this.#cache = new Map();
+      this.#cacheSize = stateCache;
+    }
     this.#store = store;
     this.#faults = faults;
     this.#maxRetries = maxRetries;
@@ -90,6 +118,50 @@ export class StoreDriver {
   /** `'transaction'` or `'compare-and-set'`: the callback shape this driver runs. */
   get shape() {
     return this.#transactional ? 'transaction' : 'compare-and-set';
+  }
+
+  /** Whether this driver keeps a state cache (a `commitFrom` store and `stateCache > 0`). */
+  get caching() {
+    return this.#cache !== null;
+  }
+
+  /** Drops the cached state of `key`, or of every key when `key` is undefined. */
+  forget(key) {
+    if (this.#cache === null) return;
+    if (key === undefined) this.#cache.clear();
+    else this.#cache.delete(key);
+  }
+
+  /** How many keys have a cached state. */
+  get cachedKeys() {
+    return this.#cache === null ? 0 : this.#cache.size;
+  }
+
+  /**
+   * Records `key`'s state. Least recently used goes first, kept cheaply
+   * (second chance): a key seen again is only marked `used`; when the cache is
+   * over its size, the oldest unmarked key goes and marked ones met on the way
+   * move to the newest end, unmarked.
+   */
+  #remember(key, state, version) {
+    const cache = this.#cache;
+    const entry = cache.get(key);
+    if (entry !== undefined) {
+      entry.state = state;
+      entry.version = version;
+      entry.used = true;
+      return;
+    }
+    if (cache.size >= this.#cacheSize) {
+      // make room first, so the key being added is never the one that goes
+      for (const [oldest, e] of cache) {
+        cache.delete(oldest);
+        if (!e.used) break;
+        e.used = false;
+        cache.set(oldest, e);
+      }
+    }
+    cache.set(key, { state, version, used: false });
   }
 
   /** Whether the store has `load(key)` (a transaction store may not). */
@@ -134,25 +206,37 @@ export class StoreDriver {
    * (`next` null: write nothing); resolves to the `result` of the decision whose
    * next state was committed (or that needed no write). `timing`, when given,
    * gets `commitMs`: the time spent in the host's commit or transaction.
+   * `cached`: the step may start from the key's cached state (writes; not
+   * quarantine): a decision that writes is committed with that state as its
+   * precondition; one that writes nothing is made again on a fresh load.
    */
-  run(ctx, key, decide, timing = null) {
+  run(ctx, key, decide, timing = null, cached = false) {
     // One driver, one key: steps run one after another in arrival order (a
     // promise chain per key), so a driver never loses a compare-and-set or a
     // transaction to itself; other keys stay concurrent, other processes still
     // conflict and retry. A step that fails (throws, rejects) still ends its
     // turn; a step that hangs holds the key until its timeout (commitTimeoutMs,
     // loadTimeoutMs), so set those with a store that can hang.
-    const step = () => (this.#transactional ? this.#viaTransaction(ctx, key, decide, timing) : this.#viaCas(ctx, key, decide, timing));
     const queues = this.#queues;
     const before = queues.get(key);
-    // An idle key starts at once (no extra turn on the hot path).
-    const result = before === undefined ? step() : before.then(step);
-    const tail = result.then(idle, idle);
-    queues.set(key, tail);
-    tail.then(() => {
-      if (queues.get(key) === tail) queues.delete(key); // idle again: nothing left to wait for
-    });
-    return result;
+    // One slot per step; the key's entry is the newest slot, removed by its own
+    // step when it ends last (the queues do not outlive their work). An idle key
+    // starts at once: the step runs synchronously up to its first await.
+    const slot = { p: null };
+    queues.set(key, slot);
+    const prev = before === undefined ? null : before.p;
+    // (each #via… waits for `prev` and releases `slot` itself: no extra async layer per step)
+    slot.p = this.#transactional
+      ? this.#viaTransaction(ctx, key, decide, timing, prev, slot)
+      : this.#cache === null
+        ? this.#viaCas(ctx, key, decide, timing, prev, slot)
+        : this.#viaCache(ctx, key, decide, timing, cached, prev, slot);
+    return slot.p;
+  }
+
+  /** Ends a step's turn: the key leaves the queues when this was its newest step. */
+  #release(key, slot) {
+    if (slot !== null && this.#queues.get(key) === slot) this.#queues.delete(key);
   }
 
   /** How many keys have steps running or waiting (0 when idle): the queues do not outlive their work. */
@@ -160,77 +244,168 @@ export class StoreDriver {
     return this.#queues.size;
   }
 
-  async #viaCas(ctx, key, decide, timing) {
-    const faults = this.#faults;
-    const ms = this.#commitTimeoutMs;
-    for (let attempt = 0; attempt <= this.#maxRetries; attempt++) {
-      const record = await this.load(ctx, key);
-      const d = decide(faults.record(ctx, record));
-      if (d.next === null) return d.result; // nothing changes: nothing to persist
-      const expected = record === null || record === undefined ? null : record.version ?? null;
-      let committed;
-      const t0 = timing === null ? 0 : performance.now();
-      try {
-        committed = await withTimeout(this.#store.commit(key, expected, d.next, d.change), ms);
-      } catch (cause) {
-        if (marksCommitUnknown(cause)) throw faults.unknown(ctx, 'commit', cause, messageOf(cause));
-        throw faults.store(ctx, 'commit', cause);
+  async #viaCas(ctx, key, decide, timing, before = null, slot = null) {
+    if (before !== null) await settled(before); // the step before on this key ends its turn first
+    try {
+      const faults = this.#faults;
+      const ms = this.#commitTimeoutMs;
+      for (let attempt = 0; attempt <= this.#maxRetries; attempt++) {
+        const record = await this.load(ctx, key);
+        const d = decide(faults.record(ctx, record));
+        if (d.next === null) return d.result; // nothing changes: nothing to persist
+        const expected = record === null || record === undefined ? null : record.version ?? null;
+        let committed;
+        const t0 = timing === null ? 0 : performance.now();
+        try {
+          committed = await withTimeout(this.#store.commit(key, expected, d.next, d.change), ms);
+        } catch (cause) {
+          if (marksCommitUnknown(cause)) throw faults.unknown(ctx, 'commit', cause, messageOf(cause));
+          throw faults.store(ctx, 'commit', cause);
+        }
+        if (committed === TIMED_OUT) throw faults.unknown(ctx, 'commit', undefined, noAnswer(ms));
+        if (timing !== null) timing.commitMs = (timing.commitMs ?? 0) + (performance.now() - t0);
+        // Committed: only now may the result (a verdict, an epoch, a lease) leave.
+        if (committed === true) return d.result;
+        if (committed !== false) {
+          // Never treat anything but `true` as success; but a commit that answered
+          // something else may have written, so it is not a plain failure either.
+          throw faults.unknown(ctx, 'commit', undefined, `commit returned ${describe(committed)}, not true or false`);
+        }
+        // Lost the compare-and-set: load and decide again.
       }
-      if (committed === TIMED_OUT) throw faults.unknown(ctx, 'commit', undefined, noAnswer(ms));
-      if (timing !== null) timing.commitMs = (timing.commitMs ?? 0) + (performance.now() - t0);
-      // Committed: only now may the result (a verdict, an epoch, a lease) leave.
-      if (committed === true) return d.result;
-      if (committed !== false) {
-        // Never treat anything but `true` as success; but a commit that answered
-        // something else may have written, so it is not a plain failure either.
-        throw faults.unknown(ctx, 'commit', undefined, `commit returned ${describe(committed)}, not true or false`);
-      }
-      // Lost the compare-and-set: load and decide again.
+      throw faults.conflict(ctx, 'commit', this.#maxRetries + 1, undefined);
+    } finally {
+      this.#release(key, slot);
     }
-    throw faults.conflict(ctx, 'commit', this.#maxRetries + 1, undefined);
   }
 
-  async #viaTransaction(ctx, key, decide, timing) {
+  /** `commitFrom` under the commit timeout: `{ version }` (committed), false (precondition lost); throws the fault. */
+  async #commitFrom(ctx, key, expected, text, change, timing) {
     const faults = this.#faults;
     const ms = this.#commitTimeoutMs;
-    let decision = null;
-    let ownError = null;
-    const fn = (state) => {
-      decision = null;
-      ownError = null;
-      try {
-        // Inside a transaction the host passes only the state: null/undefined = no record.
-        const d = decide(state === undefined ? null : state);
-        decision = d;
-        return d.next === null ? null : { nextState: d.next, change: d.change };
-      } catch (e) {
-        ownError = e;
-        throw e;
-      }
-    };
     let answer;
     const t0 = timing === null ? 0 : performance.now();
-    for (let attempt = 0; ; attempt++) {
-      try {
-        answer = await withTimeout(this.#store.transaction(key, fn), ms);
-        break;
-      } catch (cause) {
-        if (ownError !== null) throw ownError; // our own error inside: the host rolled back
-        if (marksCommitUnknown(cause)) throw faults.unknown(ctx, 'transaction', cause, messageOf(cause));
-        // `conflict: true`: the host's "retry the transaction" class (SQLITE_BUSY, a
-        // serialization failure), nothing committed; retried like a lost compare-and-set.
-        if (marksConflict(cause)) {
-          if (attempt < this.#maxRetries) continue;
-          throw faults.conflict(ctx, 'transaction', this.#maxRetries + 1, cause);
-        }
-        throw faults.store(ctx, 'transaction', cause);
-      }
+    try {
+      answer = await withTimeout(this.#store.commitFrom(key, expected, text, change), ms);
+    } catch (cause) {
+      if (marksCommitUnknown(cause)) throw faults.unknown(ctx, 'commit', cause, messageOf(cause));
+      throw faults.store(ctx, 'commit', cause);
     }
-    if (timing !== null) timing.commitMs = performance.now() - t0;
-    if (answer === TIMED_OUT) throw faults.unknown(ctx, 'transaction', undefined, noAnswer(ms));
-    if (ownError !== null) throw ownError;
-    if (decision === null) throw faults.store(ctx, 'transaction', new Error('the host transaction returned without calling fn'));
-    // The transaction has returned, so its write (if any) is committed: only now may the result leave.
-    return decision.result;
+    if (answer === TIMED_OUT) throw faults.unknown(ctx, 'commit', undefined, noAnswer(ms));
+    if (timing !== null) timing.commitMs = (timing.commitMs ?? 0) + (performance.now() - t0);
+    if (answer === false) return false;
+    if (answer !== null && typeof answer === 'object' && answer.version !== undefined && answer.version !== null) return answer;
+    throw faults.unknown(ctx, 'commit', undefined, `commitFrom returned ${describe(answer)}, not { version } or false`);
+  }
+
+  /**
+   * The compare-and-set loop with the state cache: the first round may decide
+   * from the cached state (no load); its commit's precondition is that state
+   * (version and text). Any failure drops the entry; a lost precondition drops
+   * it and loads, exactly like `#viaCas`.
+   */
+  async #viaCache(ctx, key, decide, timing, cached, before = null, slot = null) {
+    if (before !== null) await settled(before); // the step before on this key ends its turn first
+    try {
+      const faults = this.#faults;
+      const cache = this.#cache;
+      let first = 0; // a lost optimistic commit is the first of the `maxRetries + 1` rounds
+      try {
+        if (cached) {
+          const entry = cache.get(key);
+          if (entry !== undefined) {
+            const d = decide(entry.state);
+            if (d.next !== null) {
+              const text = JSON.stringify(d.next);
+              const done = await this.#commitFrom(ctx, key, entry, text, d.change, timing);
+              if (done !== false) {
+                this.#remember(key, text, done.version);
+                return d.result;
+              }
+            }
+            // Lost the precondition, or a decision that writes nothing (a refusal, a
+            // duplicate): the stored state answers it, so every verdict, marks
+            // included, is the one the store's state gives (docs/design.md "Issue 14").
+            cache.delete(key);
+            if (d.next !== null) first = 1;
+          }
+        } else cache.delete(key);
+        for (let attempt = first; attempt <= this.#maxRetries; attempt++) {
+          const record = await this.load(ctx, key);
+          const state = faults.record(ctx, record);
+          const d = decide(state);
+          const version = record === null || record === undefined ? null : record.version ?? null;
+          // Only text states with a version are cached (the shipped adapters'); another form takes the plain path.
+          const textual = state === null || (typeof state === 'string' && version !== null);
+          if (d.next === null) {
+            if (textual && state !== null) this.#remember(key, state, version);
+            return d.result;
+          }
+          const text = JSON.stringify(d.next);
+          const expected = state === null ? null : { version, state };
+          if (!textual) return await this.#viaCas(ctx, key, decide, timing); // not cacheable: the plain loop
+          const done = await this.#commitFrom(ctx, key, expected, text, d.change, timing);
+          if (done !== false) {
+            this.#remember(key, text, done.version);
+            return d.result;
+          }
+        }
+        throw faults.conflict(ctx, 'commit', this.#maxRetries + 1, undefined);
+      } catch (e) {
+        cache.delete(key); // COMMIT_UNKNOWN, STORE_ERROR, a timeout, anything: the stored state is unknown
+        throw e;
+      }
+    } finally {
+      this.#release(key, slot);
+    }
+  }
+
+  async #viaTransaction(ctx, key, decide, timing, before = null, slot = null) {
+    if (before !== null) await settled(before); // the step before on this key ends its turn first
+    try {
+      const faults = this.#faults;
+      const ms = this.#commitTimeoutMs;
+      let decision = null;
+      let ownError = null;
+      const fn = (state) => {
+        decision = null;
+        ownError = null;
+        try {
+          // Inside a transaction the host passes only the state: null/undefined = no record.
+          const d = decide(state === undefined ? null : state);
+          decision = d;
+          return d.next === null ? null : { nextState: d.next, change: d.change };
+        } catch (e) {
+          ownError = e;
+          throw e;
+        }
+      };
+      let answer;
+      const t0 = timing === null ? 0 : performance.now();
+      for (let attempt = 0; ; attempt++) {
+        try {
+          answer = await withTimeout(this.#store.transaction(key, fn), ms);
+          break;
+        } catch (cause) {
+          if (ownError !== null) throw ownError; // our own error inside: the host rolled back
+          if (marksCommitUnknown(cause)) throw faults.unknown(ctx, 'transaction', cause, messageOf(cause));
+          // `conflict: true`: the host's "retry the transaction" class (SQLITE_BUSY, a
+          // serialization failure), nothing committed; retried like a lost compare-and-set.
+          if (marksConflict(cause)) {
+            if (attempt < this.#maxRetries) continue;
+            throw faults.conflict(ctx, 'transaction', this.#maxRetries + 1, cause);
+          }
+          throw faults.store(ctx, 'transaction', cause);
+        }
+      }
+      if (timing !== null) timing.commitMs = performance.now() - t0;
+      if (answer === TIMED_OUT) throw faults.unknown(ctx, 'transaction', undefined, noAnswer(ms));
+      if (ownError !== null) throw ownError;
+      if (decision === null) throw faults.store(ctx, 'transaction', new Error('the host transaction returned without calling fn'));
+      // The transaction has returned, so its write (if any) is committed: only now may the result leave.
+      return decision.result;
+    } finally {
+      this.#release(key, slot);
+    }
   }
 }

@@ -24,7 +24,7 @@ import { lastMarks } from './runtime.mjs';
 import { policyFromOptions, ceilingOf, hostVerified, addPolicyKey, retirePolicyKey, freePolicy } from './signed.mjs';
 import { metaOf, windowOf, auditOf, Observer, pack, packCeiling, plainPolicy, verdictOut, claimsOut, nextOut, marksOut, ESTABLISH, STRICT, HOST_VERIFIED } from './verdict.mjs';
 import { invalid, checkReady, checkKey, checkOptions, messageOf, GATE_OPTIONS, describe, listOf, stateTextOf, checkStateText } from './common.mjs';
-import { StoreDriver, driverOptions } from './driver.mjs';
+import { StoreDriver, driverOptions, DEFAULT_STATE_CACHE } from './driver.mjs';
 
 const NONE = Object.freeze({ kind: 'none' });
 const DELETE = Object.freeze({ kind: 'delete' });
@@ -188,12 +188,13 @@ const FAULTS = {
 function parseOptions(options) {
   if (options === undefined || options === null) options = {};
   if (typeof options !== 'object') throw invalid('options must be an object', { options });
-  checkOptions(options, [...GATE_OPTIONS, 'maxRetries', 'commitTimeoutMs'], 'Gate');
+  checkOptions(options, [...GATE_OPTIONS, 'maxRetries', 'commitTimeoutMs', 'loadTimeoutMs', 'stateCache'], 'Gate');
   const p = options.sameEpoch;
   if (p !== undefined && p !== 'allow' && p !== 'strict') {
     throw invalid(`sameEpoch must be 'allow' or 'strict', got ${describe(p)}`, { sameEpoch: p });
   }
-  return { strict: p === 'strict', driver: driverOptions(options, ['commitTimeoutMs']) };
+  const driver = driverOptions({ ...options, stateCache: options.stateCache ?? DEFAULT_STATE_CACHE }, ['commitTimeoutMs', 'loadTimeoutMs']);
+  return { strict: p === 'strict', driver };
 }
 
 /** What every call on a freed gate throws. */
@@ -349,6 +350,18 @@ export class Gate {
     });
   }
 
+  /**
+   * Drops what this gate remembers of `key`'s stored state (every key when
+   * `key` is omitted): its next operation starts with a load instead of an
+   * optimistic commit. Verdicts never depend on the cache (a stale entry only
+   * costs a failed precondition); this frees memory. Nothing is written.
+   */
+  forget(key) {
+    this.#live();
+    if (key !== undefined) checkKey(key);
+    this.#driver.forget(key);
+  }
+
   /** The host's `load(key)` for `read` and `inspect` (a transaction store may have none). */
   #load(key) {
     this.#live();
@@ -406,6 +419,7 @@ export class Gate {
         return { result: d.v, next: d.next, change };
       },
       timing,
+      true,
     );
   }
 }

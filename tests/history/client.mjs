@@ -23,7 +23,7 @@ const big = (_, v) => (typeof v === 'bigint' ? String(v) : v);
 const log = (o) => fs.writeSync(fd, `${JSON.stringify(o, big)}\n`);
 
 const { res, iss, close } = await openStores(cfg.spec);
-const gate = new Gate(res, { commitTimeoutMs: 3000, maxRetries: 50 });
+const gate = new Gate(res, { commitTimeoutMs: 3000, maxRetries: 50, stateCache: cfg.stateCache });
 const issuer = new Issuer(iss, { commitTimeoutMs: 3000, loadTimeoutMs: 3000, maxRetries: 50 });
 
 let seq = 0;

@@ -66,6 +66,8 @@ fs.writeFileSync(pidsFile, '');
 const dir = fs.mkdtempSync(path.join(os.tmpdir(), `fencegate-history-${engineName}-`));
 const mono = () => Number(process.hrtime.bigint() / 1000n);
 const hfd = fs.openSync(out, 'a');
+// FENCEGATE_STATE_CACHE: the clients' Gate `stateCache` (issue 14; unset: the default, on; 0: off)
+const stateCache = process.env.FENCEGATE_STATE_CACHE === undefined ? undefined : Number(process.env.FENCEGATE_STATE_CACHE);
 const log = (o) => fs.writeSync(hfd, `${JSON.stringify({ ...o, t: Date.now(), m: mono() }, (_, v) => (typeof v === 'bigint' ? String(v) : v))}\n`);
 const sleep = (ms) => new Promise((r) => setTimeout(r, ms));
 const notePid = (pid, what) => pid && fs.appendFileSync(pidsFile, `${JSON.stringify({ pid, what })}\n`);
@@ -113,7 +115,7 @@ try {
 
   // The runner's own handles: direct to the server, a correct host.
   const own = await openStores(engine.direct);
-  const ownGate = new Gate(own.res, { commitTimeoutMs: 3000, maxRetries: 50 });
+  const ownGate = new Gate(own.res, { commitTimeoutMs: 3000, maxRetries: 50, stateCache });
   const ownIssuer = new Issuer(own.iss, { commitTimeoutMs: 3000, loadTimeoutMs: 3000, maxRetries: 50 });
 
   const perProc = Math.ceil(ops / procs);
@@ -130,7 +132,7 @@ try {
       return;
     }
     incarnation += 1;
-    const cfg = { p, spec: { ...clientSpec, resend: p % 2 === 1 }, keys, ttlMs, ops: remaining, history: out, seed: String(BigInt(seed) * 1000n + BigInt(incarnation)) };
+    const cfg = { p, spec: { ...clientSpec, resend: p % 2 === 1 }, keys, ttlMs, ops: remaining, history: out, seed: String(BigInt(seed) * 1000n + BigInt(incarnation)), stateCache };
     const child = spawn(process.execPath, [path.join(here, 'client.mjs'), JSON.stringify(cfg)], { stdio: ['ignore', 'pipe', 'pipe'] });
     notePid(child.pid, `client p${p}`);
     const base = progress.get(p) ?? 0;

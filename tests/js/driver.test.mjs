@@ -106,3 +106,152 @@ test('Gate and Issuer share one store; compare-and-set lost every time is COMMIT
   assert.deepEqual([i.code, i.scope, i.key, i.attempts, i.message], ['COMMIT_CONFLICT', 's', 'issuer:s', 3, 'compare-and-set on "issuer:s" conflicted 3 times; nothing was issued by this call']);
   assert.deepEqual(inner.keys(), []);
 });
+
+// Issue 14: the state cache and the Gate's load timeout.
+import { MemoryCommitFromStore } from './stores/memory-stores.mjs';
+import { counting } from './stores/cases.mjs';
+
+const verdictOf = (key, outcome, code, token, markBefore, markAfter) => ({ key, ok: outcome !== 'reject', outcome, code, token, markBefore, markAfter });
+
+test('stateCache: an integer 0..2^24 (default 1024); anything else is INVALID_ARGUMENT; a store without commitFrom never caches', async () => {
+  const store = new MemoryCommitFromStore();
+  for (const bad of [-1, 1.5, '3', 2 ** 24 + 1, NaN, 1n, true]) {
+    assert.throws(() => new Gate(store, { stateCache: bad }), isCode('INVALID_ARGUMENT'), String(bad));
+  }
+  for (const good of [0, 1, 2 ** 24, undefined, null]) new Gate(store, { stateCache: good }).free();
+  assert.throws(() => new Gate(store, { loadTimeoutMs: 0 }), isCode('INVALID_ARGUMENT'));
+  assert.throws(() => new Gate(store, { loadTimeoutMs: 2 ** 31 }), isCode('INVALID_ARGUMENT'));
+  // a plain compare-and-set store (no commitFrom): every write loads, cache or not
+  const plain = counting(new MemoryHostStore());
+  const gate = new Gate(plain.store);
+  for (let i = 0; i < 3; i++) await gate.write('k', 2, i);
+  assert.deepEqual(plain.n, { load: 3, commit: 3, commitFrom: 0, lost: 0 });
+});
+
+test('cache on: 10 writes on one key are 1 load and 10 commitFrom; cache off (stateCache: 0): 10 loads and 10 commits', async () => {
+  const on = counting(new MemoryCommitFromStore());
+  const gate = new Gate(on.store);
+  for (let i = 1; i <= 10; i++) assert.deepEqual(await gate.write('k', i, i), verdictOf('k', 'advance', null, i, i - 1, i));
+  assert.deepEqual(on.n, { load: 1, commit: 0, commitFrom: 10, lost: 0 });
+  const off = counting(new MemoryCommitFromStore());
+  const plain = new Gate(off.store, { stateCache: 0 });
+  for (let i = 1; i <= 10; i++) assert.deepEqual(await plain.write('k', i, i), verdictOf('k', 'advance', null, i, i - 1, i));
+  assert.deepEqual(off.n, { load: 10, commit: 10, commitFrom: 0, lost: 0 });
+});
+
+test('the cache keeps the last stateCache keys (LRU); forget(key) and forget() drop entries; quarantine, read and inspect always load', async () => {
+  const c = counting(new MemoryCommitFromStore());
+  const gate = new Gate(c.store, { stateCache: 2 });
+  await gate.write('a', 1, 'a');
+  await gate.write('b', 1, 'b');
+  await gate.write('a', 1, 'a2'); // a is now the most recent
+  await gate.write('c', 1, 'c'); // evicts b
+  const loads = c.n.load;
+  await gate.write('a', 1, 'a3');
+  await gate.write('c', 1, 'c2');
+  assert.equal(c.n.load, loads, 'a and c were cached');
+  await gate.write('b', 1, 'b2');
+  assert.equal(c.n.load, loads + 1, 'b was evicted');
+  gate.forget('b');
+  await gate.write('b', 1, 'b3');
+  assert.equal(c.n.load, loads + 2);
+  gate.forget();
+  await gate.write('a', 1, 'a4');
+  await gate.write('c', 1, 'c3');
+  assert.equal(c.n.load, loads + 4);
+  assert.throws(() => gate.forget(42), isCode('INVALID_ARGUMENT'));
+  const before = c.n.load;
+  assert.deepEqual(await gate.read('a'), { mark: 1, value: 'a4', hasValue: true });
+  assert.equal((await gate.inspect('a')).mark, 1);
+  assert.deepEqual(await gate.quarantine('a', 5), { key: 'a', ok: true, changed: true, floor: 5, markBefore: 1, markAfter: 5 });
+  assert.equal(c.n.load, before + 3);
+  // the quarantine dropped a's entry: the next write loads and sees it
+  assert.deepEqual(await gate.write('a', 5, 'x'), { ...verdictOf('a', 'reject', 'QUARANTINED', 5, 5, 5) });
+  assert.equal(c.n.load, before + 4);
+  gate.free();
+  assert.throws(() => gate.forget('a'), isCode('INVALID_ARGUMENT'));
+});
+
+test('COMMIT_UNKNOWN, STORE_ERROR, a commit timeout and a commitFrom answer that is neither { version } nor false drop the entry: the next write loads', async () => {
+  const inner = new MemoryCommitFromStore();
+  const c = counting(inner);
+  let fault = null;
+  const store = {
+    ...c.store,
+    commitFrom: async (...args) => {
+      const f = fault;
+      fault = null;
+      if (f === 'unknown') throw Object.assign(new Error('reply lost'), { commitUnknown: true });
+      if (f === 'error') throw new Error('refused');
+      if (f === 'hang') return new Promise(() => {});
+      if (f === 'true') return true;
+      return c.store.commitFrom(...args);
+    },
+  };
+  const gate = new Gate(store, { commitTimeoutMs: 20 });
+  await gate.write('k', 1, 'a');
+  for (const [f, code] of [['unknown', 'COMMIT_UNKNOWN'], ['error', 'STORE_ERROR'], ['hang', 'COMMIT_UNKNOWN'], ['true', 'COMMIT_UNKNOWN']]) {
+    const loads = c.n.load;
+    fault = f;
+    await assert.rejects(gate.write('k', 1, f), isCode(code), f);
+    assert.equal(c.n.load, loads, `${f}: the optimistic commit needed no load`);
+    assert.deepEqual(await gate.write('k', 1, `after ${f}`), verdictOf('k', 'accept', null, 1, 1, 1));
+    assert.equal(c.n.load, loads + 1, `${f}: the entry was dropped, the next write loaded`);
+  }
+  assert.equal(inner.load('k').value, 'after true');
+});
+
+test('a cached duplicate is answered by the stored state (loads), never from the cache', async () => {
+  const c = counting(new MemoryCommitFromStore());
+  const gate = new Gate(c.store);
+  assert.equal((await gate.write('k', 3, 'a', { opId: 'op1' })).outcome, 'advance');
+  const loads = c.n.load;
+  const v = await gate.write('k', 3, 'a', { opId: 'op1' });
+  assert.deepEqual([v.outcome, v.original, c.n.load], ['duplicate', 'advance', loads + 1]);
+});
+
+test('Gate loadTimeoutMs: a load that never answers is STORE_ERROR after the timeout, nothing written', async () => {
+  const inner = new MemoryCommitFromStore();
+  const store = { load: () => new Promise(() => {}), commit: inner.commit.bind(inner), commitFrom: inner.commitFrom.bind(inner) };
+  const gate = new Gate(store, { loadTimeoutMs: 30 });
+  const e = await gate.write('k', 1, 'v').catch((x) => x);
+  assert.equal(e.code, 'STORE_ERROR');
+  assert.equal(e.callback, 'load');
+  assert.match(e.message, /no answer within 30 ms/);
+  assert.equal(inner.load('k'), null);
+  await assert.rejects(gate.read('k'), isCode('STORE_ERROR'));
+});
+
+test('a commitFrom store whose load gives an object state takes the plain load + commit path for what it loads', async () => {
+  const inner = new MemoryCommitFromStore();
+  const c = counting(inner);
+  const objectState = {
+    ...c.store,
+    load: async (key) => {
+      const r = await c.store.load(key);
+      return r === null ? null : { ...r, state: JSON.parse(r.state) };
+    },
+  };
+  const gate = new Gate(objectState);
+  assert.deepEqual(await gate.write('k', 2, 'a'), verdictOf('k', 'advance', null, 2, 0, 2)); // no record: commitFrom inserts
+  assert.deepEqual(await gate.write('k', 2, 'b'), verdictOf('k', 'accept', null, 2, 2, 2)); // the text it wrote is cached
+  assert.deepEqual(c.n, { load: 1, commit: 0, commitFrom: 2, lost: 0 });
+  gate.forget('k');
+  // loaded as an object: not cached, decided again on the plain path (load + commit)
+  assert.deepEqual(await gate.write('k', 3, 'c'), verdictOf('k', 'advance', null, 3, 2, 3));
+  assert.deepEqual(await gate.write('k', 3, 'd'), verdictOf('k', 'accept', null, 3, 3, 3));
+  assert.deepEqual(c.n, { load: 5, commit: 2, commitFrom: 2, lost: 0 });
+  assert.deepEqual(inner.load('k'), { state: '{"v":1,"mark":"3"}', version: 4, value: 'd' });
+});
+
+test('stateCache: 3 keeps 3 keys: after 10 keys only the last 3 write without a load', async () => {
+  const c = counting(new MemoryCommitFromStore());
+  const gate = new Gate(c.store, { stateCache: 3 });
+  for (let i = 0; i < 10; i++) await gate.write(`k${i}`, 1, i);
+  assert.equal(c.n.load, 10);
+  for (const i of [7, 8, 9, 9, 8, 7]) await gate.write(`k${i}`, 1, i);
+  assert.equal(c.n.load, 10);
+  await gate.write('k6', 1, 6); // evicted: loads, and takes the place of the least recently used
+  assert.equal(c.n.load, 11);
+  assert.deepEqual(c.n, { load: 11, commit: 0, commitFrom: 17, lost: 0 });
+});

@@ -16,11 +16,12 @@ test('a misspelled option is INVALID_ARGUMENT, never silently ignored (requiresi
   assert.throws(() => new MemoryGate({ requiresigned: true, keys: { k: new Uint8Array(32) } }), isCode('INVALID_ARGUMENT'));
   assert.throws(() => new MemoryGate({ sameepoch: 'strict' }), isCode('INVALID_ARGUMENT'));
   assert.throws(() => new Gate(new MemoryHostStore(), { maxRetry: 3 }), isCode('INVALID_ARGUMENT'));
-  assert.throws(() => new Gate(new MemoryHostStore(), { loadTimeoutMs: 5 }), isCode('INVALID_ARGUMENT'));
+  assert.throws(() => new Gate(new MemoryHostStore(), { loadTimeout: 5 }), isCode('INVALID_ARGUMENT'));
+  assert.throws(() => new Gate(new MemoryHostStore(), { statecache: 0 }), isCode('INVALID_ARGUMENT'));
   assert.throws(() => new Issuer(new MemoryHostStore(), { commitTimeout: 5 }), isCode('INVALID_ARGUMENT'));
   // Every documented option is still accepted.
   new MemoryGate({ sameEpoch: 'allow', opWindow: 8, onVerdict: () => {}, higherEpoch: { mode: 'adopt' } });
-  new Gate(new MemoryHostStore(), { sameEpoch: 'strict', maxRetries: 2, commitTimeoutMs: 100, opWindow: 4 });
+  new Gate(new MemoryHostStore(), { sameEpoch: 'strict', maxRetries: 2, commitTimeoutMs: 100, loadTimeoutMs: 100, stateCache: 16, opWindow: 4 });
 });
 
 test('timeouts above 2^31−1 ms (which timers fire at once) are INVALID_ARGUMENT', () => {

@@ -519,3 +519,29 @@ export function useMemoryEntry(): void {
   gate.free();
   void [dispose];
 }
+
+// Issue 14: the gate's state cache, its commit, and the load timeout.
+import { type CommitPrecondition, type HostGateOptions } from 'fencegate';
+export async function useStateCache(pg: PostgresClient): Promise<void> {
+  const options: HostGateOptions = { stateCache: 4096, loadTimeoutMs: 2000, commitTimeoutMs: 2000 };
+  const pgStore = new PgStore(pg, { prepare: false });
+  const gate = new Gate(pgStore, options);
+  await gate.write('k', 1, 'v');
+  gate.forget('k');
+  gate.forget();
+  new Gate(pgStore, { stateCache: 0 });
+  const records = new Map<string, { state: string; version: number; value?: string }>();
+  const own: CasStore<string> = {
+    load: (key) => records.get(key) ?? null,
+    commit: () => false,
+    commitFrom: (key, expected: CommitPrecondition | null, nextText, change) => {
+      const r = records.get(key);
+      if (expected === null ? r !== undefined : r === undefined || r.version !== expected.version || r.state !== expected.state) return false;
+      const version = (r?.version ?? 0) + 1;
+      records.set(key, { state: nextText, version, value: change.kind === 'set' ? change.value : r?.value });
+      return { version };
+    },
+  };
+  await new Gate(own).write('k', 1, 'v');
+  const cf: { version: string } | false = await pgStore.commitFrom('k', null, '{"v":1,"mark":"1"}', { kind: 'none' });
+}

@@ -4,8 +4,26 @@
 // lying host's test shows that they catch a store that ignores the version.
 import assert from 'node:assert/strict';
 import { readFileSync } from 'node:fs';
-import { Gate, FencegateError } from '../../../pkg/node.mjs';
+import { Gate as RealGate, FencegateError } from '../../../pkg/node.mjs';
 import { uniqueKey } from './keys.mjs';
+
+/** The `stateCache` every case's gate gets unless the case sets one (undefined: the Gate default). */
+let stateCacheDefault;
+
+/** Runs the cases with the state cache on (`undefined`: the default size) or off (`0`). */
+export function setStateCache(n) {
+  stateCacheDefault = n;
+}
+
+/** `Gate` with the suite's `stateCache` (conformance runs every case with the cache on and off). */
+class Gate extends RealGate {
+  constructor(store, options) {
+    if (stateCacheDefault !== undefined && (options === undefined || (options !== null && typeof options === 'object' && !('stateCache' in options)))) {
+      options = { ...options, stateCache: stateCacheDefault };
+    }
+    super(store, options);
+  }
+}
 
 const BIG = 2n ** 53n + 1n; // not representable as a JS number
 const MAX_U64 = 2n ** 64n - 1n;
@@ -527,5 +545,140 @@ export const CAS_CASES = {
     const vague = new Gate(wrap(t.store, { commit: async () => undefined }));
     await expectError(vague.write(k, 6, 'mine'), 'COMMIT_UNKNOWN');
     await expectRead(new Gate(t.store), k, 5, 'other-3');
+  },
+};
+
+/**
+ * A store that forwards every callback of `store` (commitFrom included) and
+ * counts the calls: `{ load, commit, commitFrom, lost }` (`lost`: a commit or
+ * commitFrom that answered false, a failed precondition).
+ */
+export function counting(store) {
+  const n = { load: 0, commit: 0, commitFrom: 0, lost: 0 };
+  const w = {
+    load: async (key) => {
+      n.load += 1;
+      return store.load(key);
+    },
+    commit: async (...args) => {
+      n.commit += 1;
+      const ok = await store.commit(...args);
+      if (ok === false) n.lost += 1;
+      return ok;
+    },
+  };
+  if (typeof store.encodeValue === 'function') w.encodeValue = (v) => store.encodeValue(v);
+  if (typeof store.commitFrom === 'function') {
+    w.commitFrom = async (...args) => {
+      n.commitFrom += 1;
+      const r = await store.commitFrom(...args);
+      if (r === false) n.lost += 1;
+      return r;
+    };
+  }
+  return { store: w, n };
+}
+
+/** Whether a gate on `t.store` keeps a state cache in this run (the cache is on, and the store has commitFrom). */
+function caching(t) {
+  return stateCacheDefault !== 0 && typeof t.store.commitFrom === 'function';
+}
+
+/** Cases of the state cache (issue 14), for compare-and-set stores; with the cache off they pin the same verdicts. */
+export const CACHE_CASES = {
+  /** Another process advances the key between two writes of a cached gate: the second write is STALE_TOKEN, nothing stored. */
+  async 'another writer advances the key between two writes of a cached gate: STALE_TOKEN, nothing stored'(t) {
+    const c = counting(t.store);
+    const gate = new Gate(c.store);
+    const other = new Gate(t.store, { stateCache: 0 }); // "another process": its own gate, its own view
+    const k = uniqueKey('cache-stale');
+    assert.deepEqual(await gate.write(k, 5, 'a'), verdict(k, 'advance', null, 5, 0, 5));
+    assert.deepEqual(await gate.write(k, 6, 'b'), verdict(k, 'advance', null, 6, 5, 6));
+    assert.deepEqual(await other.write(k, 8, 'c'), verdict(k, 'advance', null, 8, 6, 8));
+    // the gate remembers mark 6 and would take 7; the store's precondition says no, the reload says STALE_TOKEN
+    assert.deepEqual(await gate.write(k, 7, 'late'), verdict(k, 'reject', 'STALE_TOKEN', 7, 8, 8));
+    assert.deepEqual(await t.raw(k), { state: stateText(8), value: '"c"' });
+    await expectRead(gate, k, 8, 'c');
+    if (caching(t)) {
+      // write 5: load + commitFrom; write 6: commitFrom only; write 7: commitFrom (lost) + load; read: load
+      assert.deepEqual(c.n, { load: 3, commit: 0, commitFrom: 3, lost: 1 });
+    } else {
+      assert.deepEqual({ ...c.n, commitFrom: 0 }, { load: 4, commit: 2, commitFrom: 0, lost: 0 });
+    }
+    // the reload refreshed what the gate knows: 9 advances from 8
+    assert.deepEqual(await gate.write(k, 9, 'd'), verdict(k, 'advance', null, 9, 8, 9));
+    assert.deepEqual(await t.raw(k), { state: stateText(9), value: '"d"' });
+  },
+
+  /** The optimistic commit fails its precondition; the retry decides from the fresh state (accept, not advance). */
+  async 'a changed key fails the optimistic precondition; the retry decides from the fresh state'(t) {
+    const c = counting(t.store);
+    const gate = new Gate(c.store);
+    const other = new Gate(t.store, { stateCache: 0 });
+    const k = uniqueKey('cache-retry');
+    assert.deepEqual(await gate.write(k, 5, { n: 1 }), verdict(k, 'advance', null, 5, 0, 5));
+    assert.deepEqual(await other.write(k, 7, { n: 2 }), verdict(k, 'advance', null, 7, 5, 7));
+    const before = { ...c.n };
+    // from the cached mark 5, token 7 would advance (5 → 7); the store holds 7, so it is an accept at 7
+    assert.deepEqual(await gate.write(k, 7, { n: 3 }), verdict(k, 'accept', null, 7, 7, 7));
+    assert.deepEqual(await t.raw(k), { state: stateText(7), value: '{"n":3}' });
+    if (caching(t)) {
+      assert.deepEqual(
+        { load: c.n.load - before.load, commitFrom: c.n.commitFrom - before.commitFrom, lost: c.n.lost - before.lost },
+        { load: 1, commitFrom: 2, lost: 1 },
+        'one optimistic commit lost its precondition, then one load and one commit',
+      );
+    }
+    // the same for a change of the state alone (a holder bound to epoch 7, same mark):
+    // the version moves, so the cached precondition fails again and the reload sees the holder
+    assert.deepEqual(await other.establish(k, 7, { holder: 'h1' }), verdict(k, 'accept', null, 7, 7, 7));
+    const e = await gate.write(k, 7, 'x', { holder: 'h2' }).then((v) => v.code);
+    assert.equal(e, (await other.write(k, 7, 'y', { holder: 'h2' })).code, 'the cached gate answers what a fresh gate answers');
+  },
+
+  /**
+   * A refusal decided on the cached state is decided again on a fresh load (its marks are the stored ones), so
+   * after a restore lowered the mark the gate takes what the store now takes: the cache never changes a verdict.
+   */
+  async 'a refusal on the cached state is decided again on a load; after a restore lowered the mark, the store decides'(t) {
+    const c = counting(t.store);
+    const gate = new Gate(c.store);
+    const other = new Gate(t.store, { stateCache: 0 });
+    const k = uniqueKey('cache-restore');
+    assert.deepEqual(await gate.write(k, 5, 'a'), verdict(k, 'advance', null, 5, 0, 5));
+    assert.deepEqual(await other.establish(k, 8), verdict(k, 'advance', null, 8, 5, 8));
+    const before = { ...c.n };
+    // cached mark 5 says STALE for 3; the load says the same with the stored marks (8), not the cached ones
+    assert.deepEqual(await gate.write(k, 3, 'old'), verdict(k, 'reject', 'STALE_TOKEN', 3, 8, 8));
+    assert.deepEqual(await gate.establish(k, 4), verdict(k, 'reject', 'STALE_TOKEN', 4, 8, 8));
+    if (caching(t)) assert.deepEqual({ load: c.n.load - before.load, commit: c.n.commit + c.n.commitFrom - before.commit - before.commitFrom }, { load: 2, commit: 0 });
+    // a restore puts an older record back (mark 2): the store now takes 3, and so does the cached gate
+    await t.putRaw(k, stateText(2), '"restored"');
+    assert.deepEqual(await gate.write(k, 3, 'b'), verdict(k, 'advance', null, 3, 2, 3));
+    assert.deepEqual(await t.raw(k), { state: stateText(3), value: '"b"' });
+    // a write above the cached mark commits against the cached record; the restored one fails that precondition
+    assert.deepEqual(await gate.write(k, 6, 'c'), verdict(k, 'advance', null, 6, 3, 6));
+    await t.putRaw(k, stateText(4), '"restored again"');
+    assert.deepEqual(await gate.write(k, 6, 'd'), verdict(k, 'advance', null, 6, 4, 6));
+    assert.deepEqual(await t.raw(k), { state: stateText(6), value: '"d"' });
+  },
+
+  /**
+   * A restore can put back a record whose version equals the cached one but whose state differs (version counters
+   * restart or repeat): the precondition compares the state text too, so the cached decision never lands on it.
+   */
+  async 'a restored record with the cached version but another state fails the precondition (version and state)'(t) {
+    const c = counting(t.store);
+    const gate = new Gate(c.store);
+    const k = uniqueKey('cache-aba');
+    await t.putRaw(k, stateText(2), '"old"'); // version 100 on every target
+    assert.deepEqual(await gate.write(k, 1, 'x'), verdict(k, 'reject', 'STALE_TOKEN', 1, 2, 2)); // loaded: mark 2, version 100 remembered
+    await t.putRaw(k, stateText(9), '"newer"'); // same version 100, another state
+    const before = { ...c.n };
+    assert.deepEqual(await gate.write(k, 4, 'y'), verdict(k, 'reject', 'STALE_TOKEN', 4, 9, 9));
+    assert.deepEqual(await t.raw(k), { state: stateText(9), value: '"newer"' });
+    if (caching(t)) {
+      assert.deepEqual({ load: c.n.load - before.load, commitFrom: c.n.commitFrom - before.commitFrom, lost: c.n.lost - before.lost }, { load: 1, commitFrom: 1, lost: 1 });
+    }
   },
 };

@@ -41,11 +41,14 @@ function spawnWorker(config) {
   return { child, ready, done };
 }
 
+/** The workers' `stateCache` (undefined: the default, on): every race runs with the cache on and off (issue 14). */
+let stateCache;
+
 async function race(engine, config, openGate) {
   const keys = [0, 1, 2].map((n) => uniqueKey(`race-${engine}-${n}`));
   const workers = [];
   for (let w = 0; w < WORKERS; w++) {
-    workers.push(spawnWorker({ ...config, engine, worker: w, ops: OPS, keys, epoch0: EPOCH0, seed: 1000 + w * 7919, unknownRate: 0.2 }));
+    workers.push(spawnWorker({ ...config, engine, worker: w, ops: OPS, keys, epoch0: EPOCH0, seed: 1000 + w * 7919, unknownRate: 0.2, stateCache }));
   }
   await Promise.all(workers.map((w) => w.ready));
   for (const w of workers) w.child.send('go');
@@ -124,7 +127,11 @@ function assertMeaningful(stats) {
   assert.ok(stats.unknown > 0 && stats.landedUnknown > 0, JSON.stringify(stats));
 }
 
-describe(`concurrency: ${WORKERS} processes × ${OPS} operations on 3 keys`, () => {
+for (const [mode, size] of [['state cache on', undefined], ['stateCache: 0', 0]]) {
+describe(`concurrency (${mode}): ${WORKERS} processes × ${OPS} operations on 3 keys`, () => {
+  before(() => {
+    stateCache = size;
+  });
   test('sqlite (better-sqlite3, one file, WAL)', async (t) => {
     const dir = mkdtempSync(join(tmpdir(), 'fencegate-race-'));
     const file = join(dir, 'race.db');
@@ -225,3 +232,4 @@ describe(`concurrency: ${WORKERS} processes × ${OPS} operations on 3 keys`, () 
     client.close();
   });
 });
+}

@@ -47,6 +47,23 @@ export class MemoryCasStore extends Coded {
   }
 }
 
+/** MemoryCasStore with the state-cache commit (docs/stores.md "commitFrom"): version AND state text, `{ version }` back. */
+export class MemoryCommitFromStore extends MemoryCasStore {
+  commitFrom(key, expected, nextText, change) {
+    const entry = this.entries.get(key);
+    if (expected === null ? entry !== undefined : entry === undefined || entry.version !== expected.version || entry.state !== expected.state) {
+      return false;
+    }
+    const next = entry ?? { state: undefined, value: undefined, version: 0 };
+    next.state = nextText;
+    if (change.kind === 'set') next.value = change.encoded ?? this.encodeValue(change.value);
+    else if (change.kind === 'delete') next.value = undefined;
+    next.version += 1;
+    this.entries.set(key, next);
+    return { version: next.version };
+  }
+}
+
 /** Transaction shape over a Map, Promise-returning (like an async host). */
 export class MemoryTxStore extends Coded {
   entries = new Map();

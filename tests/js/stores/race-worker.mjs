@@ -77,7 +77,7 @@ function flaky(store, random, rate, note) {
       },
     };
   }
-  return {
+  const w = {
     load: (k) => store.load(k),
     commit: async (key, expected, next, change) => {
       const roll = random();
@@ -91,6 +91,21 @@ function flaky(store, random, rate, note) {
       return ok;
     },
   };
+  // the state cache's commit (issue 14), with the same faults
+  if (typeof store.commitFrom === 'function') {
+    w.commitFrom = async (key, expected, nextText, change) => {
+      const roll = random();
+      if (roll < rate / 2) throw lost();
+      const r = await store.commitFrom(key, expected, nextText, change);
+      note.conflicts += r === false ? 1 : 0;
+      if (roll < rate && r !== false) {
+        note.landed = true;
+        throw lost();
+      }
+      return r;
+    };
+  }
+  return w;
 }
 
 process.once('message', async (config) => {
@@ -98,7 +113,7 @@ process.once('message', async (config) => {
   const random = rng(seed);
   const { store, close } = await open(engine, config);
   const note = { landed: false, conflicts: 0 };
-  const gate = new Gate(flaky(store, random, unknownRate, note), { maxRetries: 50 });
+  const gate = new Gate(flaky(store, random, unknownRate, note), { maxRetries: 50, stateCache: config.stateCache });
   process.send({ ready: true });
   await new Promise((r) => process.once('message', r)); // go
   const history = [];

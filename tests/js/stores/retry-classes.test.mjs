@@ -160,7 +160,8 @@ describe('PostgreSQL: serialization failures are lost compare-and-sets', { skip:
       query: async (q) => {
         if (typeof q === 'object' && q.text.startsWith('SELECT')) return { rows: [{ state: '{"v":1,"mark":"5"}', value: '"x"', version: '1' }], rowCount: 1 };
         const code = answers.shift();
-        if (code === undefined) return { rows: [], rowCount: 1 };
+        // a commit that lands: one row (commitFrom's RETURNING version)
+        if (code === undefined) return { rows: [{ version: '2' }], rowCount: 1 };
         throw Object.assign(new Error(`sqlstate ${code}`), { code });
       },
     };

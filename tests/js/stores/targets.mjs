@@ -14,7 +14,7 @@ import { RedisStore } from '../../../pkg/adapters/redis.mjs';
 import { PostgresStore } from '../../../pkg/adapters/postgres.mjs';
 import { EtcdStore } from '../../../pkg/adapters/etcd.mjs';
 import { MysqlStore } from '../../../pkg/adapters/mysql.mjs';
-import { MemoryCasStore, MemoryTxStore, LyingCasStore } from './memory-stores.mjs';
+import { MemoryCasStore, MemoryTxStore, LyingCasStore, MemoryCommitFromStore } from './memory-stores.mjs';
 
 const require = createRequire(import.meta.url);
 
@@ -58,6 +58,7 @@ function memoryTarget(name, shape, Store) {
 export const memoryCas = memoryTarget('memory compare-and-set', 'cas', MemoryCasStore);
 export const memoryTx = memoryTarget('memory transaction', 'transaction', MemoryTxStore);
 export const lyingCas = memoryTarget('lying compare-and-set (ignores the expected version)', 'cas', LyingCasStore);
+export const memoryCommitFrom = memoryTarget('memory compare-and-set with commitFrom', 'cas', MemoryCommitFromStore);
 
 export function openSqlite(file) {
   const Database = require('better-sqlite3');
@@ -316,6 +317,34 @@ export function lyingVariant(target) {
   };
 }
 
+/**
+ * `target` with its store's `commitFrom` made to lie (issue 14): it commits
+ * against whatever is stored now (`versionOnly`: it checks the version but not
+ * the state text). The cache cases must catch both.
+ */
+export function lyingCommitFrom(target, versionOnly) {
+  return {
+    ...target,
+    name: `${target.name}: commitFrom ${versionOnly ? 'checks the version only' : 'drops its precondition'}`,
+    versionOnly,
+    async open(options) {
+      const t = await target.open(options);
+      const real = t.store;
+      const store = {
+        load: (key) => real.load(key),
+        commit: (...args) => real.commit(...args),
+        encodeValue: (v) => real.encodeValue(v),
+        commitFrom: async (key, expected, next, change) => {
+          const now = await real.load(key);
+          if (versionOnly && (now === null ? expected !== null : expected === null || String(now.version) !== String(expected.version))) return false;
+          return real.commitFrom(key, now === null ? null : { version: now.version, state: now.state }, next, change);
+        },
+      };
+      return { ...t, store };
+    },
+  };
+}
+
 /** An etcd3 client on every member of the cluster (FENCEGATE_ETCD_URLS, comma-separated). */
 export async function etcdClient() {
   const { Etcd3 } = await import('etcd3');
@@ -358,7 +387,10 @@ export const etcd = {
 };
 
 /** Every target the conformance suite must pass. */
-export const TARGETS = [memoryCas, memoryTx, sqlite, redis, nodeRedis, postgres, postgresJsTarget, mysql, etcd];
+export const TARGETS = [memoryCas, memoryCommitFrom, memoryTx, sqlite, redis, nodeRedis, postgres, postgresJsTarget, mysql, etcd];
 
 /** The new adapters and clients whose lying variants the suite must catch (issue 15; etcd, issue 16). */
 export const LYING_REAL = [nodeRedis, postgresJsTarget, mysql, etcd].map(lyingVariant);
+
+/** Lying commitFrom variants (issue 14): memory, ioredis, pg and MySQL, each without any check and with the version only. */
+export const LYING_COMMIT_FROM = [memoryCommitFrom, redis, postgres, mysql].flatMap((t) => [lyingCommitFrom(t, false), lyingCommitFrom(t, true)]);
