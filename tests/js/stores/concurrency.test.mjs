@@ -62,6 +62,24 @@ async function race(engine, config, openGate) {
 
 const max = (a, b) => (a > b ? a : b);
 
+/**
+ * A race whose point is the compare-and-set retry: each run is checked in full;
+ * when the workers happened not to overlap (a loaded machine can run four short
+ * processes one after another), the race runs again, at most 3 times in all.
+ * The stats returned are of the last run, which produced conflicts or fails.
+ */
+async function conflictingRace(engine, config, openGate) {
+  let stats;
+  for (let run = 0; run < 3; run++) {
+    stats = check(await race(engine, config, openGate));
+    assertMeaningful(stats);
+    if (stats.conflicts > 0) break;
+  }
+  assert.ok(stats.conflicts > 0, 'the race produced compare-and-set conflicts (3 runs)');
+  return stats;
+}
+
+
 function check({ keys, ops, finals }) {
   const stats = { ops: ops.length, applied: 0, rejected: 0, unknown: 0, landedUnknown: 0, conflicts: 0 };
   for (const op of ops) {
@@ -153,13 +171,10 @@ describe(`concurrency (${mode}): ${WORKERS} processes × ${OPS} operations on 3 
 
   test('redis (ioredis, Lua compare-and-set)', { skip: !REDIS_URL && 'FENCEGATE_REDIS_URL is not set' }, async (t) => {
     const prefix = `${uniqueKey('race')}:`;
-    const result = await race('redis', { prefix }, async () => {
+    const stats = await conflictingRace('redis', { prefix }, async () => {
       const client = await redisClient();
       return { gate: new Gate(new RedisStore(client, { prefix })), close: async () => client.disconnect() };
     });
-    const stats = check(result);
-    assertMeaningful(stats);
-    assert.ok(stats.conflicts > 0, 'the race produced compare-and-set conflicts');
     t.diagnostic(JSON.stringify(stats));
   });
 
@@ -179,13 +194,10 @@ describe(`concurrency (${mode}): ${WORKERS} processes × ${OPS} operations on 3 
 
   test('redis (node-redis, Lua compare-and-set through EVALSHA)', { skip: !REDIS_URL && 'FENCEGATE_REDIS_URL is not set' }, async (t) => {
     const prefix = `${uniqueKey('race-nr')}:`;
-    const result = await race('node-redis', { prefix }, async () => {
+    const stats = await conflictingRace('node-redis', { prefix }, async () => {
       const client = await nodeRedisClient();
       return { gate: new Gate(new RedisStore(client, { prefix })), close: () => client.close() };
     });
-    const stats = check(result);
-    assertMeaningful(stats);
-    assert.ok(stats.conflicts > 0, 'the race produced compare-and-set conflicts');
     t.diagnostic(JSON.stringify(stats));
   });
 
@@ -219,13 +231,10 @@ describe(`concurrency (${mode}): ${WORKERS} processes × ${OPS} operations on 3 
 
   test('etcd 3-member cluster (etcd3, Txn compare on mod_revision)', { skip: !ETCD_URLS && 'FENCEGATE_ETCD_URLS is not set' }, async (t) => {
     const prefix = `${uniqueKey('race')}/`;
-    const result = await race('etcd', { prefix }, async () => {
+    const stats = await conflictingRace('etcd', { prefix }, async () => {
       const client = await etcdClient();
       return { gate: new Gate(new EtcdStore(client, { prefix })), close: async () => client.close() };
     });
-    const stats = check(result);
-    assertMeaningful(stats);
-    assert.ok(stats.conflicts > 0, 'the race produced compare-and-set conflicts');
     t.diagnostic(JSON.stringify(stats));
     const client = await etcdClient();
     await client.delete().prefix(prefix);
