@@ -103,6 +103,26 @@ export const sqlite = {
   },
 };
 
+/**
+ * A target's connection, one open at a time: `current()` is the open one; `reopen()` ends it
+ * and resolves to a new one from `connect()` (the store reopened); `close()` ends the open one.
+ */
+async function connections(connect, end) {
+  const all = [await connect()];
+  const current = () => all[all.length - 1];
+  return {
+    current,
+    reopen: async () => {
+      await end(current());
+      all.push(await connect());
+      return current();
+    },
+    close: async () => {
+      await end(current());
+    },
+  };
+}
+
 export async function redisClient() {
   const { default: Redis } = await import('ioredis');
   return new Redis(REDIS_URL, { maxRetriesPerRequest: 2, lazyConnect: false });
@@ -113,16 +133,11 @@ export const redis = {
   shape: 'cas',
   skip: !REDIS_URL && 'FENCEGATE_REDIS_URL is not set (scripts/services.sh start)',
   async open(options) {
-    const clients = [await redisClient()];
-    const store = new RedisStore(clients[0], options);
-    const c = () => clients[clients.length - 1];
+    const { current: c, reopen, close } = await connections(redisClient, (client) => client.disconnect());
+    const store = new RedisStore(c(), options);
     return {
       store,
-      reopen: async () => {
-        c().disconnect();
-        clients.push(await redisClient());
-        return new RedisStore(c(), options);
-      },
+      reopen: async () => new RedisStore(await reopen(), options),
       raw: async (key) => {
         const [state, value, version] = await c().hmget(store.redisKey(key), 'state', 'value', 'version');
         return state === null && value === null && version === null ? null : { state, value };
@@ -132,9 +147,7 @@ export const redis = {
         await c().del(k);
         await c().hset(k, 'state', state, 'version', '100', ...(value === null ? [] : ['value', value]));
       },
-      close: async () => {
-        for (const client of clients) client.disconnect();
-      },
+      close,
     };
   },
 };
@@ -149,16 +162,11 @@ export const postgres = {
   shape: 'cas',
   skip: !PG_URL && 'FENCEGATE_PG_URL is not set (scripts/services.sh start)',
   async open(options) {
-    const pools = [await pgPool()];
-    const store = await new PostgresStore(pools[0], options).init();
-    const p = () => pools[pools.length - 1];
+    const { current: p, reopen, close } = await connections(pgPool, (pool) => pool.end());
+    const store = await new PostgresStore(p(), options).init();
     return {
       store,
-      reopen: async () => {
-        await p().end();
-        pools.push(await pgPool());
-        return new PostgresStore(p(), options);
-      },
+      reopen: async () => new PostgresStore(await reopen(), options),
       raw: async (key) => {
         const r = await p().query('SELECT state, value FROM fencegate WHERE key = $1', [key]);
         return r.rows.length === 0 ? null : { state: r.rows[0].state, value: r.rows[0].value };
@@ -170,9 +178,7 @@ export const postgres = {
           [key, state, value],
         );
       },
-      close: async () => {
-        await p().end();
-      },
+      close,
     };
   },
 };
@@ -191,16 +197,13 @@ export const nodeRedis = {
   shape: 'cas',
   skip: !REDIS_URL && 'FENCEGATE_REDIS_URL is not set (scripts/services.sh start)',
   async open(options) {
-    const clients = [await nodeRedisClient()];
-    const store = new RedisStore(clients[0], options);
-    const c = () => clients[clients.length - 1];
+    const { current: c, reopen, close } = await connections(nodeRedisClient, async (client) => {
+      if (client.isOpen) await client.close();
+    });
+    const store = new RedisStore(c(), options);
     return {
       store,
-      reopen: async () => {
-        await c().close();
-        clients.push(await nodeRedisClient());
-        return new RedisStore(c(), options);
-      },
+      reopen: async () => new RedisStore(await reopen(), options),
       raw: async (key) => {
         const [state, value, version] = await c().hmGet(store.redisKey(key), ['state', 'value', 'version']);
         return state === null && value === null && version === null ? null : { state, value };
@@ -210,9 +213,7 @@ export const nodeRedis = {
         await c().del(k);
         await c().hSet(k, { state, version: '100', ...(value === null ? {} : { value }) });
       },
-      close: async () => {
-        for (const client of clients) if (client.isOpen) await client.close();
-      },
+      close,
     };
   },
 };
@@ -228,16 +229,11 @@ export const postgresJsTarget = {
   shape: 'cas',
   skip: !PG_URL && 'FENCEGATE_PG_URL is not set (scripts/services.sh start)',
   async open(options) {
-    const sqls = [await postgresJs()];
-    const store = await new PostgresStore(sqls[0], options).init();
-    const q = () => sqls[sqls.length - 1];
+    const { current: q, reopen, close } = await connections(postgresJs, (sql) => sql.end());
+    const store = await new PostgresStore(q(), options).init();
     return {
       store,
-      reopen: async () => {
-        await q().end();
-        sqls.push(await postgresJs());
-        return new PostgresStore(q(), options);
-      },
+      reopen: async () => new PostgresStore(await reopen(), options),
       raw: async (key) => {
         const rows = await q()`SELECT state, value FROM fencegate WHERE key = ${key}`;
         return rows.length === 0 ? null : { state: rows[0].state, value: rows[0].value };
@@ -246,9 +242,7 @@ export const postgresJsTarget = {
         await q()`INSERT INTO fencegate (key, state, value, version) VALUES (${key}, ${state}, ${value}, 100)
           ON CONFLICT (key) DO UPDATE SET state = ${state}, value = ${value}, version = 100`;
       },
-      close: async () => {
-        await q().end();
-      },
+      close,
     };
   },
 };
@@ -264,16 +258,11 @@ export const mysql = {
   shape: 'cas',
   skip: !MYSQL_URL && 'FENCEGATE_MYSQL_URL is not set (scripts/services.sh start)',
   async open(options) {
-    const pools = [await mysqlPool()];
-    const store = await new MysqlStore(pools[0], options).init();
-    const p = () => pools[pools.length - 1];
+    const { current: p, reopen, close } = await connections(mysqlPool, (pool) => pool.end());
+    const store = await new MysqlStore(p(), options).init();
     return {
       store,
-      reopen: async () => {
-        await p().end();
-        pools.push(await mysqlPool());
-        return new MysqlStore(p(), options);
-      },
+      reopen: async () => new MysqlStore(await reopen(), options),
       raw: async (key) => {
         const [rows] = await p().execute('SELECT state, value FROM fencegate WHERE k = ?', [key]);
         return rows.length === 0 ? null : { state: rows[0].state, value: rows[0].value };
@@ -285,9 +274,7 @@ export const mysql = {
           [key, state, value],
         );
       },
-      close: async () => {
-        await p().end();
-      },
+      close,
     };
   },
 };
@@ -356,17 +343,12 @@ export const etcd = {
   shape: 'cas',
   skip: !ETCD_URLS && 'FENCEGATE_ETCD_URLS is not set (scripts/etcd-cluster.sh start)',
   async open(options) {
-    const clients = [await etcdClient()];
+    const { current: c, reopen, close } = await connections(etcdClient, (client) => client.close());
     const prefix = `${uniqueKey('fg')}/`;
-    const store = new EtcdStore(clients[0], { prefix, ...options });
-    const c = () => clients[clients.length - 1];
+    const store = new EtcdStore(c(), { prefix, ...options });
     return {
       store,
-      reopen: async () => {
-        c().close();
-        clients.push(await etcdClient());
-        return new EtcdStore(c(), { prefix, ...options });
-      },
+      reopen: async () => new EtcdStore(await reopen(), { prefix, ...options }),
       raw: async (key) => {
         const k = store.etcdKeys(key);
         const [state, value] = await Promise.all([c().get(k.state).string(), c().get(k.value).string()]);
@@ -380,7 +362,7 @@ export const etcd = {
       },
       close: async () => {
         await c().delete().prefix(prefix);
-        for (const client of clients) client.close();
+        await close();
       },
     };
   },
