@@ -22,6 +22,22 @@ async function run(h, scopes, now) {
   return reconcile({ issuer: h.issuer(), gate: h.gate(), scopes, now });
 }
 
+/**
+ * Reconcile at `now` quarantines every key of `keys` from `markBefore` to `floor`, a second
+ * run changes nothing, and a write at the lost epoch (`[epoch, value, holder]`) is QUARANTINED
+ * on every key. Returns the gate.
+ */
+async function quarantines(h, keys, now, markBefore, floor, [epoch, value, holder]) {
+  const report = await run(h, { [S]: keys }, now);
+  assert.deepEqual(report.changes, keys.map((key) => (
+    { scope: S, target: 'resource', key, action: 'quarantine', markBefore, markAfter: floor, floor }
+  )));
+  assert.equal((await run(h, { [S]: keys }, now + 1)).changed, false);
+  const g = h.gate();
+  for (const k of keys) assert.equal((await g.write(k, epoch, value, { holder })).code, 'QUARANTINED');
+  return g;
+}
+
 for (const target of targets()) {
   test(`${target.name}: the issue's case — issuer restored to 40 while A holds 41: EPOCH_CONFLICT, then reconcile; next acquire is 42`, async () => {
     const h = await target.open();
@@ -213,13 +229,7 @@ for (const target of targets()) {
       }
       await h.issuerSide.restore(issuerAt5);
       await h.resourceSide.restore(resourcesAt2);
-      const report = await run(h, { [S]: keys }, T + 100);
-      assert.deepEqual(report.changes, keys.map((key) => (
-        { scope: S, target: 'resource', key, action: 'quarantine', markBefore: 2, markAfter: 5, floor: 5 }
-      )));
-      assert.equal((await run(h, { [S]: keys }, T + 101)).changed, false);
-      const g = h.gate();
-      for (const k of keys) assert.equal((await g.write(k, 5, 'old 5', { holder: 'H5' })).code, 'QUARANTINED');
+      const g = await quarantines(h, keys, T + 100, 2, 5, [5, 'old 5', 'H5']);
       const n = await acquire(h.issuer(), 'N', T + 102);
       assert.equal(n.epoch, 6);
       for (const k of keys) assert.equal((await g.establish(k, n.epoch, { holder: n.holder })).outcome, 'advance');
@@ -254,13 +264,7 @@ for (const target of targets()) {
       // may have been issued since the issuer's backup (here: a margin of 100),
       // then reconcile carries that floor to every resource.
       await h.issuer().raise({ scope: S, atLeast: 2 + 100, now: T + 100 });
-      const report = await run(h, { [S]: keys }, T + 101);
-      assert.deepEqual(report.changes, keys.map((key) => (
-        { scope: S, target: 'resource', key, action: 'quarantine', markBefore: 4, markAfter: 102, floor: 102 }
-      )));
-      assert.equal((await run(h, { [S]: keys }, T + 102)).changed, false);
-      const g = h.gate();
-      for (const k of keys) assert.equal((await g.write(k, 6, 'lost epoch 6', { holder: 'H6' })).code, 'QUARANTINED');
+      await quarantines(h, keys, T + 101, 4, 102, [6, 'lost epoch 6', 'H6']);
       const n = await acquire(h.issuer(), 'N', T + 103);
       assert.equal(n.epoch, 103);
     } finally {
