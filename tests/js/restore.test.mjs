@@ -23,6 +23,23 @@ async function run(h, scopes, now) {
 }
 
 /**
+ * Leases for holders H1..H`last` one after another (epochs 1..last, from T, one ms apart): each
+ * writes `v<e>` to `keysAt(e)` and releases. `backupAt` names the epoch after which each side
+ * (`issuerSide`, `resourceSide`) is backed up; returns those backups by side.
+ */
+async function leases(h, last, keysAt, backupAt) {
+  const backups = {};
+  for (let e = 1, now = T; e <= last; e++, now++) {
+    const l = await acquire(h.issuer(), `H${e}`, now);
+    assert.equal(l.epoch, e);
+    for (const k of keysAt(e)) await h.gate().write(k, l.epoch, `v${e}`, { holder: l.holder });
+    await h.issuer().release({ scope: S, leaseId: l.leaseId, holder: l.holder });
+    for (const [side, at] of Object.entries(backupAt)) if (at === e) backups[side] = await h[side].backup();
+  }
+  return backups;
+}
+
+/**
  * Reconcile at `now` quarantines every key of `keys` from `markBefore` to `floor`, a second
  * run changes nothing, and a write at the lost epoch (`[epoch, value, holder]`) is QUARANTINED
  * on every key. Returns the gate.
@@ -217,18 +234,9 @@ for (const target of targets()) {
     const h = await target.open();
     try {
       const keys = ['k1', 'k2'];
-      let resourcesAt2;
-      let issuerAt5;
-      for (let e = 1, now = T; e <= 7; e++, now++) {
-        const l = await acquire(h.issuer(), `H${e}`, now);
-        assert.equal(l.epoch, e);
-        for (const k of e === 7 ? ['k1'] : keys) await h.gate().write(k, l.epoch, `v${e}`, { holder: l.holder });
-        await h.issuer().release({ scope: S, leaseId: l.leaseId, holder: l.holder });
-        if (e === 2) resourcesAt2 = await h.resourceSide.backup();
-        if (e === 5) issuerAt5 = await h.issuerSide.backup();
-      }
-      await h.issuerSide.restore(issuerAt5);
-      await h.resourceSide.restore(resourcesAt2);
+      const backups = await leases(h, 7, (e) => (e === 7 ? ['k1'] : keys), { resourceSide: 2, issuerSide: 5 });
+      await h.issuerSide.restore(backups.issuerSide);
+      await h.resourceSide.restore(backups.resourceSide);
       const g = await quarantines(h, keys, T + 100, 2, 5, [5, 'old 5', 'H5']);
       const n = await acquire(h.issuer(), 'N', T + 102);
       assert.equal(n.epoch, 6);
@@ -242,17 +250,9 @@ for (const target of targets()) {
     const h = await target.open();
     try {
       const keys = ['k1', 'k2'];
-      let issuerAt2;
-      let resourcesAt4;
-      for (let e = 1, now = T; e <= 6; e++, now++) {
-        const l = await acquire(h.issuer(), `H${e}`, now);
-        for (const k of keys) await h.gate().write(k, l.epoch, `v${e}`, { holder: l.holder });
-        await h.issuer().release({ scope: S, leaseId: l.leaseId, holder: l.holder });
-        if (e === 2) issuerAt2 = await h.issuerSide.backup();
-        if (e === 4) resourcesAt4 = await h.resourceSide.backup();
-      }
-      await h.issuerSide.restore(issuerAt2);
-      await h.resourceSide.restore(resourcesAt4);
+      const backups = await leases(h, 6, () => keys, { issuerSide: 2, resourceSide: 4 });
+      await h.issuerSide.restore(backups.issuerSide);
+      await h.resourceSide.restore(backups.resourceSide);
       // What reconcile alone can see: marks 4, issuer 2 → the issuer is raised to 4.
       const dry = await reconcile({ issuer: h.issuer(), gate: h.gate(), scopes: { [S]: keys }, now: T + 100, dryRun: true });
       assert.deepEqual(dry.changes, [
