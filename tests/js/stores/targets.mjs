@@ -123,6 +123,32 @@ async function connections(connect, end) {
   };
 }
 
+/**
+ * A SQL store target: `Store` (its table made by `init()`) on a pool from `connect()`, ended
+ * with `end()`; `select(pool, key)` gives the key's rows (state, value), `upsert` plants a row.
+ */
+function sqlTarget({ name, skip, Store, connect, select, upsert }) {
+  return {
+    name,
+    shape: 'cas',
+    skip,
+    async open(options) {
+      const { current, reopen, close } = await connections(connect, (pool) => pool.end());
+      const store = await new Store(current(), options).init();
+      return {
+        store,
+        reopen: async () => new Store(await reopen(), options),
+        raw: async (key) => {
+          const rows = await select(current(), key);
+          return rows.length === 0 ? null : { state: rows[0].state, value: rows[0].value };
+        },
+        putRaw: (key, state, value) => upsert(current(), key, state, value),
+        close,
+      };
+    },
+  };
+}
+
 export async function redisClient() {
   const { default: Redis } = await import('ioredis');
   return new Redis(REDIS_URL, { maxRetriesPerRequest: 2, lazyConnect: false });
@@ -157,31 +183,20 @@ export async function pgPool() {
   return new pg.Pool({ connectionString: PG_URL, max: 4 });
 }
 
-export const postgres = {
+export const postgres = sqlTarget({
   name: 'postgresql (pg)',
-  shape: 'cas',
   skip: !PG_URL && 'FENCEGATE_PG_URL is not set (scripts/services.sh start)',
-  async open(options) {
-    const { current: p, reopen, close } = await connections(pgPool, (pool) => pool.end());
-    const store = await new PostgresStore(p(), options).init();
-    return {
-      store,
-      reopen: async () => new PostgresStore(await reopen(), options),
-      raw: async (key) => {
-        const r = await p().query('SELECT state, value FROM fencegate WHERE key = $1', [key]);
-        return r.rows.length === 0 ? null : { state: r.rows[0].state, value: r.rows[0].value };
-      },
-      putRaw: async (key, state, value) => {
-        await p().query(
-          'INSERT INTO fencegate (key, state, value, version) VALUES ($1, $2, $3, 100) ' +
-            'ON CONFLICT (key) DO UPDATE SET state = $2, value = $3, version = 100',
-          [key, state, value],
-        );
-      },
-      close,
-    };
+  Store: PostgresStore,
+  connect: pgPool,
+  select: async (pool, key) => (await pool.query('SELECT state, value FROM fencegate WHERE key = $1', [key])).rows,
+  upsert: async (pool, key, state, value) => {
+    await pool.query(
+      'INSERT INTO fencegate (key, state, value, version) VALUES ($1, $2, $3, 100) ' +
+        'ON CONFLICT (key) DO UPDATE SET state = $2, value = $3, version = 100',
+      [key, state, value],
+    );
   },
-};
+});
 
 /** A connected node-redis (npm `redis`) client. */
 export async function nodeRedisClient() {
@@ -224,28 +239,17 @@ export async function postgresJs() {
   return postgresJsClient(PG_URL, { max: 4, onnotice: () => {} });
 }
 
-export const postgresJsTarget = {
+export const postgresJsTarget = sqlTarget({
   name: 'postgresql (postgres.js)',
-  shape: 'cas',
   skip: !PG_URL && 'FENCEGATE_PG_URL is not set (scripts/services.sh start)',
-  async open(options) {
-    const { current: q, reopen, close } = await connections(postgresJs, (sql) => sql.end());
-    const store = await new PostgresStore(q(), options).init();
-    return {
-      store,
-      reopen: async () => new PostgresStore(await reopen(), options),
-      raw: async (key) => {
-        const rows = await q()`SELECT state, value FROM fencegate WHERE key = ${key}`;
-        return rows.length === 0 ? null : { state: rows[0].state, value: rows[0].value };
-      },
-      putRaw: async (key, state, value) => {
-        await q()`INSERT INTO fencegate (key, state, value, version) VALUES (${key}, ${state}, ${value}, 100)
-          ON CONFLICT (key) DO UPDATE SET state = ${state}, value = ${value}, version = 100`;
-      },
-      close,
-    };
+  Store: PostgresStore,
+  connect: postgresJs,
+  select: (sql, key) => sql`SELECT state, value FROM fencegate WHERE key = ${key}`,
+  upsert: async (sql, key, state, value) => {
+    await sql`INSERT INTO fencegate (key, state, value, version) VALUES (${key}, ${state}, ${value}, 100)
+      ON CONFLICT (key) DO UPDATE SET state = ${state}, value = ${value}, version = 100`;
   },
-};
+});
 
 /** A mysql2 promise Pool on FENCEGATE_MYSQL_URL. */
 export async function mysqlPool() {
@@ -253,31 +257,20 @@ export async function mysqlPool() {
   return mysql.createPool({ uri: MYSQL_URL, connectionLimit: 4 });
 }
 
-export const mysql = {
+export const mysql = sqlTarget({
   name: 'mysql (mysql2, MariaDB)',
-  shape: 'cas',
   skip: !MYSQL_URL && 'FENCEGATE_MYSQL_URL is not set (scripts/services.sh start)',
-  async open(options) {
-    const { current: p, reopen, close } = await connections(mysqlPool, (pool) => pool.end());
-    const store = await new MysqlStore(p(), options).init();
-    return {
-      store,
-      reopen: async () => new MysqlStore(await reopen(), options),
-      raw: async (key) => {
-        const [rows] = await p().execute('SELECT state, value FROM fencegate WHERE k = ?', [key]);
-        return rows.length === 0 ? null : { state: rows[0].state, value: rows[0].value };
-      },
-      putRaw: async (key, state, value) => {
-        await p().execute(
-          'INSERT INTO fencegate (k, state, value, version) VALUES (?, ?, ?, 100) ' +
-            'ON DUPLICATE KEY UPDATE state = VALUES(state), value = VALUES(value), version = 100',
-          [key, state, value],
-        );
-      },
-      close,
-    };
+  Store: MysqlStore,
+  connect: mysqlPool,
+  select: async (pool, key) => (await pool.execute('SELECT state, value FROM fencegate WHERE k = ?', [key]))[0],
+  upsert: async (pool, key, state, value) => {
+    await pool.execute(
+      'INSERT INTO fencegate (k, state, value, version) VALUES (?, ?, ?, 100) ' +
+        'ON DUPLICATE KEY UPDATE state = VALUES(state), value = VALUES(value), version = 100',
+      [key, state, value],
+    );
   },
-};
+});
 
 /**
  * `target` with its store's commit made to lie: it drops the version
