@@ -23,7 +23,7 @@
 // API); this module imports only the codec.
 import { valueCodec } from '../lib/codec.mjs';
 import { FencegateError } from '../lib/errors.mjs';
-import { codecOf, encodeWith, encodedOf } from './support.mjs';
+import { codecOf, encodeWith, encodedOf, tableOf } from './support.mjs';
 
 const IDENT = /^[A-Za-z_][A-Za-z0-9_]{0,63}$/;
 
@@ -87,10 +87,7 @@ export class MysqlStore {
   constructor(client, options = {}) {
     const db = promiseClient(client);
     if (options === null || typeof options !== 'object') throw invalid('MysqlStore options must be an object', { options });
-    const table = options.table ?? 'fencegate';
-    if (typeof table !== 'string' || !IDENT.test(table)) {
-      throw invalid(`table must be a plain SQL identifier, got ${typeof table === 'string' ? JSON.stringify(table) : typeof table}`, { table });
-    }
+    const table = tableOf(options, IDENT);
     this.#db = db;
     this.#table = `\`${table}\``;
     [this.#encode, this.#decode] = codecOf(options, valueCodec);

@@ -24,7 +24,7 @@
 // same SQLSTATE in `code`.
 import { valueCodec } from '../lib/codec.mjs';
 import { FencegateError } from '../lib/errors.mjs';
-import { codecOf, encodeWith, encodedOf } from './support.mjs';
+import { codecOf, encodeWith, encodedOf, tableOf } from './support.mjs';
 
 const IDENT = /^[A-Za-z_][A-Za-z0-9_]{0,62}$/;
 
@@ -108,14 +108,7 @@ export class PostgresStore {
     if (options === null || typeof options !== 'object') {
       throw new FencegateError('INVALID_ARGUMENT', 'PostgresStore options must be an object', { options });
     }
-    const table = options.table ?? 'fencegate';
-    if (typeof table !== 'string' || !IDENT.test(table)) {
-      throw new FencegateError(
-        'INVALID_ARGUMENT',
-        `table must be a plain SQL identifier, got ${typeof table === 'string' ? JSON.stringify(table) : typeof table}`,
-        { table },
-      );
-    }
+    const table = tableOf(options, IDENT);
     const prepare = options.prepare ?? true;
     if (typeof prepare !== 'boolean') throw new FencegateError('INVALID_ARGUMENT', 'prepare must be true or false', { prepare });
     this.#pg = query;

@@ -13,7 +13,7 @@
 // The client is passed in (an open `Database`); this module imports only the codec.
 import { valueCodec } from '../lib/codec.mjs';
 import { FencegateError } from '../lib/errors.mjs';
-import { codecOf, encodeWith, encodedOf } from './support.mjs';
+import { codecOf, encodeWith, encodedOf, tableOf } from './support.mjs';
 
 const IDENT = /^[A-Za-z_][A-Za-z0-9_]{0,62}$/;
 
@@ -44,14 +44,7 @@ export class SqliteStore {
     if (db === null || typeof db !== 'object' || typeof db.prepare !== 'function' || typeof db.transaction !== 'function') {
       throw new FencegateError('INVALID_ARGUMENT', 'SqliteStore needs an open better-sqlite3 Database');
     }
-    const table = options.table ?? 'fencegate';
-    if (typeof table !== 'string' || !IDENT.test(table)) {
-      throw new FencegateError(
-        'INVALID_ARGUMENT',
-        `table must be a plain SQL identifier, got ${typeof table === 'string' ? JSON.stringify(table) : typeof table}`,
-        { table },
-      );
-    }
+    const table = tableOf(options, IDENT);
     this.#db = db;
     [this.#encode, this.#decode] = codecOf(options, valueCodec);
     if (options.createTable !== false) {

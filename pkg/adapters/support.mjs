@@ -18,6 +18,15 @@ export function codecOf(options, fallback) {
   return [encode, decode];
 }
 
+/** `options.table` (default `"fencegate"`) checked against the store's identifier pattern `ident`, else INVALID_ARGUMENT. */
+export function tableOf(options, ident) {
+  const table = options.table ?? 'fencegate';
+  if (typeof table !== 'string' || !ident.test(table)) {
+    throw invalid(`table must be a plain SQL identifier, got ${typeof table === 'string' ? JSON.stringify(table) : typeof table}`, { table });
+  }
+  return table;
+}
+
 /** `encode(value)` checked: a string, or INVALID_ARGUMENT (the value is refused; nothing is written). */
 export function encodeWith(encode, value) {
   let text;

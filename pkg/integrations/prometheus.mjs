@@ -31,20 +31,16 @@ export function prometheusAudit(options = {}) {
     labelNames: ['operation', 'outcome', 'code'],
     registers,
   }));
-  const decision = metric(registry, `${prefix}decision_duration_seconds`, () => new Histogram({
-    name: `${prefix}decision_duration_seconds`,
-    help: 'Time a fenced operation spent outside the host commit: loading and deciding',
+  // The two duration histograms: same labels and buckets, by name and help.
+  const duration = (name, help) => metric(registry, `${prefix}${name}`, () => new Histogram({
+    name: `${prefix}${name}`,
+    help,
     labelNames: ['operation', 'outcome'],
     buckets,
     registers,
   }));
-  const commit = metric(registry, `${prefix}commit_duration_seconds`, () => new Histogram({
-    name: `${prefix}commit_duration_seconds`,
-    help: "Time a fenced operation spent in the host store's commit or transaction",
-    labelNames: ['operation', 'outcome'],
-    buckets,
-    registers,
-  }));
+  const decision = duration('decision_duration_seconds', 'Time a fenced operation spent outside the host commit: loading and deciding');
+  const commit = duration('commit_duration_seconds', "Time a fenced operation spent in the host store's commit or transaction");
   return function onVerdict(record) {
     const labels = { operation: record.operation, outcome: record.outcome };
     verdicts.inc({ ...labels, code: record.code ?? 'none' });

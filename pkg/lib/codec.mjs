@@ -343,6 +343,16 @@ function decode(text) {
   return text.startsWith(DEVALUE_PREFIX) ? devalueParse(text.slice(DEVALUE_PREFIX.length)) : JSON.parse(text);
 }
 
+/** `classify(value, strict)` with a Refusal turned into the INVALID_ARGUMENT of the codec named `codec`. */
+function classifyFor(codec, value, strict) {
+  try {
+    return classify(value, strict);
+  } catch (e) {
+    if (e instanceof Refusal) throw refusal(codec, e);
+    throw e;
+  }
+}
+
 /**
  * The default codec: exact round trip or INVALID_ARGUMENT with a path.
  * `encode` gives plain JSON text when JSON keeps the value exactly, else
@@ -353,13 +363,7 @@ export const valueCodec = Object.freeze({
   encode(value) {
     const plain = plainText(value);
     if (plain !== undefined) return plain;
-    let c;
-    try {
-      c = classify(value, false);
-    } catch (e) {
-      if (e instanceof Refusal) throw refusal('default codec', e);
-      throw e;
-    }
+    const c = classifyFor('default codec', value, false);
     // The snapshot, not `value`: every property was read once, by classify.
     if (c.json) return JSON.stringify(c.snapshot);
     try {
@@ -381,16 +385,7 @@ export const valueCodec = Object.freeze({
 export const jsonCodec = Object.freeze({
   name: 'JSON codec',
   encode(value) {
-    const plain = plainText(value);
-    if (plain !== undefined) return plain;
-    let c;
-    try {
-      c = classify(value, true);
-    } catch (e) {
-      if (e instanceof Refusal) throw refusal('JSON codec', e);
-      throw e;
-    }
-    return JSON.stringify(c.snapshot);
+    return plainText(value) ?? JSON.stringify(classifyFor('JSON codec', value, true).snapshot);
   },
   decode,
 });

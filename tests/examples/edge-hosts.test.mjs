@@ -13,7 +13,7 @@ import { cpSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:f
 import { createRequire } from 'node:module';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { root, scratchProject, request as rawRequest, stopGroup, waitFor, fencedBody as fenced, withoutDetail } from './helpers.mjs';
+import { root, scratchProject, request as rawRequest, stopGroup, waitFor, fencedBody as fenced, withoutDetail, twentyRacingWrites } from './helpers.mjs';
 
 // every answer with a problem body's prose `detail` taken out (checked to be there)
 const request = async (...args) => withoutDetail(await rawRequest(...args));
@@ -150,20 +150,7 @@ test('Deno: examples/deno/server.mjs fences writes in Deno KV over HTTP (the iss
   assert.deepEqual(await put('k', undefined, 'none'), { status: 428, body: fenced('k', 'reject', 'MISSING_TOKEN', null, '3', '3') });
   assert.deepEqual(await read('k'), kept);
 
-  const tokens = Array.from({ length: 20 }, (_, i) => i + 1).sort(() => Math.random() - 0.5);
-  const answers = await Promise.all(tokens.map((t) => put('race', String(t), `value of ${t}`)));
-  const history = answers.map((a, i) => ({ sent: tokens[i], status: a.status, ...a.body }));
-  const story = `order ${tokens.join(',')}\n${JSON.stringify(history)}`;
-  assert.deepEqual(await read('race'), { status: 200, body: { key: 'race', mark: '20', value: 'value of 20' } }, story);
-  let prev = 0;
-  for (const h of history.filter((x) => x.status === 200).sort((x, y) => x.sent - y.sent)) {
-    assert.deepEqual([h.outcome, h.markBefore], ['advance', String(prev)], story);
-    prev = h.sent;
-  }
-  for (const h of history.filter((x) => x.status !== 200)) {
-    assert.deepEqual([h.status, h.code, h.mark], [409, 'STALE_TOKEN', h.markBefore], story);
-    assert.ok(Number(h.markBefore) > h.sent, story);
-  }
+  await twentyRacingWrites(put, read);
 
   await stopGroup(server);
   base = await startDenoServer();

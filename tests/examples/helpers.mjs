@@ -1,5 +1,6 @@
 // Shared by the example tests: install the packed tarball into a scratch
 // project, send real HTTP requests on loopback, wait for servers, stop children.
+import assert from 'node:assert/strict';
 import { execFileSync } from 'node:child_process';
 import { mkdirSync, mkdtempSync, writeFileSync } from 'node:fs';
 import http from 'node:http';
@@ -128,4 +129,27 @@ export function withoutDetail(answer) {
   const { detail, ...rest } = body;
   if (typeof detail !== 'string' || detail.length === 0) throw new Error(`problem body without detail: ${JSON.stringify(body)}`);
   return { ...answer, body: rest };
+}
+
+/**
+ * 20 concurrent PUTs to key `race` with tokens 1..20 in random order, through the service's
+ * `put(key, token, value)` and `read(key)`: the key ends at mark 20 with token 20's value, the
+ * applied writes form a serial history (each advance's markBefore is the previous applied
+ * token), and every other write is a 409 STALE_TOKEN below the mark it met.
+ */
+export async function twentyRacingWrites(put, read) {
+  const tokens = Array.from({ length: 20 }, (_, i) => i + 1).sort(() => Math.random() - 0.5);
+  const answers = await Promise.all(tokens.map((t) => put('race', String(t), `value of ${t}`)));
+  const history = answers.map((a, i) => ({ sent: tokens[i], status: a.status, ...a.body }));
+  const why = `order ${tokens.join(',')}\n${JSON.stringify(history)}`;
+  assert.deepEqual(await read('race'), { status: 200, body: { key: 'race', mark: '20', value: 'value of 20' } }, why);
+  let prev = 0;
+  for (const h of history.filter((x) => x.status === 200).sort((x, y) => x.sent - y.sent)) {
+    assert.deepEqual([h.outcome, h.markBefore], ['advance', String(prev)], why);
+    prev = h.sent;
+  }
+  for (const h of history.filter((x) => x.status !== 200)) {
+    assert.deepEqual([h.status, h.code, h.mark], [409, 'STALE_TOKEN', h.markBefore], why);
+    assert.ok(Number(h.markBefore) > h.sent, why);
+  }
 }

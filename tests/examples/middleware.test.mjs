@@ -4,11 +4,12 @@
 // 5 app on Node; every request over real HTTP on loopback.
 import { test, before, after } from 'node:test';
 import assert from 'node:assert/strict';
-import { mkdirSync, readFileSync, rmSync, writeFileSync, copyFileSync } from 'node:fs';
+import { rmSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { pathToFileURL } from 'node:url';
 import { root, scratchProject, request } from './helpers.mjs';
 import { readmeBlocks } from '../doc-blocks.mjs';
+import { installedWorker } from '../js/workerd.mjs';
 
 const HEADING = 'HTTP: status codes, problem details, Hono and Express';
 let project;
@@ -97,25 +98,7 @@ async function mustHold(base) {
 }
 
 test('Hono app from the README on workerd (Miniflare): the must-hold cases and 20 concurrent writes', async () => {
-  const out = join(project, 'hono-worker');
-  mkdirSync(join(out, 'dist'), { recursive: true });
-  const esbuild = await import(join(root, 'node_modules/esbuild/lib/main.js'));
-  await esbuild.build({
-    entryPoints: [join(project, 'hono-app.mjs')], bundle: true, format: 'esm', platform: 'neutral', outfile: join(out, 'worker.mjs'),
-    conditions: ['workerd', 'worker', 'browser'], mainFields: ['module', 'main'], external: ['*.wasm'], logLevel: 'warning', absWorkingDir: project,
-  });
-  copyFileSync(join(project, 'node_modules/fencegate/dist/fencegate_bg.wasm'), join(out, 'dist/fencegate_bg.wasm'));
-  const { Miniflare } = await import(join(root, 'node_modules/miniflare/dist/src/index.js'));
-  const mf = new Miniflare({
-    modulesRoot: out,
-    modules: [
-      { type: 'ESModule', path: join(out, 'worker.mjs'), contents: readFileSync(join(out, 'worker.mjs'), 'utf8') },
-      { type: 'CompiledWasm', path: join(out, 'dist/fencegate_bg.wasm'), contents: readFileSync(join(out, 'dist/fencegate_bg.wasm')) },
-    ],
-    compatibilityDate: '2026-04-01',
-    host: '127.0.0.1',
-    port: 0,
-  });
+  const mf = await installedWorker(project, join(project, 'hono-app.mjs'), join(project, 'hono-worker'), { host: '127.0.0.1', port: 0 });
   stops.push(() => mf.dispose());
   await mustHold(String(await mf.ready));
 });

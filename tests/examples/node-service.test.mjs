@@ -7,7 +7,7 @@ import { spawn } from 'node:child_process';
 import { cpSync, readFileSync, rmSync } from 'node:fs';
 import { join } from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
-import { root, scratchProject, request as rawRequest, stopGroup, waitFor, fencedBody as fenced, withoutDetail } from './helpers.mjs';
+import { root, scratchProject, request as rawRequest, stopGroup, waitFor, fencedBody as fenced, withoutDetail, twentyRacingWrites } from './helpers.mjs';
 
 // every answer with a problem body's prose `detail` taken out (checked to be there)
 const request = async (...args) => withoutDetail(await rawRequest(...args));
@@ -157,20 +157,7 @@ test('two holders: A is stopped (SIGSTOP) past its lease, B takes over, A resume
 });
 
 test('20 concurrent writes with tokens 1..20 in random order: mark 20, token 20\'s value, a serial history', async () => {
-  const tokens = Array.from({ length: 20 }, (_, i) => i + 1).sort(() => Math.random() - 0.5);
-  const answers = await Promise.all(tokens.map((t) => put('race', String(t), `value of ${t}`)));
-  const history = answers.map((a, i) => ({ sent: tokens[i], status: a.status, ...a.body }));
-  const why = `order ${tokens.join(',')}\n${JSON.stringify(history)}`;
-  assert.deepEqual(await read('race'), { status: 200, body: { key: 'race', mark: '20', value: 'value of 20' } }, why);
-  let prev = 0;
-  for (const h of history.filter((x) => x.status === 200).sort((x, y) => x.sent - y.sent)) {
-    assert.deepEqual([h.outcome, h.markBefore], ['advance', String(prev)], why);
-    prev = h.sent;
-  }
-  for (const h of history.filter((x) => x.status !== 200)) {
-    assert.deepEqual([h.status, h.code, h.mark], [409, 'STALE_TOKEN', h.markBefore], why);
-    assert.ok(Number(h.markBefore) > h.sent, why);
-  }
+  await twentyRacingWrites(put, read);
 });
 
 test('restart: the server process is stopped and started again on the same SQLite file; marks, values and epochs survive', async () => {

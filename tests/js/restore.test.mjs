@@ -22,6 +22,39 @@ async function run(h, scopes, now) {
   return reconcile({ issuer: h.issuer(), gate: h.gate(), scopes, now });
 }
 
+/**
+ * Leases for holders H1..H`last` one after another (epochs 1..last, from T, one ms apart): each
+ * writes `v<e>` to `keysAt(e)` and releases. `backupAt` names the epoch after which each side
+ * (`issuerSide`, `resourceSide`) is backed up; returns those backups by side.
+ */
+async function leases(h, last, keysAt, backupAt) {
+  const backups = {};
+  for (let e = 1, now = T; e <= last; e++, now++) {
+    const l = await acquire(h.issuer(), `H${e}`, now);
+    assert.equal(l.epoch, e);
+    for (const k of keysAt(e)) await h.gate().write(k, l.epoch, `v${e}`, { holder: l.holder });
+    await h.issuer().release({ scope: S, leaseId: l.leaseId, holder: l.holder });
+    for (const [side, at] of Object.entries(backupAt)) if (at === e) backups[side] = await h[side].backup();
+  }
+  return backups;
+}
+
+/**
+ * Reconcile at `now` quarantines every key of `keys` from `markBefore` to `floor`, a second
+ * run changes nothing, and a write at the lost epoch (`[epoch, value, holder]`) is QUARANTINED
+ * on every key. Returns the gate.
+ */
+async function quarantines(h, keys, now, markBefore, floor, [epoch, value, holder]) {
+  const report = await run(h, { [S]: keys }, now);
+  assert.deepEqual(report.changes, keys.map((key) => (
+    { scope: S, target: 'resource', key, action: 'quarantine', markBefore, markAfter: floor, floor }
+  )));
+  assert.equal((await run(h, { [S]: keys }, now + 1)).changed, false);
+  const g = h.gate();
+  for (const k of keys) assert.equal((await g.write(k, epoch, value, { holder })).code, 'QUARANTINED');
+  return g;
+}
+
 for (const target of targets()) {
   test(`${target.name}: the issue's case — issuer restored to 40 while A holds 41: EPOCH_CONFLICT, then reconcile; next acquire is 42`, async () => {
     const h = await target.open();
@@ -201,25 +234,10 @@ for (const target of targets()) {
     const h = await target.open();
     try {
       const keys = ['k1', 'k2'];
-      let resourcesAt2;
-      let issuerAt5;
-      for (let e = 1, now = T; e <= 7; e++, now++) {
-        const l = await acquire(h.issuer(), `H${e}`, now);
-        assert.equal(l.epoch, e);
-        for (const k of e === 7 ? ['k1'] : keys) await h.gate().write(k, l.epoch, `v${e}`, { holder: l.holder });
-        await h.issuer().release({ scope: S, leaseId: l.leaseId, holder: l.holder });
-        if (e === 2) resourcesAt2 = await h.resourceSide.backup();
-        if (e === 5) issuerAt5 = await h.issuerSide.backup();
-      }
-      await h.issuerSide.restore(issuerAt5);
-      await h.resourceSide.restore(resourcesAt2);
-      const report = await run(h, { [S]: keys }, T + 100);
-      assert.deepEqual(report.changes, keys.map((key) => (
-        { scope: S, target: 'resource', key, action: 'quarantine', markBefore: 2, markAfter: 5, floor: 5 }
-      )));
-      assert.equal((await run(h, { [S]: keys }, T + 101)).changed, false);
-      const g = h.gate();
-      for (const k of keys) assert.equal((await g.write(k, 5, 'old 5', { holder: 'H5' })).code, 'QUARANTINED');
+      const backups = await leases(h, 7, (e) => (e === 7 ? ['k1'] : keys), { resourceSide: 2, issuerSide: 5 });
+      await h.issuerSide.restore(backups.issuerSide);
+      await h.resourceSide.restore(backups.resourceSide);
+      const g = await quarantines(h, keys, T + 100, 2, 5, [5, 'old 5', 'H5']);
       const n = await acquire(h.issuer(), 'N', T + 102);
       assert.equal(n.epoch, 6);
       for (const k of keys) assert.equal((await g.establish(k, n.epoch, { holder: n.holder })).outcome, 'advance');
@@ -232,17 +250,9 @@ for (const target of targets()) {
     const h = await target.open();
     try {
       const keys = ['k1', 'k2'];
-      let issuerAt2;
-      let resourcesAt4;
-      for (let e = 1, now = T; e <= 6; e++, now++) {
-        const l = await acquire(h.issuer(), `H${e}`, now);
-        for (const k of keys) await h.gate().write(k, l.epoch, `v${e}`, { holder: l.holder });
-        await h.issuer().release({ scope: S, leaseId: l.leaseId, holder: l.holder });
-        if (e === 2) issuerAt2 = await h.issuerSide.backup();
-        if (e === 4) resourcesAt4 = await h.resourceSide.backup();
-      }
-      await h.issuerSide.restore(issuerAt2);
-      await h.resourceSide.restore(resourcesAt4);
+      const backups = await leases(h, 6, () => keys, { issuerSide: 2, resourceSide: 4 });
+      await h.issuerSide.restore(backups.issuerSide);
+      await h.resourceSide.restore(backups.resourceSide);
       // What reconcile alone can see: marks 4, issuer 2 → the issuer is raised to 4.
       const dry = await reconcile({ issuer: h.issuer(), gate: h.gate(), scopes: { [S]: keys }, now: T + 100, dryRun: true });
       assert.deepEqual(dry.changes, [
@@ -254,13 +264,7 @@ for (const target of targets()) {
       // may have been issued since the issuer's backup (here: a margin of 100),
       // then reconcile carries that floor to every resource.
       await h.issuer().raise({ scope: S, atLeast: 2 + 100, now: T + 100 });
-      const report = await run(h, { [S]: keys }, T + 101);
-      assert.deepEqual(report.changes, keys.map((key) => (
-        { scope: S, target: 'resource', key, action: 'quarantine', markBefore: 4, markAfter: 102, floor: 102 }
-      )));
-      assert.equal((await run(h, { [S]: keys }, T + 102)).changed, false);
-      const g = h.gate();
-      for (const k of keys) assert.equal((await g.write(k, 6, 'lost epoch 6', { holder: 'H6' })).code, 'QUARANTINED');
+      await quarantines(h, keys, T + 101, 4, 102, [6, 'lost epoch 6', 'H6']);
       const n = await acquire(h.issuer(), 'N', T + 103);
       assert.equal(n.epoch, 103);
     } finally {

@@ -5,29 +5,11 @@ import assert from 'node:assert/strict';
 import { readFileSync } from 'node:fs';
 import { createHash } from 'node:crypto';
 import { Gate, MemoryGate, MemoryHostStore, decodeState, FencegateError } from '../../pkg/node.mjs';
+import { TextStore, json } from '../helpers.mjs';
 
 const fixture = JSON.parse(readFileSync(new URL('../fixtures/state-v1-v3.json', import.meta.url), 'utf8'));
-const json = (x) => JSON.parse(JSON.stringify(x, (_, v) => (typeof v === 'bigint' ? `${v}n` : v)));
 const fromJson = (t) => (typeof t === 'string' && /^\d+n$/.test(t) ? BigInt(t.slice(0, -1)) : t);
 const fp = (text) => createHash('sha256').update(text).digest('hex').slice(0, 32);
-
-/** Keeps the exact text a host stores (JSON.stringify of nextState), like the fixture's generator. */
-class TextStore {
-  entries = new Map();
-  load(key) {
-    const e = this.entries.get(key);
-    return e === undefined ? null : { state: e.state, version: e.version, value: e.value };
-  }
-  commit(key, expected, nextState, change) {
-    const e = this.entries.get(key);
-    if ((e === undefined ? null : e.version) !== expected) return false;
-    const next = { state: JSON.stringify(nextState), version: (e?.version ?? 0) + 1, value: e?.value };
-    if (change.kind === 'set') next.value = change.value;
-    if (change.kind === 'delete') next.value = undefined;
-    this.entries.set(key, next);
-    return true;
-  }
-}
 
 test('formats 1-3 as the build before format 4 wrote them decode, and answer every probe, exactly as then', async () => {
   assert.equal(fixture.cases.length, 16);

@@ -56,3 +56,29 @@ export async function miniflare(bundle, options) {
   await mf.ready;
   return mf;
 }
+
+/**
+ * A Miniflare for `src`, bundled inside `project` (a scratch project with the packed
+ * fencegate installed in its node_modules) into `out`: the installed package as
+ * wrangler would bundle it, its .wasm copied beside the bundle and imported as a module.
+ * `options` go to Miniflare as they are.
+ */
+export async function installedWorker(project, src, out, options = {}) {
+  mkdirSync(join(out, 'dist'), { recursive: true });
+  const esbuild = await import(join(root, 'node_modules/esbuild/lib/main.js'));
+  await esbuild.build({
+    entryPoints: [src], bundle: true, format: 'esm', platform: 'neutral', outfile: join(out, 'worker.mjs'),
+    conditions: ['workerd', 'worker', 'browser'], mainFields: ['module', 'main'], external: ['*.wasm'], logLevel: 'warning', absWorkingDir: project,
+  });
+  copyFileSync(join(project, 'node_modules/fencegate/dist/fencegate_bg.wasm'), join(out, 'dist/fencegate_bg.wasm'));
+  const { Miniflare } = await import(join(root, 'node_modules/miniflare/dist/src/index.js'));
+  return new Miniflare({
+    modulesRoot: out,
+    modules: [
+      { type: 'ESModule', path: join(out, 'worker.mjs'), contents: readFileSync(join(out, 'worker.mjs'), 'utf8') },
+      { type: 'CompiledWasm', path: join(out, 'dist/fencegate_bg.wasm'), contents: readFileSync(join(out, 'dist/fencegate_bg.wasm')) },
+    ],
+    compatibilityDate: '2026-04-01',
+    ...options,
+  });
+}

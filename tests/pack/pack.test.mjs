@@ -9,6 +9,7 @@ import { tmpdir } from 'node:os';
 import { join, dirname } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { readmeBlocks } from '../doc-blocks.mjs';
+import { installedWorker } from '../js/workerd.mjs';
 
 const root = join(dirname(fileURLToPath(import.meta.url)), '..', '..');
 let project;
@@ -113,23 +114,7 @@ test('Worker in Miniflare (workerd): the package bundled as wrangler would, .was
   const src = join(project, 'worker-src.mjs');
   // The README's Worker quick start, exactly as printed.
   writeFileSync(src, readmeBlocks('Quick start: Cloudflare Worker')[0]);
-  const out = join(project, 'worker-out');
-  mkdirSync(join(out, 'dist'), { recursive: true });
-  const esbuild = await import(join(root, 'node_modules/esbuild/lib/main.js'));
-  await esbuild.build({
-    entryPoints: [src], bundle: true, format: 'esm', platform: 'neutral', outfile: join(out, 'worker.mjs'),
-    conditions: ['workerd', 'worker', 'browser'], mainFields: ['module', 'main'], external: ['*.wasm'], logLevel: 'warning', absWorkingDir: project,
-  });
-  copyFileSync(join(project, 'node_modules/fencegate/dist/fencegate_bg.wasm'), join(out, 'dist/fencegate_bg.wasm'));
-  const { Miniflare } = await import(join(root, 'node_modules/miniflare/dist/src/index.js'));
-  const mf = new Miniflare({
-    modulesRoot: out,
-    modules: [
-      { type: 'ESModule', path: join(out, 'worker.mjs'), contents: readFileSync(join(out, 'worker.mjs'), 'utf8') },
-      { type: 'CompiledWasm', path: join(out, 'dist/fencegate_bg.wasm'), contents: readFileSync(join(out, 'dist/fencegate_bg.wasm')) },
-    ],
-    compatibilityDate: '2026-04-01',
-  });
+  const mf = await installedWorker(project, src, join(project, 'worker-out'));
   try {
     const send = async (token, body) => {
       const headers = token === undefined ? {} : { 'fencing-token': token };

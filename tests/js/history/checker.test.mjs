@@ -25,6 +25,14 @@ const run = (h) => check(parseHistory(h.text()));
 const rules = (r) => r.violations.map((v) => v.rule);
 const lineNos = (v) => v.lines.map((l) => l.line);
 
+/** `h`'s only violation is of `rule`, with `message`, shown by the history lines `lines` (when given). */
+function onlyViolation(h, rule, message, lines) {
+  const r = run(h);
+  assert.deepEqual(rules(r), [rule]);
+  assert.equal(r.violations[0].message, message);
+  if (lines !== undefined) assert.deepEqual(lineNos(r.violations[0]), lines);
+}
+
 /** A holder A acquires epoch 1 of k, establishes it, writes x; B then takes epoch 2 and writes y. */
 function clean() {
   const h = history();
@@ -73,20 +81,14 @@ test('(a) a verdict that applies a token below the mark it reports', () => {
   const h = history();
   h.inv('w', 'write', { key: 'k', holder: 'A', token: 1, opId: 'x' });
   h.ok('w', 'write', { key: 'k', ok: true, outcome: 'accept', markBefore: 3, markAfter: 3 });
-  const r = run(h);
-  assert.deepEqual(rules(r), ['a']);
-  assert.equal(r.violations[0].message, 'k: write with token 1 applied over mark 3');
-  assert.deepEqual(lineNos(r.violations[0]), [1, 2]);
+  onlyViolation(h, 'a', 'k: write with token 1 applied over mark 3', [1, 2]);
 });
 
 test('(b) one epoch applied for two holders', () => {
   const h = clean();
   h.inv('c1', 'establish', { key: 'k', holder: 'C', token: 2 });
   h.ok('c1', 'establish', { key: 'k', ok: true, outcome: 'accept', markBefore: 2, markAfter: 2 });
-  const r = run(h);
-  assert.deepEqual(rules(r), ['b']);
-  assert.equal(r.violations[0].message, 'k: epoch 2 applied for B and for C');
-  assert.deepEqual(lineNos(r.violations[0]), [9, 10, 11, 12]);
+  onlyViolation(h, 'b', 'k: epoch 2 applied for B and for C', [9, 10, 11, 12]);
 });
 
 test('(c) the final value is a write overwritten by a later acknowledged one; no value after an acknowledged write', () => {
@@ -94,16 +96,11 @@ test('(c) the final value is a write overwritten by a later acknowledged one; no
   h.inv('b3', 'write', { key: 'k', holder: 'B', token: 2, opId: 'y' });
   h.ok('b3', 'write', { key: 'k', ok: true, outcome: 'accept', markBefore: 2, markAfter: 2 });
   h.final('k', { mark: 2, hasValue: true, value: val('x', 'k', 1, 'A') });
-  let r = run(h);
-  assert.deepEqual(rules(r), ['c']);
-  assert.equal(r.violations[0].message, 'k: the final state holds write x, overwritten by write y acknowledged before it was read');
-  assert.deepEqual(lineNos(r.violations[0]), [5, 6, 11, 12, 13]);
+  onlyViolation(h, 'c', 'k: the final state holds write x, overwritten by write y acknowledged before it was read', [5, 6, 11, 12, 13]);
 
   const g = clean();
   g.final('k', { mark: 2, hasValue: false });
-  r = run(g);
-  assert.deepEqual(rules(r), ['c']);
-  assert.equal(r.violations[0].message, 'k: the final state has no value after write x was acknowledged');
+  onlyViolation(g, 'c', 'k: the final state has no value after write x was acknowledged');
 });
 
 test('(c) a COMMIT_UNKNOWN write whose value is final is proven applied: no violation; a value no write carried is one', () => {
@@ -114,9 +111,7 @@ test('(c) a COMMIT_UNKNOWN write whose value is final is proven applied: no viol
   assert.deepEqual(run(h).violations, []);
   const g = clean();
   g.final('k', { mark: 2, hasValue: true, value: val('nobody', 'k', 2, 'B') });
-  const r = run(g);
-  assert.deepEqual(rules(r), ['c']);
-  assert.equal(r.violations[0].message, 'k: the final state holds a value no write of this key carried');
+  onlyViolation(g, 'c', 'k: the final state holds a value no write of this key carried');
 });
 
 test('(d) a refused write left a trace; a read sees an overwritten value; a read sees the mark go back', () => {
@@ -125,34 +120,26 @@ test('(d) a refused write left a trace; a read sees an overwritten value; a read
   h.ok('a4', 'write', { key: 'k', ok: false, outcome: 'reject', code: 'STALE_TOKEN', markBefore: 2, markAfter: 2 });
   h.inv('r', 'read', { key: 'k' });
   h.ok('r', 'read', { key: 'k', ok: true, mark: 2, hasValue: true, value: val('z', 'k', 1, 'A') });
-  let r = run(h);
-  assert.deepEqual(rules(r), ['d']);
-  assert.equal(r.violations[0].message, 'k: a read holds the value of write z, which was refused or failed on every attempt');
-  assert.deepEqual(lineNos(r.violations[0]), [11, 12, 13, 14]);
+  onlyViolation(h, 'd', 'k: a read holds the value of write z, which was refused or failed on every attempt', [11, 12, 13, 14]);
 
   h = clean();
   h.inv('b3', 'write', { key: 'k', holder: 'B', token: 2, opId: 'y' });
   h.ok('b3', 'write', { key: 'k', ok: true, outcome: 'accept', markBefore: 2, markAfter: 2 });
   h.inv('r', 'read', { key: 'k' });
   h.ok('r', 'read', { key: 'k', ok: true, mark: 2, hasValue: true, value: val('x', 'k', 1, 'A') });
-  r = run(h);
-  assert.deepEqual(rules(r), ['d']);
-  assert.equal(r.violations[0].message, 'k: a read holds write x, overwritten by write y acknowledged before it was read');
+  onlyViolation(h, 'd', 'k: a read holds write x, overwritten by write y acknowledged before it was read');
 
   h = clean();
   h.inv('r', 'read', { key: 'k' });
   h.ok('r', 'read', { key: 'k', ok: true, mark: 1, hasValue: true, value: val('x', 'k', 1, 'A') });
-  r = run(h);
-  assert.deepEqual(rules(r), ['d']);
-  assert.equal(r.violations[0].message, 'k: mark went back: read saw mark 1 after establish had left it at 2');
-  assert.deepEqual(lineNos(r.violations[0]), [9, 10, 11, 12]);
+  onlyViolation(h, 'd', 'k: mark went back: read saw mark 1 after establish had left it at 2', [9, 10, 11, 12]);
 });
 
 test('(e) an op id applied twice in one epoch; applied again after its value was read', () => {
   let h = clean();
   h.inv('a4', 'write', { key: 'k', holder: 'A', token: 1, opId: 'x' });
   h.ok('a4', 'write', { key: 'k', ok: true, outcome: 'accept', markBefore: 1, markAfter: 1 });
-  let r = run(h);
+  const r = run(h);
   assert.ok(rules(r).includes('e'));
   const e = r.violations.find((v) => v.rule === 'e');
   assert.equal(e.message, 'k: op id x applied 2 times in epoch 1');
@@ -165,10 +152,7 @@ test('(e) an op id applied twice in one epoch; applied again after its value was
   h.ok('r', 'read', { key: 'k', ok: true, mark: 1, hasValue: true, value: val('x', 'k', 1, 'A') });
   h.inv('w2', 'write', { key: 'k', holder: 'A', token: 1, opId: 'x' });
   h.ok('w2', 'write', { key: 'k', ok: true, outcome: 'accept', markBefore: 1, markAfter: 1 });
-  r = run(h);
-  assert.deepEqual(rules(r), ['e']);
-  assert.equal(r.violations[0].message, 'k: write x applied again after its value was read');
-  assert.deepEqual(lineNos(r.violations[0]), [3, 4, 5, 6]);
+  onlyViolation(h, 'e', 'k: write x applied again after its value was read', [3, 4, 5, 6]);
 });
 
 test('(f) an epoch granted twice: a violation, except inside a restore drill for a grant made before the restore', () => {
@@ -188,10 +172,7 @@ test('(f) an epoch granted twice: a violation, except inside a restore drill for
   };
   let h = history();
   grants(h, false);
-  let r = run(h);
-  assert.deepEqual(rules(r), ['f']);
-  assert.equal(r.violations[0].message, 'k: epoch 5 granted to A and again to B');
-  assert.deepEqual(lineNos(r.violations[0]), [1, 2, 3, 4]);
+  onlyViolation(h, 'f', 'k: epoch 5 granted to A and again to B', [1, 2, 3, 4]);
 
   h = history();
   grants(h, true);
@@ -206,9 +187,7 @@ test('(f) an epoch granted twice: a violation, except inside a restore drill for
   h.drill('reconciled');
   h.inv('g2', 'acquire', { key: 'k', holder: 'B', requestId: 'rb' });
   h.ok('g2', 'acquire', { key: 'k', ok: true, epoch: 5, holder: 'B' });
-  r = run(h);
-  assert.deepEqual(rules(r), ['f']);
-  assert.equal(r.violations[0].message, 'k: epoch 5 granted to A and again to B outside a restore drill');
+  onlyViolation(h, 'f', 'k: epoch 5 granted to A and again to B outside a restore drill');
 });
 
 test('a line that is not JSON and a completion with no invocation are reported', () => {

@@ -5,6 +5,7 @@ import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { existsSync } from 'node:fs';
 import * as plain from '../../../pkg/node.mjs';
+import { caught } from '../../helpers.mjs';
 
 const variantUrl = new URL('../../../build/pkg-ed25519/node.mjs', import.meta.url);
 const built = existsSync(variantUrl);
@@ -14,15 +15,6 @@ const fg = built ? await import(variantUrl.href) : null;
 const hex = (s) => Uint8Array.from(s.match(/../g).map((b) => parseInt(b, 16)));
 const SEED = hex('9d61b19deffd5a60ba844af492ec2cc44449c5697b326919703bac031cae7f60');
 const PUBLIC = hex('d75a980182b10ab7d54bfed3c964073a0ee172f3daa62325af021a68f707511a');
-
-function caught(fn) {
-  try {
-    fn();
-  } catch (e) {
-    return e;
-  }
-  assert.fail('expected a throw');
-}
 
 test('the default build has no Ed25519 and says so', () => {
   assert.deepEqual(plain.features(), []);

@@ -3,6 +3,7 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { MemoryGate, mintToken, verifyToken, errorCodes, FencegateError } from '../../../pkg/node.mjs';
+import { caught } from '../../helpers.mjs';
 
 const K1 = new Uint8Array(32).fill(1);
 const K2 = new Uint8Array(32).fill(2);
@@ -24,15 +25,6 @@ function refused(gate, verdict, key, code, mark, value) {
   assert.equal(verdict.markAfter, mark);
   assert.equal(gate.mark(key), mark);
   assert.equal(gate.value(key), value);
-}
-
-function caught(fn) {
-  try {
-    fn();
-  } catch (e) {
-    return e;
-  }
-  assert.fail('expected a throw');
 }
 
 test('new codes are at the end of errorCodes()', () => {

@@ -41,6 +41,13 @@ function verdict(key, outcome, code, token, markBefore, markAfter) {
   return { key, ok: outcome !== 'reject', outcome, code, token, markBefore, markAfter };
 }
 
+/** `op()` answers exactly `expected` and leaves the stored bytes of `k` as they were. */
+async function refusedUnwritten(t, k, op, expected) {
+  const before = await t.raw(k);
+  assert.deepEqual(await op(), expected);
+  assert.deepEqual(await t.raw(k), before);
+}
+
 async function expectError(promise, code) {
   const e = await promise.then(
     (v) => assert.fail(`expected ${code}, got a verdict ${JSON.stringify(v, (_, x) => (typeof x === 'bigint' ? `${x}n` : x))}`),
@@ -337,9 +344,7 @@ export const CASES = {
     const k = uniqueKey('window');
     await gate.establish(k, 5);
     for (const id of ['a', 'b', 'c', 'd']) assert.equal((await gate.write(k, 5, id, { opId: id })).outcome, 'accept', id);
-    const before = await t.raw(k);
-    assert.deepEqual(await gate.write(k, 5, 'again', { opId: 'a' }), verdict(k, 'reject', 'OP_ID_EXPIRED', 5, 5, 5));
-    assert.deepEqual(await t.raw(k), before);
+    await refusedUnwritten(t, k, () => gate.write(k, 5, 'again', { opId: 'a' }), verdict(k, 'reject', 'OP_ID_EXPIRED', 5, 5, 5));
     assert.equal((await gate.write(k, 5, 'again', { opId: 'b' })).outcome, 'duplicate');
     assert.equal((await gate.write(k, 5, 'e', { opId: 'e' })).outcome, 'accept');
     await expectRead(gate, k, 5, 'e');
@@ -436,9 +441,7 @@ export const CASES = {
     const k = uniqueKey('holder');
     assert.equal((await gate.establish(k, 41, { holder: 'A' })).outcome, 'advance');
     assert.equal((await gate.write(k, 41, 'from A', { holder: 'A' })).outcome, 'accept');
-    const before = await t.raw(k);
-    assert.deepEqual(await gate.write(k, 41, 'from B', { holder: 'B' }), verdict(k, 'reject', 'EPOCH_CONFLICT', 41, 41, 41));
-    assert.deepEqual(await t.raw(k), before);
+    await refusedUnwritten(t, k, () => gate.write(k, 41, 'from B', { holder: 'B' }), verdict(k, 'reject', 'EPOCH_CONFLICT', 41, 41, 41));
     assert.equal((await gate.write(k, 42, 'B, new epoch', { holder: 'B' })).outcome, 'advance');
     assert.equal((await gate.write(k, 41, 'A late', { holder: 'A' })).code, 'STALE_TOKEN');
     await expectRead(gate, k, 42, 'B, new epoch');

@@ -145,6 +145,23 @@ function assertMeaningful(stats) {
   assert.ok(stats.unknown > 0 && stats.landedUnknown > 0, JSON.stringify(stats));
 }
 
+/**
+ * The race on a SQL store: the table `table` is created first (one connection, then
+ * closed), each worker connects with `connect()`; every history checks, and is meaningful.
+ */
+async function sqlRace(t, name, table, connect, Store) {
+  const first = await connect();
+  await new Store(first, { table }).init();
+  await first.end();
+  const result = await race(name, { table }, async () => {
+    const c = await connect();
+    return { gate: new Gate(new Store(c, { table })), close: () => c.end() };
+  });
+  const stats = check(result);
+  assertMeaningful(stats);
+  t.diagnostic(JSON.stringify(stats));
+}
+
 for (const [mode, size] of [['state cache on', undefined], ['stateCache: 0', 0]]) {
 describe(`concurrency (${mode}): ${WORKERS} processes × ${OPS} operations on 3 keys`, () => {
   before(() => {
@@ -179,17 +196,7 @@ describe(`concurrency (${mode}): ${WORKERS} processes × ${OPS} operations on 3 
   });
 
   test('postgresql (pg, conditional UPDATE on a version)', { skip: !PG_URL && 'FENCEGATE_PG_URL is not set' }, async (t) => {
-    const table = 'fencegate_race';
-    const pool = await pgPool();
-    await new PostgresStore(pool, { table }).init();
-    await pool.end();
-    const result = await race('postgres', { table }, async () => {
-      const p = await pgPool();
-      return { gate: new Gate(new PostgresStore(p, { table })), close: () => p.end() };
-    });
-    const stats = check(result);
-    assertMeaningful(stats);
-    t.diagnostic(JSON.stringify(stats));
+    await sqlRace(t, 'postgres', 'fencegate_race', pgPool, PostgresStore);
   });
 
   test('redis (node-redis, Lua compare-and-set through EVALSHA)', { skip: !REDIS_URL && 'FENCEGATE_REDIS_URL is not set' }, async (t) => {
@@ -202,31 +209,11 @@ describe(`concurrency (${mode}): ${WORKERS} processes × ${OPS} operations on 3 
   });
 
   test('postgresql (postgres.js, conditional UPDATE on a version)', { skip: !PG_URL && 'FENCEGATE_PG_URL is not set' }, async (t) => {
-    const table = 'fencegate_race_js';
-    const sql = await postgresJs();
-    await new PostgresStore(sql, { table }).init();
-    await sql.end();
-    const result = await race('postgres-js', { table }, async () => {
-      const q = await postgresJs();
-      return { gate: new Gate(new PostgresStore(q, { table })), close: () => q.end() };
-    });
-    const stats = check(result);
-    assertMeaningful(stats);
-    t.diagnostic(JSON.stringify(stats));
+    await sqlRace(t, 'postgres-js', 'fencegate_race_js', postgresJs, PostgresStore);
   });
 
   test('mysql (mysql2 on MariaDB, conditional UPDATE on a version)', { skip: !MYSQL_URL && 'FENCEGATE_MYSQL_URL is not set' }, async (t) => {
-    const table = 'fencegate_race';
-    const pool = await mysqlPool();
-    await new MysqlStore(pool, { table }).init();
-    await pool.end();
-    const result = await race('mysql', { table }, async () => {
-      const p = await mysqlPool();
-      return { gate: new Gate(new MysqlStore(p, { table })), close: () => p.end() };
-    });
-    const stats = check(result);
-    assertMeaningful(stats);
-    t.diagnostic(JSON.stringify(stats));
+    await sqlRace(t, 'mysql', 'fencegate_race', mysqlPool, MysqlStore);
   });
 
   test('etcd 3-member cluster (etcd3, Txn compare on mod_revision)', { skip: !ETCD_URLS && 'FENCEGATE_ETCD_URLS is not set' }, async (t) => {

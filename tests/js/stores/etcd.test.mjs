@@ -17,6 +17,18 @@ import { leaseIdOf } from '../issuer/lease-id.mjs';
 const root = fileURLToPath(new URL('../../../', import.meta.url));
 const skip = !ETCD_URLS && 'FENCEGATE_ETCD_URLS is not set (scripts/etcd-cluster.sh start)';
 
+/** Runs `fn(client, prefix)` on a fresh etcd client and a unique key prefix; then deletes the prefix and closes the client. */
+async function onPrefix(name, fn) {
+  const client = await etcdClient();
+  const prefix = `${uniqueKey(name)}/`;
+  try {
+    await fn(client, prefix);
+  } finally {
+    await client.delete().prefix(prefix);
+    client.close();
+  }
+}
+
 /**
  * A client whose `kv.txn` behaves like etcd3's retry after a lost reply:
  * the first `lose` commit Txns are sent, land (or not), and their reply is
@@ -53,23 +65,16 @@ function failing(client, error, { afterCommit = false } = {}) {
 
 describe('etcd: a Txn resent after a lost reply', { skip }, () => {
   test('the resend fails its compare against its own write: the store answers true, the verdict is advance', async () => {
-    const client = await etcdClient();
-    const prefix = `${uniqueKey('resend')}/`;
-    try {
+    await onPrefix('resend', async (client, prefix) => {
       const gate = new Gate(new EtcdStore(resending(client), { prefix }));
       assert.deepEqual(await gate.write('k', 5, 'v5'), { key: 'k', ok: true, outcome: 'advance', code: null, token: 5, markBefore: 0, markAfter: 5 });
       const plain = new Gate(new EtcdStore(client, { prefix }));
       assert.deepEqual(await plain.read('k'), { mark: 5, value: 'v5', hasValue: true });
-    } finally {
-      await client.delete().prefix(prefix);
-      client.close();
-    }
+    });
   });
 
   test('another writer commits between the lost reply and the resend: still true (found by walking back the commit ids)', async () => {
-    const client = await etcdClient();
-    const prefix = `${uniqueKey('resend-between')}/`;
-    try {
+    await onPrefix('resend-between', async (client, prefix) => {
       const other = new Gate(new EtcdStore(client, { prefix }));
       await other.write('k', 3, 'v3');
       const gate = new Gate(
@@ -78,16 +83,11 @@ describe('etcd: a Txn resent after a lost reply', { skip }, () => {
       // 5 lands over 3 (reply lost); 9 and 9 again land; the resend of 5's Txn fails its compare.
       assert.deepEqual(await gate.write('k', 5, 'v5'), { key: 'k', ok: true, outcome: 'advance', code: null, token: 5, markBefore: 3, markAfter: 5 });
       assert.deepEqual(await other.read('k'), { mark: 9, value: 'v9b', hasValue: true });
-    } finally {
-      await client.delete().prefix(prefix);
-      client.close();
-    }
+    });
   });
 
   test('a Txn that lost its compare on the first send, resent: false, and the gate decides again (STALE_TOKEN)', async () => {
-    const client = await etcdClient();
-    const prefix = `${uniqueKey('resend-lost')}/`;
-    try {
+    await onPrefix('resend-lost', async (client, prefix) => {
       const plainStore = new EtcdStore(client, { prefix });
       const other = new Gate(plainStore);
       await other.write('k', 3, 'v3');
@@ -98,10 +98,7 @@ describe('etcd: a Txn resent after a lost reply', { skip }, () => {
       assert.deepEqual(await other.read('k'), { mark: 8, value: 'v8', hasValue: true });
       const gate = new Gate(new EtcdStore(resending(client), { prefix }));
       assert.deepEqual(await gate.write('k', 5, 'v5'), { key: 'k', ok: false, outcome: 'reject', code: 'STALE_TOKEN', token: 5, markBefore: 8, markAfter: 8 });
-    } finally {
-      await client.delete().prefix(prefix);
-      client.close();
-    }
+    });
   });
 });
 
@@ -116,28 +113,21 @@ describe('etcd: errors during a commit', { skip }, () => {
   ];
   for (const [name, error, afterCommit, code, stored] of cases) {
     test(`${name}: ${code}`, async () => {
-      const client = await etcdClient();
-      const prefix = `${uniqueKey('errors')}/`;
-      try {
+      await onPrefix('errors', async (client, prefix) => {
         const gate = new Gate(new EtcdStore(failing(client, error, { afterCommit }), { prefix }));
         const e = await gate.write('k', 4, 'landed').then(() => null, (x) => x);
         assert.ok(e instanceof FencegateError);
         assert.equal(e.code, code);
         const plain = new Gate(new EtcdStore(client, { prefix }));
         assert.deepEqual(await plain.read('k'), stored === null ? { mark: 0, value: undefined, hasValue: false } : { mark: 4, value: stored, hasValue: true });
-      } finally {
-        await client.delete().prefix(prefix);
-        client.close();
-      }
+      });
     });
   }
 });
 
 describe('etcd: store layout and refusals', { skip }, () => {
   test('state, value and commit id keys; a delete removes the value key and keeps the state', async () => {
-    const client = await etcdClient();
-    const prefix = `${uniqueKey('layout')}/`;
-    try {
+    await onPrefix('layout', async (client, prefix) => {
       const store = new EtcdStore(client, { prefix });
       const gate = new Gate(store);
       await gate.write('a/b', 7, { n: 1 });
@@ -152,27 +142,19 @@ describe('etcd: store layout and refusals', { skip }, () => {
       assert.equal(await client.get(k.value).string(), null);
       assert.equal(await client.get(k.state).string(), '{"v":1,"mark":"7"}');
       assert.equal(await store.load('never'), null);
-    } finally {
-      await client.delete().prefix(prefix);
-      client.close();
-    }
+    });
   });
 
   for (const [size, what] of [[1.7, 'INVALID_ARGUMENT request is too large'], [2.5, 'RESOURCE_EXHAUSTED over the gRPC message limit']]) {
     test(`a ${size} MiB value (${what}) is STORE_ERROR and nothing is written`, async () => {
-      const client = await etcdClient();
-      const prefix = `${uniqueKey('big')}/`;
-      try {
+      await onPrefix('big', async (client, prefix) => {
         const gate = new Gate(new EtcdStore(client, { prefix }));
         const e = await gate.write('k', 2, 'x'.repeat(Math.round(size * 1024 * 1024))).then(() => null, (x) => x);
         assert.ok(e instanceof FencegateError);
         assert.equal(e.code, 'STORE_ERROR');
         assert.match(e.message, size < 2 ? /request is too large/ : /RESOURCE_EXHAUSTED/);
         assert.deepEqual(await gate.read('k'), { mark: 0, value: undefined, hasValue: false });
-      } finally {
-        await client.delete().prefix(prefix);
-        client.close();
-      }
+      });
     });
   }
 
@@ -188,9 +170,7 @@ describe('etcd: store layout and refusals', { skip }, () => {
 
 describe('etcd: Issuer over the store', { skip }, () => {
   test('epochs 1, 2 across holders; the old holder is fenced out of a gate on the same store', async () => {
-    const client = await etcdClient();
-    const prefix = `${uniqueKey('issuer')}/`;
-    try {
+    await onPrefix('issuer', async (client, prefix) => {
       const store = new EtcdStore(client, { prefix });
       const issuer = new Issuer(store);
       const gate = new Gate(store);
@@ -208,10 +188,7 @@ describe('etcd: Issuer over the store', { skip }, () => {
       assert.equal((await gate.write('doc', a.epoch, 'late a')).code, 'STALE_TOKEN');
       assert.deepEqual(await gate.read('doc'), { mark: 2, value: 'by a', hasValue: true });
       assert.equal(JSON.parse(await client.get(`${prefix}s/issuer:s`).string()).epoch, '2');
-    } finally {
-      await client.delete().prefix(prefix);
-      client.close();
-    }
+    });
   });
 });
 

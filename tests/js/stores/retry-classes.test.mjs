@@ -35,6 +35,42 @@ function recording(pool) {
   };
 }
 
+/**
+ * WRITERS gates write WRITES times each to one new key, interleaved: writer w's
+ * i-th write has epoch i·8 + w + 1 (the largest, 320, is writer 7's last). Every
+ * write is advance at its epoch or STALE_TOKEN below the mark, none throws, and
+ * the key ends at mark 320 with writer 7's last value. Returns the outcome counts.
+ */
+async function writersOnOneKey(store) {
+  const k = uniqueKey('iso');
+  const outcomes = { advance: 0, reject: 0 };
+  const errors = [];
+  const writer = async (w) => {
+    const gate = new Gate(store, { maxRetries: 64 });
+    for (let i = 0; i < WRITES; i++) {
+      const epoch = i * WRITERS + w + 1;
+      try {
+        const v = await gate.write(k, epoch, { w, i });
+        outcomes[v.outcome]++;
+        if (v.outcome === 'reject') {
+          assert.equal(v.code, 'STALE_TOKEN');
+          assert.ok(v.markBefore > epoch);
+        } else {
+          assert.equal(v.outcome, 'advance');
+          assert.equal(v.markAfter, epoch);
+        }
+      } catch (e) {
+        errors.push(`${e.code}: ${e.message}`);
+      }
+    }
+  };
+  await Promise.all(Array.from({ length: WRITERS }, (_, w) => writer(w)));
+  assert.deepEqual(errors, []);
+  assert.equal(outcomes.advance + outcomes.reject, WRITERS * WRITES);
+  assert.deepEqual(await new Gate(store).read(k), { mark: WRITERS * WRITES, value: { w: WRITERS - 1, i: WRITES - 1 }, hasValue: true });
+  return outcomes;
+}
+
 async function expectConflict(promise, attempts) {
   const e = await promise.then((v) => assert.fail(`expected COMMIT_CONFLICT, got ${JSON.stringify(v)}`), (x) => x);
   assert.ok(e instanceof FencegateError, String(e));
@@ -74,33 +110,7 @@ describe('PostgreSQL: serialization failures are lost compare-and-sets', { skip:
         assert.equal(shown.rows[0].transaction_isolation, level);
         const client = recording(pool);
         const store = await new PostgresStore(client).init();
-        const k = uniqueKey('iso');
-        const outcomes = { advance: 0, reject: 0 };
-        const errors = [];
-        // writer w's i-th write has epoch i·8 + w + 1: the largest, 320, is writer 7's last
-        const writer = async (w) => {
-          const gate = new Gate(store, { maxRetries: 64 });
-          for (let i = 0; i < WRITES; i++) {
-            const epoch = i * WRITERS + w + 1;
-            try {
-              const v = await gate.write(k, epoch, { w, i });
-              outcomes[v.outcome]++;
-              if (v.outcome === 'reject') {
-                assert.equal(v.code, 'STALE_TOKEN');
-                assert.ok(v.markBefore > epoch);
-              } else {
-                assert.equal(v.outcome, 'advance');
-                assert.equal(v.markAfter, epoch);
-              }
-            } catch (e) {
-              errors.push(`${e.code}: ${e.message}`);
-            }
-          }
-        };
-        await Promise.all(Array.from({ length: WRITERS }, (_, w) => writer(w)));
-        assert.deepEqual(errors, []);
-        assert.equal(outcomes.advance + outcomes.reject, WRITERS * WRITES);
-        assert.deepEqual(await new Gate(store).read(k), { mark: WRITERS * WRITES, value: { w: WRITERS - 1, i: WRITES - 1 }, hasValue: true });
+        const outcomes = await writersOnOneKey(store);
         const failures = client.codes.filter((c) => c !== undefined);
         for (const c of failures) assert.ok(['40001', '40P01'].includes(c), `unexpected SQLSTATE ${c}`);
         if (level === 'read committed') assert.deepEqual(failures, []);
@@ -222,27 +232,7 @@ describe('MySQL (MariaDB): deadlocks and lock wait timeouts are lost compare-and
         const [[row]] = await p.query('SELECT @@tx_isolation AS level');
         assert.equal(row.level, level.replace(' ', '-'));
         const store = await new MysqlStore(client, { table: 'fg_iso' }).init();
-        const k = uniqueKey('iso');
-        const outcomes = { advance: 0, reject: 0 };
-        const errors = [];
-        const writer = async (w) => {
-          const gate = new Gate(store, { maxRetries: 64 });
-          for (let i = 0; i < WRITES; i++) {
-            const epoch = i * WRITERS + w + 1;
-            try {
-              const v = await gate.write(k, epoch, { w, i });
-              outcomes[v.outcome]++;
-              if (v.outcome === 'reject') assert.ok(v.code === 'STALE_TOKEN' && v.markBefore > epoch);
-              else assert.equal(v.markAfter, epoch);
-            } catch (e) {
-              errors.push(`${e.code}: ${e.message}`);
-            }
-          }
-        };
-        await Promise.all(Array.from({ length: WRITERS }, (_, w) => writer(w)));
-        assert.deepEqual(errors, []);
-        assert.equal(outcomes.advance + outcomes.reject, WRITERS * WRITES);
-        assert.deepEqual(await new Gate(store).read(k), { mark: WRITERS * WRITES, value: { w: WRITERS - 1, i: WRITES - 1 }, hasValue: true });
+        const outcomes = await writersOnOneKey(store);
         // a concurrent first write loses with a duplicate key (1062), read as a lost compare-and-set
         for (const n of errnos) assert.ok([1062, ...RETRY_ERRNOS].includes(n), `unexpected errno ${n}`);
         console.log(`# ${level}: ${outcomes.advance} advance, ${outcomes.reject} STALE_TOKEN, ${errnos.length} errors read as lost compare-and-sets`);

@@ -103,6 +103,52 @@ export const sqlite = {
   },
 };
 
+/**
+ * A target's connection, one open at a time: `current()` is the open one; `reopen()` ends it
+ * and resolves to a new one from `connect()` (the store reopened); `close()` ends the open one.
+ */
+async function connections(connect, end) {
+  const all = [await connect()];
+  const current = () => all[all.length - 1];
+  return {
+    current,
+    reopen: async () => {
+      await end(current());
+      all.push(await connect());
+      return current();
+    },
+    close: async () => {
+      await end(current());
+    },
+  };
+}
+
+/**
+ * A SQL store target: `Store` (its table made by `init()`) on a pool from `connect()`, ended
+ * with `end()`; `select(pool, key)` gives the key's rows (state, value), `upsert` plants a row.
+ */
+function sqlTarget({ name, skip, Store, connect, select, upsert }) {
+  return {
+    name,
+    shape: 'cas',
+    skip,
+    async open(options) {
+      const { current, reopen, close } = await connections(connect, (pool) => pool.end());
+      const store = await new Store(current(), options).init();
+      return {
+        store,
+        reopen: async () => new Store(await reopen(), options),
+        raw: async (key) => {
+          const rows = await select(current(), key);
+          return rows.length === 0 ? null : { state: rows[0].state, value: rows[0].value };
+        },
+        putRaw: (key, state, value) => upsert(current(), key, state, value),
+        close,
+      };
+    },
+  };
+}
+
 export async function redisClient() {
   const { default: Redis } = await import('ioredis');
   return new Redis(REDIS_URL, { maxRetriesPerRequest: 2, lazyConnect: false });
@@ -113,16 +159,11 @@ export const redis = {
   shape: 'cas',
   skip: !REDIS_URL && 'FENCEGATE_REDIS_URL is not set (scripts/services.sh start)',
   async open(options) {
-    const clients = [await redisClient()];
-    const store = new RedisStore(clients[0], options);
-    const c = () => clients[clients.length - 1];
+    const { current: c, reopen, close } = await connections(redisClient, (client) => client.disconnect());
+    const store = new RedisStore(c(), options);
     return {
       store,
-      reopen: async () => {
-        c().disconnect();
-        clients.push(await redisClient());
-        return new RedisStore(c(), options);
-      },
+      reopen: async () => new RedisStore(await reopen(), options),
       raw: async (key) => {
         const [state, value, version] = await c().hmget(store.redisKey(key), 'state', 'value', 'version');
         return state === null && value === null && version === null ? null : { state, value };
@@ -132,9 +173,7 @@ export const redis = {
         await c().del(k);
         await c().hset(k, 'state', state, 'version', '100', ...(value === null ? [] : ['value', value]));
       },
-      close: async () => {
-        for (const client of clients) client.disconnect();
-      },
+      close,
     };
   },
 };
@@ -144,38 +183,20 @@ export async function pgPool() {
   return new pg.Pool({ connectionString: PG_URL, max: 4 });
 }
 
-export const postgres = {
+export const postgres = sqlTarget({
   name: 'postgresql (pg)',
-  shape: 'cas',
   skip: !PG_URL && 'FENCEGATE_PG_URL is not set (scripts/services.sh start)',
-  async open(options) {
-    const pools = [await pgPool()];
-    const store = await new PostgresStore(pools[0], options).init();
-    const p = () => pools[pools.length - 1];
-    return {
-      store,
-      reopen: async () => {
-        await p().end();
-        pools.push(await pgPool());
-        return new PostgresStore(p(), options);
-      },
-      raw: async (key) => {
-        const r = await p().query('SELECT state, value FROM fencegate WHERE key = $1', [key]);
-        return r.rows.length === 0 ? null : { state: r.rows[0].state, value: r.rows[0].value };
-      },
-      putRaw: async (key, state, value) => {
-        await p().query(
-          'INSERT INTO fencegate (key, state, value, version) VALUES ($1, $2, $3, 100) ' +
-            'ON CONFLICT (key) DO UPDATE SET state = $2, value = $3, version = 100',
-          [key, state, value],
-        );
-      },
-      close: async () => {
-        await p().end();
-      },
-    };
+  Store: PostgresStore,
+  connect: pgPool,
+  select: async (pool, key) => (await pool.query('SELECT state, value FROM fencegate WHERE key = $1', [key])).rows,
+  upsert: async (pool, key, state, value) => {
+    await pool.query(
+      'INSERT INTO fencegate (key, state, value, version) VALUES ($1, $2, $3, 100) ' +
+        'ON CONFLICT (key) DO UPDATE SET state = $2, value = $3, version = 100',
+      [key, state, value],
+    );
   },
-};
+});
 
 /** A connected node-redis (npm `redis`) client. */
 export async function nodeRedisClient() {
@@ -191,16 +212,13 @@ export const nodeRedis = {
   shape: 'cas',
   skip: !REDIS_URL && 'FENCEGATE_REDIS_URL is not set (scripts/services.sh start)',
   async open(options) {
-    const clients = [await nodeRedisClient()];
-    const store = new RedisStore(clients[0], options);
-    const c = () => clients[clients.length - 1];
+    const { current: c, reopen, close } = await connections(nodeRedisClient, async (client) => {
+      if (client.isOpen) await client.close();
+    });
+    const store = new RedisStore(c(), options);
     return {
       store,
-      reopen: async () => {
-        await c().close();
-        clients.push(await nodeRedisClient());
-        return new RedisStore(c(), options);
-      },
+      reopen: async () => new RedisStore(await reopen(), options),
       raw: async (key) => {
         const [state, value, version] = await c().hmGet(store.redisKey(key), ['state', 'value', 'version']);
         return state === null && value === null && version === null ? null : { state, value };
@@ -210,9 +228,7 @@ export const nodeRedis = {
         await c().del(k);
         await c().hSet(k, { state, version: '100', ...(value === null ? {} : { value }) });
       },
-      close: async () => {
-        for (const client of clients) if (client.isOpen) await client.close();
-      },
+      close,
     };
   },
 };
@@ -223,35 +239,17 @@ export async function postgresJs() {
   return postgresJsClient(PG_URL, { max: 4, onnotice: () => {} });
 }
 
-export const postgresJsTarget = {
+export const postgresJsTarget = sqlTarget({
   name: 'postgresql (postgres.js)',
-  shape: 'cas',
   skip: !PG_URL && 'FENCEGATE_PG_URL is not set (scripts/services.sh start)',
-  async open(options) {
-    const sqls = [await postgresJs()];
-    const store = await new PostgresStore(sqls[0], options).init();
-    const q = () => sqls[sqls.length - 1];
-    return {
-      store,
-      reopen: async () => {
-        await q().end();
-        sqls.push(await postgresJs());
-        return new PostgresStore(q(), options);
-      },
-      raw: async (key) => {
-        const rows = await q()`SELECT state, value FROM fencegate WHERE key = ${key}`;
-        return rows.length === 0 ? null : { state: rows[0].state, value: rows[0].value };
-      },
-      putRaw: async (key, state, value) => {
-        await q()`INSERT INTO fencegate (key, state, value, version) VALUES (${key}, ${state}, ${value}, 100)
-          ON CONFLICT (key) DO UPDATE SET state = ${state}, value = ${value}, version = 100`;
-      },
-      close: async () => {
-        await q().end();
-      },
-    };
+  Store: PostgresStore,
+  connect: postgresJs,
+  select: (sql, key) => sql`SELECT state, value FROM fencegate WHERE key = ${key}`,
+  upsert: async (sql, key, state, value) => {
+    await sql`INSERT INTO fencegate (key, state, value, version) VALUES (${key}, ${state}, ${value}, 100)
+      ON CONFLICT (key) DO UPDATE SET state = ${state}, value = ${value}, version = 100`;
   },
-};
+});
 
 /** A mysql2 promise Pool on FENCEGATE_MYSQL_URL. */
 export async function mysqlPool() {
@@ -259,38 +257,20 @@ export async function mysqlPool() {
   return mysql.createPool({ uri: MYSQL_URL, connectionLimit: 4 });
 }
 
-export const mysql = {
+export const mysql = sqlTarget({
   name: 'mysql (mysql2, MariaDB)',
-  shape: 'cas',
   skip: !MYSQL_URL && 'FENCEGATE_MYSQL_URL is not set (scripts/services.sh start)',
-  async open(options) {
-    const pools = [await mysqlPool()];
-    const store = await new MysqlStore(pools[0], options).init();
-    const p = () => pools[pools.length - 1];
-    return {
-      store,
-      reopen: async () => {
-        await p().end();
-        pools.push(await mysqlPool());
-        return new MysqlStore(p(), options);
-      },
-      raw: async (key) => {
-        const [rows] = await p().execute('SELECT state, value FROM fencegate WHERE k = ?', [key]);
-        return rows.length === 0 ? null : { state: rows[0].state, value: rows[0].value };
-      },
-      putRaw: async (key, state, value) => {
-        await p().execute(
-          'INSERT INTO fencegate (k, state, value, version) VALUES (?, ?, ?, 100) ' +
-            'ON DUPLICATE KEY UPDATE state = VALUES(state), value = VALUES(value), version = 100',
-          [key, state, value],
-        );
-      },
-      close: async () => {
-        await p().end();
-      },
-    };
+  Store: MysqlStore,
+  connect: mysqlPool,
+  select: async (pool, key) => (await pool.execute('SELECT state, value FROM fencegate WHERE k = ?', [key]))[0],
+  upsert: async (pool, key, state, value) => {
+    await pool.execute(
+      'INSERT INTO fencegate (k, state, value, version) VALUES (?, ?, ?, 100) ' +
+        'ON DUPLICATE KEY UPDATE state = VALUES(state), value = VALUES(value), version = 100',
+      [key, state, value],
+    );
   },
-};
+});
 
 /**
  * `target` with its store's commit made to lie: it drops the version
@@ -356,17 +336,12 @@ export const etcd = {
   shape: 'cas',
   skip: !ETCD_URLS && 'FENCEGATE_ETCD_URLS is not set (scripts/etcd-cluster.sh start)',
   async open(options) {
-    const clients = [await etcdClient()];
+    const { current: c, reopen, close } = await connections(etcdClient, (client) => client.close());
     const prefix = `${uniqueKey('fg')}/`;
-    const store = new EtcdStore(clients[0], { prefix, ...options });
-    const c = () => clients[clients.length - 1];
+    const store = new EtcdStore(c(), { prefix, ...options });
     return {
       store,
-      reopen: async () => {
-        c().close();
-        clients.push(await etcdClient());
-        return new EtcdStore(c(), { prefix, ...options });
-      },
+      reopen: async () => new EtcdStore(await reopen(), { prefix, ...options }),
       raw: async (key) => {
         const k = store.etcdKeys(key);
         const [state, value] = await Promise.all([c().get(k.state).string(), c().get(k.value).string()]);
@@ -380,7 +355,7 @@ export const etcd = {
       },
       close: async () => {
         await c().delete().prefix(prefix);
-        for (const client of clients) client.close();
+        await close();
       },
     };
   },
