@@ -383,30 +383,68 @@ impl WireIssuerState {
 // Text
 
 /// Reads one value of `T` from JSON text (nothing but whitespace after it).
-pub fn from_text<T: serde::de::DeserializeOwned>(text: &str) -> Result<T, serde_json::Error> {
-    serde_json::from_str(text)
+///
+/// `serde-json-wasm` refuses control characters only in strings that hold
+/// an escape; [`raw_control_in_string`] closes that gap first, so a raw
+/// U+0000–U+001F inside any string is refused as JSON requires.
+pub fn from_text<T: serde::de::DeserializeOwned>(
+    text: &str,
+) -> Result<T, serde_json_wasm::de::Error> {
+    if raw_control_in_string(text.as_bytes()) {
+        return Err(serde_json_wasm::de::Error::ControlCharacterInString);
+    }
+    serde_json_wasm::from_str(text)
+}
+
+/// Whether a byte below 0x20 stands unescaped between the quotes of a
+/// string. Not a JSON reader: it only follows quotes and backslashes; the
+/// text's structure is left to `serde-json-wasm`.
+fn raw_control_in_string(text: &[u8]) -> bool {
+    let (mut in_string, mut escape) = (false, false);
+    for &b in text {
+        if in_string && b < 0x20 {
+            return true;
+        }
+        if escape {
+            escape = false;
+        } else if in_string && b == b'\\' {
+            escape = true;
+        } else if b == b'"' {
+            in_string = !in_string;
+        }
+    }
+    false
 }
 
 /// The JSON text of `value`, strings escaped exactly as the formats were
 /// always written: `"`, `\`, `\n`, `\r`, `\t` with a backslash, every other
-/// control character as `\u00xx`, everything else as is. serde_json writes
-/// U+0008 and U+000C as `\b` and `\f`; they are rewritten here (serde_json's
-/// `Formatter`, which could choose, needs its `std` feature: 2.8 KB more gzip).
+/// control character as `\u00xx` (lowercase), everything else as is.
+/// `serde-json-wasm` writes U+0008 and U+000C as `\b` and `\f` and the other
+/// `\u00XX` in uppercase; both are rewritten here.
 pub fn to_text<T: Serialize + ?Sized>(value: &T) -> String {
     // Serializing into a Vec fails only if a Serialize impl fails; ours do not.
-    let text = serde_json::to_vec(value).unwrap_or_default();
+    let text = serde_json_wasm::to_vec(value).unwrap_or_default();
     let mut out = Vec::with_capacity(text.len() + 8);
-    // Every backslash in JSON text starts an escape: `\` and one character.
-    let mut escape = false;
+    // Every backslash in JSON text starts an escape: `\` and one character;
+    // `hex` counts the digits of a `\u` escape still to come.
+    let (mut escape, mut hex) = (false, 0);
     for &b in &text {
         match (escape, b) {
             (true, b'b') => out.extend_from_slice(b"u0008"),
             (true, b'f') => out.extend_from_slice(b"u000c"),
+            (true, b'u') => {
+                hex = 4;
+                out.push(b);
+            }
+            _ if hex > 0 => {
+                hex -= 1;
+                out.push(b.to_ascii_lowercase());
+            }
             _ => out.push(b),
         }
-        escape = !escape && b == b'\\';
+        escape = !escape && hex == 0 && b == b'\\';
     }
-    // serde_json writes UTF-8, and only ASCII was replaced.
+    // The text is UTF-8, and only ASCII was replaced.
     String::from_utf8(out).unwrap_or_default()
 }
 
@@ -434,7 +472,7 @@ mod tests {
             }
             want.push('"');
             prop_assert_eq!(&text, &want);
-            let back: String = serde_json::from_str(&text).unwrap();
+            let back: String = from_text(&text).unwrap();
             prop_assert_eq!(back, s);
         }
 
@@ -465,7 +503,7 @@ mod tests {
             ("1", None),
             ("null", None),
         ] {
-            let got = serde_json::from_str::<Dec>(text).ok();
+            let got = from_text::<Dec>(text).ok();
             assert_eq!(got, want.map(Dec), "{text}");
         }
         let mut buf = [0u8; 20];
