@@ -200,9 +200,33 @@ impl<'de> Deserialize<'de> for OpsText {
                 }
                 Ok(OpsText::Map(out))
             }
+            // Every other JSON value: refused without serde's default
+            // `invalid_type`, whose message formats floats (about 5 KB gzip
+            // of float printing that nothing else in the .wasm needs).
+            fn visit_unit<E: de::Error>(self) -> Result<OpsText, E> {
+                Err(not_ops())
+            }
+            fn visit_bool<E: de::Error>(self, _: bool) -> Result<OpsText, E> {
+                Err(not_ops())
+            }
+            fn visit_i64<E: de::Error>(self, _: i64) -> Result<OpsText, E> {
+                Err(not_ops())
+            }
+            fn visit_u64<E: de::Error>(self, _: u64) -> Result<OpsText, E> {
+                Err(not_ops())
+            }
+            fn visit_str<E: de::Error>(self, _: &str) -> Result<OpsText, E> {
+                Err(not_ops())
+            }
         }
         d.deserialize_any(V)
     }
+}
+
+/// The error for `ops` that is neither an array nor an object.
+#[cold]
+fn not_ops<E: de::Error>() -> E {
+    E::custom("ops must be an array (v4) or an object (v2, v3)")
 }
 
 impl<'de> Deserialize<'de> for OpText {
