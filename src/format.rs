@@ -32,7 +32,7 @@
 use std::collections::VecDeque;
 use std::fmt;
 
-use serde::de::{self, Deserializer, IgnoredAny, MapAccess, SeqAccess, Visitor};
+use serde::de::{self, Deserializer, MapAccess, SeqAccess, Visitor};
 use serde::ser::{SerializeSeq, Serializer};
 use serde::{Deserialize, Serialize};
 
@@ -61,8 +61,8 @@ impl<'de> Deserialize<'de> for Dec {
             fn visit_str<E: de::Error>(self, text: &str) -> Result<Dec, E> {
                 decimal(text).map(Dec).ok_or_else(|| {
                     E::custom(format_args!(
-                        "{:?} is not canonical decimal text in 0..=2^64-1",
-                        crate::state::cut(text, 40)
+                        "{} is not canonical decimal text in 0..=2^64-1",
+                        to_text(&crate::state::cut(text, 40))
                     ))
                 })
             }
@@ -191,8 +191,8 @@ impl<'de> Deserialize<'de> for OpsText {
                 while let Some(id) = map.next_key::<String>()? {
                     if out.iter().any(|(k, _)| *k == id) {
                         return Err(de::Error::custom(format_args!(
-                            "operation id {:?} appears twice",
-                            crate::state::cut(&id, 40)
+                            "operation id {} appears twice",
+                            to_text(&crate::state::cut(&id, 40))
                         )));
                     }
                     let before = map.next_value::<Dec>()?;
@@ -242,7 +242,10 @@ impl<'de> Deserialize<'de> for OpText {
                     return Err(de::Error::invalid_length(1, &self));
                 };
                 let fingerprint = seq.next_element()?;
-                if seq.next_element::<IgnoredAny>()?.is_some() {
+                // A fourth element is refused whatever it is: read as text,
+                // anything else fails already (cheaper than `IgnoredAny`,
+                // which would link a skip-any-value reader).
+                if seq.next_element::<String>()?.is_some() {
                     return Err(de::Error::invalid_length(4, &self));
                 }
                 Ok(OpText {
