@@ -5,12 +5,12 @@
 //! * Issuer record, formats v1 and v2 ([`crate::issuer`] documents the
 //!   fields): [`WireIssuerState`] and [`WireLease`], both directions.
 //!
-//! # Text path: `serde_json` in Wasm, text in and text out
+//! # Text path: `serde-json-wasm` in Wasm, text in and text out
 //!
 //! Measured (`bench/state-codec.mjs`, `scripts/build.sh`; see
 //! `docs/design.md`, "Issue 12: persisted formats through serde"), against
-//! the hand-written JSON subset reader this replaced and the other candidate,
-//! the host's `JSON.parse` handing an object over through
+//! the hand-written JSON subset reader this replaced and the other candidates,
+//! `serde_json` and the host's `JSON.parse` handing an object over through
 //! `serde-wasm-bindgen`:
 //!
 //! * `JSON.parse` cannot keep the format's strictness: it keeps the last of
@@ -20,11 +20,18 @@
 //!   second, hand-written scan of the text in JS.
 //! * Handing an object over costs one boundary read per member (and per
 //!   window entry) instead of one string copy; the stores hand over text.
-//! * `serde_json` (without its `std` feature: only `alloc`) sees duplicate struct fields, unknown fields
-//!   (`deny_unknown_fields`), lone surrogates, control characters and
-//!   non-canonical numbers (`01`, `1.0`, `1e3`, `-0` and integers above
-//!   2^64−1 are no `u64`) by itself; canonical decimal text is checked by
-//!   [`Dec`].
+//! * `serde_json` is as strict but 28 KB gzip larger in the .wasm: it
+//!   carries float parsing and printing (a `1.0` where a `u64` belongs is
+//!   read as a float to name it in the error) and a generic reader.
+//! * `serde-json-wasm` (CosmWasm's serde_json without floats) sees duplicate
+//!   struct fields, unknown fields (`deny_unknown_fields`), lone surrogates,
+//!   bad escapes, trailing text and non-canonical numbers (`01`, `1.0`,
+//!   `1e3`, `-0` and integers above 2^64−1 are no `u64`) by itself;
+//!   canonical decimal text is checked by [`Dec`]. Three things it reads that
+//!   JSON does not allow are refused before it reads the text (`not_json`).
+//! * No visitor here falls back on serde's default `invalid_type`: its
+//!   message formats `Unexpected::Float`, which alone links 10 KB gzip of
+//!   float printing.
 //!
 //! Absent and `null` differ in every format (a field is required, or
 //! forbidden, by version): [`present`] keeps them apart.
@@ -32,7 +39,7 @@
 use std::collections::VecDeque;
 use std::fmt;
 
-use serde::de::{self, Deserializer, IgnoredAny, MapAccess, SeqAccess, Visitor};
+use serde::de::{self, Deserializer, MapAccess, SeqAccess, Visitor};
 use serde::ser::{SerializeSeq, Serializer};
 use serde::{Deserialize, Serialize};
 
@@ -61,8 +68,8 @@ impl<'de> Deserialize<'de> for Dec {
             fn visit_str<E: de::Error>(self, text: &str) -> Result<Dec, E> {
                 decimal(text).map(Dec).ok_or_else(|| {
                     E::custom(format_args!(
-                        "{:?} is not canonical decimal text in 0..=2^64-1",
-                        crate::state::cut(text, 40)
+                        "{} is not canonical decimal text in 0..=2^64-1",
+                        to_text(&crate::state::cut(text, 40))
                     ))
                 })
             }
@@ -191,8 +198,8 @@ impl<'de> Deserialize<'de> for OpsText {
                 while let Some(id) = map.next_key::<String>()? {
                     if out.iter().any(|(k, _)| *k == id) {
                         return Err(de::Error::custom(format_args!(
-                            "operation id {:?} appears twice",
-                            crate::state::cut(&id, 40)
+                            "operation id {} appears twice",
+                            to_text(&crate::state::cut(&id, 40))
                         )));
                     }
                     let before = map.next_value::<Dec>()?;
@@ -200,9 +207,33 @@ impl<'de> Deserialize<'de> for OpsText {
                 }
                 Ok(OpsText::Map(out))
             }
+            // Every other JSON value: refused without serde's default
+            // `invalid_type`, whose message formats floats (about 5 KB gzip
+            // of float printing that nothing else in the .wasm needs).
+            fn visit_unit<E: de::Error>(self) -> Result<OpsText, E> {
+                Err(not_ops())
+            }
+            fn visit_bool<E: de::Error>(self, _: bool) -> Result<OpsText, E> {
+                Err(not_ops())
+            }
+            fn visit_i64<E: de::Error>(self, _: i64) -> Result<OpsText, E> {
+                Err(not_ops())
+            }
+            fn visit_u64<E: de::Error>(self, _: u64) -> Result<OpsText, E> {
+                Err(not_ops())
+            }
+            fn visit_str<E: de::Error>(self, _: &str) -> Result<OpsText, E> {
+                Err(not_ops())
+            }
         }
         d.deserialize_any(V)
     }
+}
+
+/// The error for `ops` that is neither an array nor an object.
+#[cold]
+fn not_ops<E: de::Error>() -> E {
+    E::custom("ops must be an array (v4) or an object (v2, v3)")
 }
 
 impl<'de> Deserialize<'de> for OpText {
@@ -218,7 +249,10 @@ impl<'de> Deserialize<'de> for OpText {
                     return Err(de::Error::invalid_length(1, &self));
                 };
                 let fingerprint = seq.next_element()?;
-                if seq.next_element::<IgnoredAny>()?.is_some() {
+                // A fourth element is refused whatever it is: read as text,
+                // anything else fails already (cheaper than `IgnoredAny`,
+                // which would link a skip-any-value reader).
+                if seq.next_element::<String>()?.is_some() {
                     return Err(de::Error::invalid_length(4, &self));
                 }
                 Ok(OpText {
@@ -383,30 +417,86 @@ impl WireIssuerState {
 // Text
 
 /// Reads one value of `T` from JSON text (nothing but whitespace after it).
-pub fn from_text<T: serde::de::DeserializeOwned>(text: &str) -> Result<T, serde_json::Error> {
-    serde_json::from_str(text)
+pub fn from_text<T: serde::de::DeserializeOwned>(
+    text: &str,
+) -> Result<T, serde_json_wasm::de::Error> {
+    if not_json(text.as_bytes()) {
+        return Err(serde_json_wasm::de::Error::Custom(
+            "a raw control character in a string, a comma after `[`, or an escaped high surrogate without an escaped low one".to_owned(),
+        ));
+    }
+    serde_json_wasm::from_str(text)
+}
+
+/// Whether `text` has one of the three things `serde-json-wasm` 1.0.1
+/// reads although JSON does not allow them (serde_json and the hand-written
+/// reader before it refused all three; `strictness_is_kept` holds each):
+///
+/// * a raw U+0000–U+001F inside a string (it checks only strings that hold
+///   an escape);
+/// * a comma right after `[` (`[,1]` reads as `[1]`; found by `scripts/fuzz.sh`);
+/// * an escaped high surrogate not directly followed by an escaped low one
+///   (`"\ud800\n\udc00"` reads as a newline and U+10000).
+///
+/// Not a JSON reader: it follows quotes and backslashes only, and leaves
+/// everything else to `serde-json-wasm`.
+fn not_json(text: &[u8]) -> bool {
+    let (mut in_string, mut after_bracket, mut i) = (false, false, 0);
+    while let Some(&b) = text.get(i) {
+        i += 1;
+        match (in_string, b) {
+            (true, 0..=0x1f) => return true,
+            (true, b'"') => in_string = false,
+            (true, b'\\') => {
+                // text[i] is the escaped character; `\uD800`–`\uDBFF` must be
+                // followed by `\uDC00`–`\uDFFF`.
+                let high = matches!(text.get(i..i + 3), Some([b'u', b'd' | b'D', c]) if b"89abAB".contains(c));
+                let low = matches!(text.get(i + 5..i + 9), Some([b'\\', b'u', b'd' | b'D', c]) if b"cdefCDEF".contains(c));
+                if high && !low {
+                    return true;
+                }
+                i += 1;
+            }
+            (true, _) | (false, b' ' | b'\t' | b'\n' | b'\r') => {}
+            (false, b',') if after_bracket => return true,
+            (false, _) => {
+                in_string = b == b'"';
+                after_bracket = b == b'[';
+            }
+        }
+    }
+    false
 }
 
 /// The JSON text of `value`, strings escaped exactly as the formats were
 /// always written: `"`, `\`, `\n`, `\r`, `\t` with a backslash, every other
-/// control character as `\u00xx`, everything else as is. serde_json writes
-/// U+0008 and U+000C as `\b` and `\f`; they are rewritten here (serde_json's
-/// `Formatter`, which could choose, needs its `std` feature: 2.8 KB more gzip).
+/// control character as `\u00xx` (lowercase), everything else as is.
+/// `serde-json-wasm` writes U+0008 and U+000C as `\b` and `\f` and the other
+/// `\u00XX` in uppercase; both are rewritten here.
 pub fn to_text<T: Serialize + ?Sized>(value: &T) -> String {
     // Serializing into a Vec fails only if a Serialize impl fails; ours do not.
-    let text = serde_json::to_vec(value).unwrap_or_default();
+    let text = serde_json_wasm::to_vec(value).unwrap_or_default();
     let mut out = Vec::with_capacity(text.len() + 8);
-    // Every backslash in JSON text starts an escape: `\` and one character.
-    let mut escape = false;
+    // Every backslash in JSON text starts an escape: `\` and one character;
+    // `hex` counts the digits of a `\u` escape still to come.
+    let (mut escape, mut hex) = (false, 0);
     for &b in &text {
         match (escape, b) {
             (true, b'b') => out.extend_from_slice(b"u0008"),
             (true, b'f') => out.extend_from_slice(b"u000c"),
+            (true, b'u') => {
+                hex = 4;
+                out.push(b);
+            }
+            _ if hex > 0 => {
+                hex -= 1;
+                out.push(b.to_ascii_lowercase());
+            }
             _ => out.push(b),
         }
-        escape = !escape && b == b'\\';
+        escape = !escape && hex == 0 && b == b'\\';
     }
-    // serde_json writes UTF-8, and only ASCII was replaced.
+    // The text is UTF-8, and only ASCII was replaced.
     String::from_utf8(out).unwrap_or_default()
 }
 
@@ -434,7 +524,7 @@ mod tests {
             }
             want.push('"');
             prop_assert_eq!(&text, &want);
-            let back: String = serde_json::from_str(&text).unwrap();
+            let back: String = from_text(&text).unwrap();
             prop_assert_eq!(back, s);
         }
 
@@ -465,7 +555,7 @@ mod tests {
             ("1", None),
             ("null", None),
         ] {
-            let got = serde_json::from_str::<Dec>(text).ok();
+            let got = from_text::<Dec>(text).ok();
             assert_eq!(got, want.map(Dec), "{text}");
         }
         let mut buf = [0u8; 20];
@@ -636,6 +726,12 @@ mod tests {
             ("null}", "null}x"),
             ("null}", "null},"),
             ("null}", "null,}"),
+            // What serde-json-wasm alone would read (`not_json`).
+            ("\"h\"", "\"a\tb\""),
+            ("[[", "[,["),
+            ("[\"a\"", "[ ,\"a\""),
+            ("\"h\"", "\"\\ud800\\n\\udc00\""),
+            ("\"h\"", "\"\\uD800\\u0041\\uDC00\""),
             ("{\"v\"", "{v"),
             ("{\"v\"", "{'v'"),
         ] {
@@ -654,7 +750,7 @@ mod tests {
         ] {
             bad.push(t.to_owned());
         }
-        assert_eq!(bad.len(), 276);
+        assert_eq!(bad.len(), 281);
         for text in &bad {
             let state = ResourceState::from_json(text);
             let issuer = IssuerState::from_json(text);

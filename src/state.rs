@@ -170,8 +170,13 @@ impl ResourceState {
         for (i, name) in FIELDS_V3.iter().enumerate().skip(2) {
             if present[i - 2] != expected.contains(name) {
                 return Err(StateError(format!(
-                    "state format v{version} has exactly the fields {expected:?} (any order); {} {name:?}",
-                    if present[i - 2] { "unexpected" } else { "missing" }
+                    "state format v{version} has exactly the fields {} (any order); {} \"{name}\"",
+                    format::to_text(expected),
+                    if present[i - 2] {
+                        "unexpected"
+                    } else {
+                        "missing"
+                    }
                 )));
             }
         }
@@ -201,8 +206,8 @@ impl ResourceState {
         for r in &records {
             if r.mark_before > mark {
                 return Err(StateError(format!(
-                    "operation {:?} has a mark before above the mark",
-                    cut(&r.id, 40)
+                    "operation {} has a mark before above the mark",
+                    format::to_text(&cut(&r.id, 40))
                 )));
             }
         }
@@ -249,8 +254,8 @@ fn ops_v4(items: Vec<OpText>) -> Result<VecDeque<OpRecord>, StateError> {
         let record = op_record(item.id, item.before, fingerprint)?;
         if out.iter().any(|r| r.id == record.id) {
             return Err(StateError(format!(
-                "operation id {:?} appears twice",
-                cut(&record.id, 40)
+                "operation id {} appears twice",
+                format::to_text(&cut(&record.id, 40))
             )));
         }
         out.push_back(record);
@@ -279,8 +284,8 @@ fn op_record(
 ) -> Result<OpRecord, StateError> {
     if !valid_op_id(&id) {
         return Err(StateError(format!(
-            "invalid operation id {:?}",
-            cut(&id, 40)
+            "invalid operation id {}",
+            format::to_text(&cut(&id, 40))
         )));
     }
     Ok(OpRecord {
