@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # Fuzzers of everything that parses (issue 16 item 4; README "Fuzzing"):
 #   Rust (src/fuzz.rs): state   the resource state decoder, formats v1–v4
+#                       json    the JSON reader (serde-json-wasm + pre-check) against serde_json
 #                       issuer  the issuer record decoder (wire and checked)
 #                       token   parse_token
 #   Rust (src/signed.rs): the signed-token parser (scripts/fuzz-signed.sh)

@@ -327,3 +327,51 @@ fn fuzz_token_parser() {
         true
     });
 }
+
+/// The JSON reader against an oracle: the persisted formats are read by
+/// serde-json-wasm behind `format::from_text`'s pre-check (docs/design.md,
+/// "Issue 12: persisted formats through serde"); serde_json, the reference
+/// serde JSON reader, must accept and refuse exactly the same texts as the
+/// same serde types and read the same values from them.
+#[test]
+#[ignore = "fuzzer; scripts/fuzz.sh runs it"]
+fn fuzz_json_reader_against_serde_json() {
+    use crate::format::{from_text, StateText};
+    if !enabled("json") {
+        return;
+    }
+    let mut corpus = states();
+    corpus.extend(owned(ISSUERS));
+    run(
+        "json (serde-json-wasm vs serde_json)",
+        corpus,
+        200_000,
+        |text| {
+            let ours = from_text::<StateText>(text);
+            let oracle = serde_json::from_str::<StateText>(text);
+            assert_eq!(
+                ours.is_ok(),
+                oracle.is_ok(),
+                "finding: state text {text:?}: serde-json-wasm {ours:?}, serde_json {oracle:?}"
+            );
+            if let (Ok(a), Ok(b)) = (&ours, &oracle) {
+                assert_eq!(
+                    format!("{a:?}"),
+                    format!("{b:?}"),
+                    "finding: state text {text:?} reads differently"
+                );
+            }
+            let ours_i = from_text::<WireIssuerState>(text);
+            let oracle_i = serde_json::from_str::<WireIssuerState>(text);
+            assert_eq!(
+            ours_i.is_ok(),
+            oracle_i.is_ok(),
+            "finding: issuer text {text:?}: serde-json-wasm {ours_i:?}, serde_json {oracle_i:?}"
+        );
+            if let (Ok(a), Ok(b)) = (&ours_i, &oracle_i) {
+                assert_eq!(a, b, "finding: issuer text {text:?} reads differently");
+            }
+            ours.is_ok() || ours_i.is_ok()
+        },
+    );
+}
