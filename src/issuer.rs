@@ -403,7 +403,7 @@ fn keyed_parts(id: &str) -> Option<(u64, &str)> {
     if rest.len() != SCOPE_TAG_LEN + LEASE_KEY_LEN || !rest.is_ascii() {
         return None;
     }
-    let (tag, key) = rest.split_at(SCOPE_TAG_LEN);
+    let (tag, key) = rest.split_at_checked(SCOPE_TAG_LEN)?;
     if b64_decode_canonical(tag.as_bytes())?.len() != SCOPE_TAG_BYTES
         || b64_decode_canonical(key.as_bytes())?.len() != LEASE_KEY_BYTES
     {

@@ -17,7 +17,7 @@ use wasm_bindgen::prelude::*;
 
 use super::signed::{lease_holder, RawPolicy};
 use super::{
-    decode_state_js, error, floor_from_js, put_marks, put_verdict, with_input, Request,
+    decode_state_js, error, floor_from_js, message_of, put_marks, put_verdict, with_input, Request,
     FINGERPRINT, STRICT,
 };
 use crate::decision::{decide_with_state, OpMeta, SameEpoch};
@@ -27,7 +27,7 @@ use crate::state::ResourceState;
 use crate::token::parse_token;
 
 fn corrupt(e: &StateError, state: JsValue) -> JsValue {
-    error(Code::CorruptState, &e.to_string(), &[("state", state)])
+    error(Code::CorruptState, &message_of(&e), &[("state", state)])
 }
 
 /// The stored state a host store handed over, as text: `None` = no record;

@@ -17,7 +17,7 @@
 use serde::Serialize;
 use wasm_bindgen::prelude::*;
 
-use super::{epoch_to_js, error, token_from_js};
+use super::{epoch_to_js, error, message_of, token_from_js};
 use crate::error::Code;
 use crate::issuer::{
     acquire, ms_from_f64, raise, raise_floor, raise_revoking, release, renew, AcquireRequest,
@@ -29,7 +29,7 @@ fn issuer_error(e: &IssuerError, scope: &str) -> JsValue {
     match e {
         IssuerError::EpochOverflow { epoch, limit } => error(
             e.code(),
-            &e.to_string(),
+            &message_of(&e),
             &[
                 ("scope", scope),
                 ("epoch", epoch_to_js(*epoch)),
@@ -38,14 +38,14 @@ fn issuer_error(e: &IssuerError, scope: &str) -> JsValue {
         ),
         IssuerError::RaiseOverflow { at_least, limit } => error(
             e.code(),
-            &e.to_string(),
+            &message_of(&e),
             &[
                 ("scope", scope),
                 ("atLeast", epoch_to_js(*at_least)),
                 ("limit", epoch_to_js(*limit)),
             ],
         ),
-        _ => error(e.code(), &e.to_string(), &[("scope", scope)]),
+        _ => error(e.code(), &message_of(&e), &[("scope", scope)]),
     }
 }
 
@@ -55,7 +55,7 @@ fn decode(state: Option<String>, scope: &str) -> Result<IssuerState, JsValue> {
         Some(text) => IssuerState::from_json(&text).map_err(|e| {
             error(
                 Code::CorruptState,
-                &e.to_string(),
+                &message_of(&e),
                 &[("scope", JsValue::from_str(scope))],
             )
         }),

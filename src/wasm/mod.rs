@@ -121,6 +121,15 @@ pub fn tables() -> Object {
     out
 }
 
+/// The message of an error value: `to_string()` without its panic path
+/// (a `Display` of ours never fails; issue 14: no location string per site).
+pub(crate) fn message_of(e: &dyn std::fmt::Display) -> String {
+    use std::fmt::Write;
+    let mut out = String::new();
+    let _ = write!(out, "{e}");
+    out
+}
+
 /// Builds a `FencegateError(code, message, details)`; a plain `Error` with
 /// `code` when the class was not registered.
 pub(crate) fn error(code: Code, message: &str, details: &[(&str, JsValue)]) -> JsValue {
@@ -149,11 +158,11 @@ pub(crate) fn error(code: Code, message: &str, details: &[(&str, JsValue)]) -> J
 }
 
 fn token_error(e: &TokenError, token: &JsValue) -> JsValue {
-    error(e.code(), &e.to_string(), &[("token", token.clone())])
+    error(e.code(), &message_of(&e), &[("token", token.clone())])
 }
 
 fn state_error(e: &StateError) -> JsValue {
-    error(Code::CorruptState, &e.to_string(), &[])
+    error(Code::CorruptState, &message_of(&e), &[])
 }
 
 /// An epoch as a JS value: a number when ≤ 2^53−1, a bigint above (canonical,
@@ -505,13 +514,15 @@ const HOST_VERIFIED: u32 = 1 << 11;
 /// packed pieces in UTF-16 units; they are ASCII almost always).
 fn split_utf16(s: &str, units: u32) -> (&str, &str) {
     let units = units as usize;
-    if units <= s.len() && s.as_bytes()[..units].is_ascii() {
-        return s.split_at(units);
+    if let Some((head, tail)) = s.split_at_checked(units) {
+        if head.is_ascii() {
+            return (head, tail);
+        }
     }
     let mut n = 0;
     for (i, c) in s.char_indices() {
         if n >= units {
-            return s.split_at(i);
+            return (s.get(..i).unwrap_or(s), s.get(i..).unwrap_or(""));
         }
         n += c.len_utf16();
     }

@@ -8,7 +8,7 @@
 
 use wasm_bindgen::prelude::*;
 
-use super::{error, put_claims, token_from_js, Request};
+use super::{error, message_of, put_claims, token_from_js, Request};
 use crate::decision::{decide, Operation, SameEpoch, Verdict};
 use crate::error::{Code, TokenError};
 use crate::policy::{GatePolicy, HigherEpoch, Presented};
@@ -27,7 +27,7 @@ fn signed_error(e: &SignedError) -> JsValue {
         }
         _ => {}
     }
-    error(e.code(), &e.to_string(), &details)
+    error(e.code(), &message_of(&e), &details)
 }
 
 fn invalid(message: &str) -> JsValue {
@@ -231,7 +231,7 @@ impl RawPolicy {
             } else {
                 TokenError::Malformed("a signed token is a string")
             };
-            return Err(error(e.code(), &e.to_string(), &[("token", text)]));
+            return Err(error(e.code(), &message_of(&e), &[("token", text)]));
         };
         let claims = self
             .policy
