@@ -5,6 +5,34 @@
 
 use std::fmt;
 
+/// JSON string literal of `s`, as `JSON.stringify` writes it: how messages
+/// quote names and texts (not `{:?}`, whose escaping brings core's Unicode
+/// tables into the `.wasm`; issue 14).
+pub fn quoted(s: &str) -> String {
+    let mut out = String::with_capacity(s.len() + 2);
+    out.push('"');
+    for c in s.chars() {
+        match c {
+            '"' => out.push_str("\\\""),
+            '\\' => out.push_str("\\\\"),
+            '\n' => out.push_str("\\n"),
+            '\r' => out.push_str("\\r"),
+            '\t' => out.push_str("\\t"),
+            '\u{8}' => out.push_str("\\b"),
+            '\u{c}' => out.push_str("\\f"),
+            c if c < ' ' => {
+                const HEX: &[u8; 16] = b"0123456789abcdef";
+                out.push_str("\\u00");
+                out.push(char::from(HEX[(c as usize) >> 4]));
+                out.push(char::from(HEX[(c as usize) & 15]));
+            }
+            c => out.push(c),
+        }
+    }
+    out.push('"');
+    out
+}
+
 /// A stable code naming why an operation was rejected or failed.
 ///
 /// The numeric discriminants are the wire values the binding layer returns to

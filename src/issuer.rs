@@ -86,7 +86,7 @@
 use serde::{Deserialize, Serialize, Serializer};
 use thiserror::Error;
 
-use crate::error::{Code, StateError};
+use crate::error::{quoted, Code, StateError};
 /// The record's serde types (the text codec lives in [`crate::format`]).
 pub use crate::format::{WireIssuerState, WireLease};
 use crate::signed::{b64_decode_canonical, b64_encode};
@@ -228,7 +228,8 @@ fn decimal(text: &str, what: &str) -> Result<u64, StateError> {
     }
     parse_token(text).map_err(|_| {
         StateError(format!(
-            "issuer {what} {text:?} is not canonical decimal text in 0..=2^64-1"
+            "issuer {what} {} is not canonical decimal text in 0..=2^64-1",
+            quoted(text)
         ))
     })
 }
@@ -301,7 +302,8 @@ impl IssuerState {
                     (ISSUER_STATE_VERSION, Some(id), Some(ttl)) => {
                         if keyed_parts(id).map(|(e, _)| e) != Some(epoch) {
                             return Err(StateError(format!(
-                                "issuer lease id {id:?} is not \"{epoch}.\" and 30 characters of canonical base64url (6 + 16 bytes)"
+                                "issuer lease id {} is not \"{epoch}.\" and 30 characters of canonical base64url (6 + 16 bytes)",
+                                quoted(id)
                             )));
                         }
                         let ttl_ms = decimal(ttl, "lease ttlMs")?;
@@ -809,9 +811,11 @@ pub fn acquire(state: &IssuerState, req: &AcquireRequest<'_>) -> Result<Step, Is
 fn check_not_behind(state: &IssuerState, scope: &str, id: &str) -> Result<(), IssuerError> {
     match named_epoch(scope, id) {
         Some(e) if e > state.epoch => Err(IssuerError::Corrupt(StateError(format!(
-            "lease {id:?} names epoch {e} but the issuer state of {scope:?} is at epoch {}: \
+            "lease {} names epoch {e} but the issuer state of {} is at epoch {}: \
              the issuer state was restored from an older copy; raise() it above every epoch \
              a resource has seen before issuing again",
+            quoted(id),
+            quoted(scope),
             state.epoch
         )))),
         _ => Ok(()),

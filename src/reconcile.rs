@@ -29,7 +29,7 @@
 
 use serde::{Deserialize, Serialize, Serializer};
 
-use crate::error::Code;
+use crate::error::{quoted, Code};
 use crate::issuer::{serialize_epoch, EpochLimit, IssuerRecord};
 
 /// A resource's fence record as `Gate.inspect` reports it.
@@ -220,27 +220,6 @@ fn serialize_opt_epoch<S: Serializer>(v: &Option<u64>, s: S) -> Result<S::Ok, S:
         Some(e) => serialize_epoch(e, s),
         None => s.serialize_none(),
     }
-}
-
-/// JSON string literal of `s`, as `JSON.stringify` writes it.
-fn quoted(s: &str) -> String {
-    let mut out = String::with_capacity(s.len() + 2);
-    out.push('"');
-    for c in s.chars() {
-        match c {
-            '"' => out.push_str("\\\""),
-            '\\' => out.push_str("\\\\"),
-            '\n' => out.push_str("\\n"),
-            '\r' => out.push_str("\\r"),
-            '\t' => out.push_str("\\t"),
-            '\u{8}' => out.push_str("\\b"),
-            '\u{c}' => out.push_str("\\f"),
-            c if c < ' ' => out.push_str(&format!("\\u{:04x}", c as u32)),
-            c => out.push(c),
-        }
-    }
-    out.push('"');
-    out
 }
 
 /// Plans the repair of one scope (see the module docs).

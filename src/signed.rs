@@ -51,7 +51,7 @@ use std::mem::{size_of, MaybeUninit};
 use thiserror::Error;
 use zeroize::Zeroize;
 
-use crate::error::Code;
+use crate::error::{quoted, Code};
 
 /// The version prefix of the text form, without the dot.
 pub const VERSION_PREFIX: &str = "fg1";
@@ -147,17 +147,17 @@ pub enum SignedError {
     #[error("malformed signed token: {0}")]
     Malformed(&'static str),
     /// No key with the token's key id is configured. Code `UNKNOWN_KEY`.
-    #[error("no key with id {0:?} is configured")]
+    #[error("no key with id {} is configured", quoted(.0))]
     UnknownKey(String),
     /// The token's key id is listed as retired. Code `KEY_RETIRED`.
-    #[error("key {0:?} is retired")]
+    #[error("key {} is retired", quoted(.0))]
     KeyRetired(String),
     /// The signature does not verify, or the token's algorithm is not its key's.
     /// Code `BAD_SIGNATURE`.
     #[error("the token's signature does not verify")]
     BadSignature,
     /// A genuine token minted for another scope. Code `WRONG_SCOPE`.
-    #[error("token scope {found:?} is not this resource's scope {expected:?}")]
+    #[error("token scope {} is not this resource's scope {}", quoted(.found), quoted(.expected))]
     WrongScope {
         /// The scope the resource expects.
         expected: String,
@@ -200,8 +200,8 @@ impl Claims {
         }
         if !valid_kid(&self.kid) {
             return Err(SignedError::InvalidArgument(format!(
-                "a key id is 1..={MAX_KID_LEN} characters of [A-Za-z0-9._-], got {:?}",
-                self.kid
+                "a key id is 1..={MAX_KID_LEN} characters of [A-Za-z0-9._-], got {}",
+                quoted(&self.kid)
             )));
         }
         if self.scope.is_empty() || self.scope.len() > MAX_SCOPE_LEN {
@@ -704,17 +704,20 @@ impl Keyring {
     pub fn insert(&mut self, kid: &str, key: Key) -> Result<(), SignedError> {
         if !valid_kid(kid) {
             return Err(SignedError::InvalidArgument(format!(
-                "a key id is 1..={MAX_KID_LEN} characters of [A-Za-z0-9._-], got {kid:?}"
+                "a key id is 1..={MAX_KID_LEN} characters of [A-Za-z0-9._-], got {}",
+                quoted(kid)
             )));
         }
         if self.retired.iter().any(|r| r == kid) {
             return Err(SignedError::InvalidArgument(format!(
-                "key id {kid:?} is retired and cannot be used again"
+                "key id {} is retired and cannot be used again",
+                quoted(kid)
             )));
         }
         if self.get(kid).is_some() {
             return Err(SignedError::InvalidArgument(format!(
-                "key id {kid:?} is configured twice"
+                "key id {} is configured twice",
+                quoted(kid)
             )));
         }
         self.keys.push((kid.to_owned(), key));
@@ -726,7 +729,8 @@ impl Keyring {
     pub fn retire(&mut self, kid: &str) -> Result<(), SignedError> {
         if !valid_kid(kid) {
             return Err(SignedError::InvalidArgument(format!(
-                "a key id is 1..={MAX_KID_LEN} characters of [A-Za-z0-9._-], got {kid:?}"
+                "a key id is 1..={MAX_KID_LEN} characters of [A-Za-z0-9._-], got {}",
+                quoted(kid)
             )));
         }
         self.keys.retain(|(k, _)| k != kid);

@@ -75,7 +75,8 @@ fn make_key(alg: &str, bytes: &[u8]) -> Result<Key, SignedError> {
                 .to_owned(),
         )),
         _ => Err(SignedError::InvalidArgument(format!(
-            "unknown key type {alg:?}"
+            "unknown key type {}",
+            crate::error::quoted(alg)
         ))),
     }
 }
