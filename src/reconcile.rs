@@ -525,16 +525,20 @@ mod tests {
             0u64..60,
             any::<bool>(),
         )
+            // Only records the decoders accept: an issuer lease needs an epoch
+            // (≥ 1), a resource holder needs a mark (≥ 1).
             .prop_map(|(epoch, lease, keys, now, bigint)| ScopeInput {
                 issuer: IssuerRecord {
                     scope: "s".to_owned(),
                     epoch,
-                    lease: lease.map(|(holder, expires_at)| LeaseRecord {
-                        lease_id: "x".to_owned(),
-                        holder,
-                        expires_at,
-                        request_id: None,
-                    }),
+                    lease: lease
+                        .filter(|_| epoch >= 1)
+                        .map(|(holder, expires_at)| LeaseRecord {
+                            lease_id: "x".to_owned(),
+                            holder,
+                            expires_at,
+                            request_id: None,
+                        }),
                 },
                 keys: keys
                     .into_iter()
@@ -547,7 +551,7 @@ mod tests {
                         } else {
                             mark
                         },
-                        holder,
+                        holder: holder.filter(|_| mark >= 1 || (huge && n == 0)),
                         quarantine: None,
                     })
                     .collect(),
