@@ -590,8 +590,12 @@ export interface CommitPrecondition {
   state: string;
 }
 
-/** What the function handed to a transaction store returns: null = rejected, write nothing. */
-export type TransactionResult<V = unknown> = { nextState: PersistedState; change: Change<V> } | null;
+/**
+ * What the function handed to a transaction store returns: null = rejected, write nothing.
+ * `nextStateText` (a gate's answer) is `nextState` as its JSON text, exactly as fencegate
+ * writes it: a store that keeps text may store it as it is (no parse, no re-serialisation).
+ */
+export type TransactionResult<V = unknown> = { nextState: PersistedState; nextStateText?: string; change: Change<V> } | null;
 
 /**
  * Transaction host store. `transaction` runs `fn(state)` (the stored state, or

@@ -11,7 +11,7 @@
 //
 // Values go through a codec (default `valueCodec`, docs/stores.md "Values").
 import { Gate, FencegateError, valueCodec } from '../workerd.mjs';
-import { codecOf, encodeWith, encodedOf } from './support.mjs';
+import { codecOf, encodeWith, encodedOf, stateTextOf } from './support.mjs';
 import { fence } from '../integrations/http.mjs';
 
 const invalid = (message, details) => new FencegateError('INVALID_ARGUMENT', message, details);
@@ -52,7 +52,7 @@ export class DurableObjectStore {
       if (out === null || out === undefined) return false;
       const { change } = out;
       const value = change.kind === 'set' ? encodedOf(this, change) : change.kind === 'delete' ? null : (entry?.value ?? null);
-      await txn.put(k, { state: JSON.stringify(out.nextState), value });
+      await txn.put(k, { state: stateTextOf(out), value });
       return true;
     });
   }

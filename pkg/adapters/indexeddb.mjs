@@ -18,7 +18,7 @@
 // Values go through a codec (default `valueCodec`, docs/stores.md "Values").
 import { valueCodec } from '../lib/codec.mjs';
 import { FencegateError } from '../lib/errors.mjs';
-import { codecOf, encodeWith, encodedOf } from './support.mjs';
+import { codecOf, encodeWith, encodedOf, stateTextOf } from './support.mjs';
 
 const invalid = (message, details) => new FencegateError('INVALID_ARGUMENT', message, details);
 
@@ -119,7 +119,7 @@ export class IndexedDbStore {
       if (out === null || out === undefined) return null;
       const { change } = out;
       const value = change.kind === 'set' ? encodedOf(this, change) : change.kind === 'delete' ? null : (record?.value ?? null);
-      return { state: JSON.stringify(out.nextState), value };
+      return { state: stateTextOf(out), value };
     });
   }
 

@@ -13,7 +13,7 @@
 // The client is passed in (an open `Database`); this module imports only the codec.
 import { valueCodec } from '../lib/codec.mjs';
 import { FencegateError } from '../lib/errors.mjs';
-import { codecOf, encodeWith, encodedOf, tableOf } from './support.mjs';
+import { codecOf, encodeWith, encodedOf, tableOf, stateTextOf } from './support.mjs';
 
 const IDENT = /^[A-Za-z_][A-Za-z0-9_]{0,62}$/;
 
@@ -77,7 +77,7 @@ export class SqliteStore {
       const stored = selectState(key); // the state text; no row: undefined (better-sqlite3), null (bun:sqlite)
       const out = fn(stored == null ? null : stored);
       if (out === null || out === undefined) return false; // rejected: write nothing
-      const state = JSON.stringify(out.nextState);
+      const state = stateTextOf(out);
       const { change } = out;
       const value = change.kind === 'set' ? encodedOf(this, change) : null;
       if (stored == null) {

@@ -18,6 +18,15 @@ export function codecOf(options, fallback) {
   return [encode, decode];
 }
 
+/**
+ * The JSON text to store for a transaction's answer `out`: `nextStateText`
+ * when the gate gave it (the state's text as it came from Wasm: no parse and
+ * no re-serialisation), else `nextState` as JSON (the issuer, older callers).
+ */
+export function stateTextOf(out) {
+  return typeof out.nextStateText === 'string' ? out.nextStateText : JSON.stringify(out.nextState);
+}
+
 /** `options.table` (default `"fencegate"`) checked against the store's identifier pattern `ident`, else INVALID_ARGUMENT. */
 export function tableOf(options, ident) {
   const table = options.table ?? 'fencegate';

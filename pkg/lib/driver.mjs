@@ -63,6 +63,16 @@ function marksConflict(cause) {
 }
 
 const idle = () => {};
+
+/** Whether a step writes nothing (a refusal, a duplicate, an unchanged state). */
+const writesNothing = (d) => (d.nextText !== undefined ? d.nextText === null : d.next === null);
+
+/**
+ * The next state's JSON text of a step, null when it writes nothing: the text
+ * the step carries (`nextText`: the gate's, as it came from Wasm), else its
+ * object form as JSON (the issuer's).
+ */
+const textOf = (d) => (d.nextText !== undefined ? d.nextText : d.next === null ? null : JSON.stringify(d.next));
 /** Waits until `p` settles, never throwing (its failure is its own caller's). */
 const settled = (p) => p.then(idle, idle);
 
@@ -252,7 +262,7 @@ export class StoreDriver {
       for (let attempt = 0; attempt <= this.#maxRetries; attempt++) {
         const record = await this.load(ctx, key);
         const d = decide(faults.record(ctx, record));
-        if (d.next === null) return d.result; // nothing changes: nothing to persist
+        if (writesNothing(d)) return d.result; // nothing changes: nothing to persist
         const expected = record === null || record === undefined ? null : record.version ?? null;
         let committed;
         const t0 = timing === null ? 0 : performance.now();
@@ -315,8 +325,8 @@ export class StoreDriver {
           const entry = cache.get(key);
           if (entry !== undefined) {
             const d = decide(entry.state);
-            if (d.next !== null) {
-              const text = JSON.stringify(d.next);
+            const text = textOf(d);
+            if (text !== null) {
               const done = await this.#commitFrom(ctx, key, entry, text, d.change, timing);
               if (done !== false) {
                 this.#remember(key, text, done.version);
@@ -327,7 +337,7 @@ export class StoreDriver {
             // duplicate): the stored state answers it, so every verdict, marks
             // included, is the one the store's state gives (docs/design.md "Issue 14").
             cache.delete(key);
-            if (d.next !== null) first = 1;
+            if (text !== null) first = 1;
           }
         } else cache.delete(key);
         for (let attempt = first; attempt <= this.#maxRetries; attempt++) {
@@ -337,11 +347,11 @@ export class StoreDriver {
           const version = record === null || record === undefined ? null : record.version ?? null;
           // Only text states with a version are cached (the shipped adapters'); another form takes the plain path.
           const textual = state === null || (typeof state === 'string' && version !== null);
-          if (d.next === null) {
+          const text = textOf(d);
+          if (text === null) {
             if (textual && state !== null) this.#remember(key, state, version);
             return d.result;
           }
-          const text = JSON.stringify(d.next);
           const expected = state === null ? null : { version, state };
           if (!textual) return await this.#viaCas(ctx, key, decide, timing); // not cacheable: the plain loop
           const done = await this.#commitFrom(ctx, key, expected, text, d.change, timing);
@@ -374,7 +384,17 @@ export class StoreDriver {
           // Inside a transaction the host passes only the state: null/undefined = no record.
           const d = decide(state === undefined ? null : state);
           decision = d;
-          return d.next === null ? null : { nextState: d.next, change: d.change };
+          if (writesNothing(d)) return null;
+          if (d.nextText === undefined) return { nextState: d.next, change: d.change };
+          // The state's text beside its object form (parsed only if the host reads it):
+          // a store that keeps text (SqliteStore) writes `nextStateText` as it is.
+          return {
+            get nextState() {
+              return d.next;
+            },
+            nextStateText: d.nextText,
+            change: d.change,
+          };
         } catch (e) {
           ownError = e;
           throw e;

@@ -22,7 +22,7 @@ import * as wasm from '../dist/fencegate.js';
 import { FencegateError } from './errors.mjs';
 import { lastMarks } from './runtime.mjs';
 import { policyFromOptions, ceilingOf, hostVerified, addPolicyKey, retirePolicyKey, freePolicy } from './signed.mjs';
-import { metaOf, windowOf, auditOf, Observer, pack, packCeiling, plainPolicy, verdictOut, claimsOut, nextOut, marksOut, ESTABLISH, STRICT, HOST_VERIFIED } from './verdict.mjs';
+import { metaOf, windowOf, auditOf, Observer, pack, packCeiling, plainPolicy, verdictOut, claimsOut, nextOut, stepOf, marksOut, ESTABLISH, STRICT, HOST_VERIFIED } from './verdict.mjs';
 import { invalid, checkReady, checkKey, checkOptions, messageOf, GATE_OPTIONS, describe, listOf, stateTextOf, checkStateText } from './common.mjs';
 import { StoreDriver, driverOptions, DEFAULT_STATE_CACHE } from './driver.mjs';
 
@@ -136,7 +136,8 @@ function stateError(key, state, e) {
  * policy when it has none), compare, and give the verdict and the next state
  * to commit, or null when nothing applies (reject, duplicate). Wasm gives the
  * next state's text only when it is not plain format v1; a v1 state is
- * spelled from the exact `markAfter` (see `nextOut`).
+ * spelled from the exact `markAfter` (see `nextOut`). `text`: the next state's
+ * JSON text, null when nothing is written.
  */
 function decide(key, state, token, establish, strict, policy, meta, window) {
   const flags = (establish ? ESTABLISH : 0) | (strict ? STRICT : 0) | (policy?.verified ? HOST_VERIFIED : 0);
@@ -151,7 +152,7 @@ function decide(key, state, token, establish, strict, policy, meta, window) {
   const status = lastMarks()[4];
   const v = verdictOut(key, status, token);
   if (policy !== null) v.claims = claimsOut();
-  return { v, next: nextOut(status, v.markAfter) };
+  return { v, text: nextOut(status, v.markAfter) };
 }
 
 /** Mark, holder and quarantine floor of a stored state, decoded in Wasm in one call; throws CORRUPT_STATE. */
@@ -342,11 +343,7 @@ export class Gate {
       this.#live();
       const text = onState(key, state, (input) => wasm.__gate_quarantine(input, floor));
       const [markBefore, markAfter] = marksOut();
-      return {
-        result: { key, ok: true, changed: text !== undefined, floor: markAfter, markBefore, markAfter },
-        next: text === undefined ? null : JSON.parse(text),
-        change: NONE,
-      };
+      return stepOf({ key, ok: true, changed: text !== undefined, floor: markAfter, markBefore, markAfter }, text ?? null, NONE);
     });
   }
 
@@ -416,7 +413,7 @@ export class Gate {
         // A step that waited in the key's queue while the gate was freed writes nothing (its keys are gone).
         this.#live();
         const d = decide(key, state, token, establish, strict, policy, meta, window);
-        return { result: d.v, next: d.next, change };
+        return stepOf(d.v, d.text, change);
       },
       timing,
       true,

@@ -157,8 +157,29 @@ export function nextOut(status, markAfter) {
   if (status >= 2) return null;
   const m = lastMarks();
   const n = m[16];
-  if (n === 0) return { v: 1, mark: String(markAfter) };
-  return JSON.parse(wasmText(m[14] + m[15], n));
+  // Plain format v1, spelled exactly as the Rust encoder writes it (the state-format tests compare them).
+  if (n === 0) return `{"v":1,"mark":"${markAfter}"}`;
+  return wasmText(m[14] + m[15], n);
+}
+
+/**
+ * A driver step (`StoreDriver.run`'s `decide` answer) whose next state is the
+ * text `nextText` (null: nothing to write): stores that take text (the
+ * shipped SQL, Redis and etcd stores, `commitFrom`) get the text as it came
+ * from Wasm; the object form `next` (what `commit` and a host transaction's
+ * `nextState` hand to user stores) is parsed only when something reads it.
+ */
+export function stepOf(result, nextText, change) {
+  if (nextText === null) return { result, next: null, nextText: null, change };
+  let object;
+  return {
+    result,
+    nextText,
+    change,
+    get next() {
+      return (object ??= JSON.parse(nextText));
+    },
+  };
 }
 
 /** The verdict object for a status. */

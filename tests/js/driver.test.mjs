@@ -255,3 +255,36 @@ test('stateCache: 3 keeps 3 keys: after 10 keys only the last 3 write without a 
   assert.equal(c.n.load, 11);
   assert.deepEqual(c.n, { load: 11, commit: 0, commitFrom: 17, lost: 0 });
 });
+
+// Issue 14 item 2: the next state crosses to the store as the text Wasm wrote, not
+// through a JS object and JSON.stringify; the object form is parsed only when read.
+test('transaction stores get nextStateText: the exact JSON of nextState, parsed only when a store reads nextState', async () => {
+  const rows = new Map();
+  const seen = [];
+  let readObject = false;
+  const store = {
+    transaction(key, fn) {
+      const out = fn(rows.get(key) ?? null);
+      if (out === null) return false;
+      const d = Object.getOwnPropertyDescriptor(out, 'nextState');
+      seen.push({ text: out.nextStateText, lazy: typeof d.get === 'function' });
+      if (readObject) assert.equal(JSON.stringify(out.nextState), out.nextStateText);
+      rows.set(key, out.nextStateText);
+      return true;
+    },
+  };
+  const gate = new Gate(store);
+  assert.equal((await gate.write('k', 5, 'a')).outcome, 'advance');
+  readObject = true;
+  assert.equal((await gate.write('k', 6, 'b', { opId: 'op-1' })).outcome, 'advance');
+  assert.equal((await gate.write('k', 6, 'b', { opId: 'op-1' })).outcome, 'duplicate');
+  assert.equal((await gate.write('k', 4, 'c')).code, 'STALE_TOKEN');
+  assert.deepEqual(
+    seen.map((s) => s.lazy),
+    [true, true],
+  );
+  assert.equal(seen[0].text, '{"v":1,"mark":"5"}');
+  // (the op id's record keeps the mark it was applied over: 5)
+  assert.equal(seen[1].text, '{"v":4,"mark":"6","holder":null,"ops":[["op-1","5"]],"evicted":null,"quarantine":null}');
+  assert.equal(rows.get('k'), seen[1].text); // the duplicate and the refusal wrote nothing
+});

@@ -89,6 +89,8 @@ import {
   type PersistedIssuerStateV2,
   type LeaseNotHeld,
   type RequestIdReused,
+  type TransactionStore,
+  type TransactionResult,
 } from 'fencegate';
 
 import { SqliteStore, type SqliteDatabase } from 'fencegate/sqlite';
@@ -544,4 +546,19 @@ export async function useStateCache(pg: PostgresClient): Promise<void> {
   };
   await new Gate(own).write('k', 1, 'v');
   const cf: { version: string } | false = await pgStore.commitFrom('k', null, '{"v":1,"mark":"1"}', { kind: 'none' });
+}
+
+// A transaction store that keeps text writes `nextStateText` as it is (issue 14).
+export async function useTextTransaction(): Promise<void> {
+  const rows = new Map<string, string>();
+  const textStore: TransactionStore<string> = {
+    transaction(key, fn) {
+      const out: TransactionResult<string> = fn(rows.get(key) ?? null);
+      if (out === null) return false;
+      const text: string = out.nextStateText ?? JSON.stringify(out.nextState);
+      rows.set(key, text);
+      return true;
+    },
+  };
+  await new Gate<string>(textStore).write('k', 1, 'v');
 }
