@@ -200,6 +200,19 @@ impl OpMeta<'_> {
     };
 }
 
+/// Records operation id `op_id` (if any) in the window as applied over
+/// `verdict.mark_before`, with the operation's fingerprint.
+fn record_op(state: &mut ResourceState, op_id: Option<&str>, verdict: &Verdict, meta: &OpMeta<'_>) {
+    if let Some(id) = op_id {
+        let record = OpRecord {
+            id: id.to_owned(),
+            mark_before: verdict.mark_before,
+            fingerprint: meta.fingerprint,
+        };
+        state.ops.push(record, meta.window);
+    }
+}
+
 /// Applies holder binding and operation-id semantics to an epoch-level
 /// `verdict` (from [`decide`] or a gate policy) and, when the result
 /// applies, updates `state` in place. A result that does not apply leaves
@@ -256,14 +269,7 @@ pub fn settle(
             state.quarantine = None;
             state.holder = meta.holder.map(str::to_owned);
             state.ops.clear();
-            if let Some(id) = op_id {
-                let record = OpRecord {
-                    id: id.to_owned(),
-                    mark_before: verdict.mark_before,
-                    fingerprint: meta.fingerprint,
-                };
-                state.ops.push(record, meta.window);
-            }
+            record_op(state, op_id, &verdict, meta);
             verdict
         }
         Outcome::Accept | Outcome::Reject if token == state.mark => {
@@ -305,14 +311,7 @@ pub fn settle(
             if state.holder.is_none() {
                 state.holder = meta.holder.map(str::to_owned);
             }
-            if let Some(id) = op_id {
-                let record = OpRecord {
-                    id: id.to_owned(),
-                    mark_before: verdict.mark_before,
-                    fingerprint: meta.fingerprint,
-                };
-                state.ops.push(record, meta.window);
-            }
+            record_op(state, op_id, &verdict, meta);
             verdict
         }
         _ => verdict,
@@ -516,6 +515,15 @@ mod stored_tests {
         assert_eq!(d.next, s);
     }
 
+    /// A write under the `allow` same-epoch rule: the call most of these tests make.
+    fn allow(
+        stored: Option<&ResourceState>,
+        token: Result<u64, TokenError>,
+        meta: &OpMeta<'_>,
+    ) -> StoredDecision {
+        decide_state(stored, token, SameEpoch::Allow, W, meta)
+    }
+
     fn meta<'a>(op_id: Option<&'a str>, holder: Option<&'a str>, window: usize) -> OpMeta<'a> {
         OpMeta {
             op_id,
@@ -530,13 +538,7 @@ mod stored_tests {
     #[test]
     fn retried_operation_is_a_duplicate() {
         let s = ResourceState::at(4);
-        let d = decide_state(
-            Some(&s),
-            Ok(5),
-            SameEpoch::Allow,
-            W,
-            &meta(Some("r1"), None, 64),
-        );
+        let d = allow(Some(&s), Ok(5), &meta(Some("r1"), None, 64));
         assert_eq!(d.verdict.outcome, Outcome::Advance);
         let s = d.next.unwrap();
         assert_eq!(
@@ -562,22 +564,10 @@ mod stored_tests {
             );
             assert_eq!(d.next, None);
         }
-        let d = decide_state(
-            Some(&s),
-            Ok(5),
-            SameEpoch::Allow,
-            W,
-            &meta(Some("r2"), None, 64),
-        );
+        let d = allow(Some(&s), Ok(5), &meta(Some("r2"), None, 64));
         assert_eq!(d.verdict.outcome, Outcome::Accept);
         let s2 = d.next.unwrap();
-        let d = decide_state(
-            Some(&s2),
-            Ok(5),
-            SameEpoch::Allow,
-            W,
-            &meta(Some("r2"), None, 64),
-        );
+        let d = allow(Some(&s2), Ok(5), &meta(Some("r2"), None, 64));
         assert_eq!(
             d.verdict.outcome,
             Outcome::Duplicate {
@@ -587,23 +577,11 @@ mod stored_tests {
         );
         assert_eq!(d.verdict.status(), 257);
         // A new epoch clears the window: r1 is new again at epoch 6.
-        let d = decide_state(
-            Some(&s2),
-            Ok(6),
-            SameEpoch::Allow,
-            W,
-            &meta(Some("r1"), None, 64),
-        );
+        let d = allow(Some(&s2), Ok(6), &meta(Some("r1"), None, 64));
         assert_eq!(d.verdict.outcome, Outcome::Advance);
         assert_eq!(d.next.unwrap().ops.ops.len(), 1);
         // A stale retry is stale, not a duplicate.
-        let d = decide_state(
-            Some(&s2),
-            Ok(4),
-            SameEpoch::Allow,
-            W,
-            &meta(Some("r1"), None, 64),
-        );
+        let d = allow(Some(&s2), Ok(4), &meta(Some("r1"), None, 64));
         assert_eq!(d.verdict.code, Some(Code::StaleToken));
     }
 
@@ -612,34 +590,16 @@ mod stored_tests {
     fn evicted_id_is_not_applied_as_new() {
         let mut s = ResourceState::at(5);
         for id in ["a", "b", "c", "d"] {
-            let d = decide_state(
-                Some(&s),
-                Ok(5),
-                SameEpoch::Allow,
-                W,
-                &meta(Some(id), None, 3),
-            );
+            let d = allow(Some(&s), Ok(5), &meta(Some(id), None, 3));
             assert_eq!(d.verdict.outcome, Outcome::Accept, "{id}");
             s = d.next.unwrap();
         }
-        let d = decide_state(
-            Some(&s),
-            Ok(5),
-            SameEpoch::Allow,
-            W,
-            &meta(Some("a"), None, 3),
-        );
+        let d = allow(Some(&s), Ok(5), &meta(Some("a"), None, 3));
         assert_eq!(
             (d.verdict.outcome, d.verdict.code, d.next),
             (Outcome::Reject, Some(Code::OpIdExpired), None)
         );
-        let d = decide_state(
-            Some(&s),
-            Ok(5),
-            SameEpoch::Allow,
-            W,
-            &meta(Some("b"), None, 3),
-        );
+        let d = allow(Some(&s), Ok(5), &meta(Some("b"), None, 3));
         assert_eq!(
             d.verdict.outcome,
             Outcome::Duplicate {
@@ -658,26 +618,14 @@ mod stored_tests {
             let s = text
                 .as_deref()
                 .map(|t| ResourceState::from_json(t).unwrap());
-            let d = decide_state(
-                s.as_ref(),
-                Ok(5),
-                SameEpoch::Allow,
-                W,
-                &meta(Some(id), None, 2),
-            );
+            let d = allow(s.as_ref(), Ok(5), &meta(Some(id), None, 2));
             assert!(d.verdict.applies(), "{id}");
             // The host re-serialises the state with members sorted.
             let v: serde_json::Value = serde_json::from_str(&d.next.unwrap().to_json()).unwrap();
             text = Some(v.to_string());
         }
         let s = ResourceState::from_json(text.as_deref().unwrap()).unwrap();
-        let d = decide_state(
-            Some(&s),
-            Ok(5),
-            SameEpoch::Allow,
-            W,
-            &meta(Some("1"), None, 2),
-        );
+        let d = allow(Some(&s), Ok(5), &meta(Some("1"), None, 2));
         assert_eq!(
             (d.verdict.outcome, d.next),
             (
@@ -688,13 +636,7 @@ mod stored_tests {
                 None
             )
         );
-        let d = decide_state(
-            Some(&s),
-            Ok(5),
-            SameEpoch::Allow,
-            W,
-            &meta(Some("z"), None, 2),
-        );
+        let d = allow(Some(&s), Ok(5), &meta(Some("z"), None, 2));
         assert_eq!(d.verdict.code, Some(Code::OpIdExpired));
     }
 
@@ -760,24 +702,12 @@ mod stored_tests {
         );
         let s = d.next.unwrap();
         assert_eq!(s.holder.as_deref(), Some("A"));
-        let d = decide_state(
-            Some(&s),
-            Ok(41),
-            SameEpoch::Allow,
-            W,
-            &meta(None, Some("B"), 64),
-        );
+        let d = allow(Some(&s), Ok(41), &meta(None, Some("B"), 64));
         assert_eq!(
             (d.verdict.code, d.verdict.mark_after, d.next),
             (Some(Code::EpochConflict), 41, None)
         );
-        let d = decide_state(
-            Some(&s),
-            Ok(41),
-            SameEpoch::Allow,
-            W,
-            &meta(None, Some("A"), 64),
-        );
+        let d = allow(Some(&s), Ok(41), &meta(None, Some("A"), 64));
         assert_eq!(d.verdict.outcome, Outcome::Accept);
         // An unnamed (plain numeric) token cannot be told apart: accepted.
         let d = decide_state(Some(&s), Ok(41), SameEpoch::Allow, W, &OpMeta::NONE);
@@ -792,22 +722,10 @@ mod stored_tests {
         );
         let s = d.next.unwrap();
         assert_eq!(s.holder.as_deref(), Some("A"));
-        let d = decide_state(
-            Some(&s),
-            Ok(41),
-            SameEpoch::Allow,
-            W,
-            &meta(None, Some("B"), 64),
-        );
+        let d = allow(Some(&s), Ok(41), &meta(None, Some("B"), 64));
         assert_eq!(d.verdict.code, Some(Code::EpochConflict));
         // A new epoch belongs to its own holder.
-        let d = decide_state(
-            Some(&s),
-            Ok(42),
-            SameEpoch::Allow,
-            W,
-            &meta(None, Some("B"), 64),
-        );
+        let d = allow(Some(&s), Ok(42), &meta(None, Some("B"), 64));
         assert_eq!(d.next.unwrap().holder.as_deref(), Some("B"));
     }
 
@@ -855,13 +773,7 @@ mod stored_tests {
             lifted.to_json(),
             r#"{"v":4,"mark":"10","holder":"B","ops":[],"evicted":null,"quarantine":null}"#
         );
-        let d = decide_state(
-            Some(&lifted),
-            Ok(10),
-            SameEpoch::Allow,
-            W,
-            &meta(None, Some("B"), 64),
-        );
+        let d = allow(Some(&lifted), Ok(10), &meta(None, Some("B"), 64));
         assert_eq!(d.verdict.outcome, Outcome::Accept);
         // A write above the floor also advances and lifts it.
         let d = decide_state(Some(&s), Ok(11), SameEpoch::Allow, W, &OpMeta::NONE);
@@ -890,7 +802,7 @@ mod stored_tests {
             let mut applied = std::collections::HashSet::new();
             for id in ids {
                 let id = format!("op{id}");
-                let d = decide_state(Some(&s), Ok(3), SameEpoch::Allow, W, &meta(Some(&id), None, window));
+                let d = allow(Some(&s), Ok(3), &meta(Some(&id), None, window));
                 if d.verdict.applies() {
                     prop_assert!(applied.insert(id.clone()), "{} applied twice", id);
                     s = d.next.unwrap();
