@@ -3,34 +3,13 @@
 //! Every code is a stable, SCREAMING_SNAKE string that JavaScript sees as
 //! `error.code` / `verdict.code`. Codes are never renamed; new ones are only added.
 
-use std::fmt;
+use thiserror::Error;
 
-/// JSON string literal of `s`, as `JSON.stringify` writes it: how messages
-/// quote names and texts (not `{:?}`, whose escaping brings core's Unicode
-/// tables into the `.wasm`; issue 14).
+/// `s` as a JSON string literal: how messages quote names and texts (not
+/// `{:?}`, whose escaping brings core's Unicode tables into the `.wasm`;
+/// issue 14). The persisted formats' JSON writer ([`crate::format::to_text`]).
 pub fn quoted(s: &str) -> String {
-    let mut out = String::with_capacity(s.len() + 2);
-    out.push('"');
-    for c in s.chars() {
-        match c {
-            '"' => out.push_str("\\\""),
-            '\\' => out.push_str("\\\\"),
-            '\n' => out.push_str("\\n"),
-            '\r' => out.push_str("\\r"),
-            '\t' => out.push_str("\\t"),
-            '\u{8}' => out.push_str("\\b"),
-            '\u{c}' => out.push_str("\\f"),
-            c if c < ' ' => {
-                const HEX: &[u8; 16] = b"0123456789abcdef";
-                out.push_str("\\u00");
-                out.push(char::from(HEX[(c as usize) >> 4]));
-                out.push(char::from(HEX[(c as usize) & 15]));
-            }
-            c => out.push(c),
-        }
-    }
-    out.push('"');
-    out
+    crate::format::to_text(s)
 }
 
 /// A stable code naming why an operation was rejected or failed.
@@ -176,11 +155,13 @@ impl std::fmt::Display for Code {
 }
 
 /// Why a token value is not a valid epoch.
-#[derive(Clone, Debug, PartialEq, Eq)]
+#[derive(Clone, Debug, PartialEq, Eq, Error)]
 pub enum TokenError {
     /// No token at all (`undefined`, `null`, an absent argument or header).
+    #[error("missing fence token")]
     Missing,
     /// A token that is present but is not an epoch; the text says which rule it broke.
+    #[error("malformed fence token: {0}")]
     Malformed(&'static str),
 }
 
@@ -194,35 +175,10 @@ impl TokenError {
     }
 }
 
-// The Display impls write their pieces with `write_str` instead of `#[error("… {0}")]`
-// (thiserror expands that to `write!`, i.e. `core::fmt::write` and its machinery in
-// the .wasm; issue 14). The texts are the same.
-impl fmt::Display for TokenError {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        match self {
-            TokenError::Missing => f.write_str("missing fence token"),
-            TokenError::Malformed(why) => {
-                f.write_str("malformed fence token: ")?;
-                f.write_str(why)
-            }
-        }
-    }
-}
-
-impl std::error::Error for TokenError {}
-
 /// Why stored state could not be decoded (always [`Code::CorruptState`]).
-#[derive(Clone, Debug, PartialEq, Eq)]
+#[derive(Clone, Debug, PartialEq, Eq, Error)]
+#[error("corrupt fencing state: {0}")]
 pub struct StateError(pub String);
-
-impl fmt::Display for StateError {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str("corrupt fencing state: ")?;
-        f.write_str(&self.0)
-    }
-}
-
-impl std::error::Error for StateError {}
 
 #[cfg(test)]
 mod tests {
