@@ -12,6 +12,10 @@
 //! orders. The same states, encoded by the current build, give the same
 //! texts. (The writing switch is gone: generated once, it stays frozen.)
 
+// Test code only (`#[cfg(test)] mod format_fixture` in lib.rs): a fixture that
+// does not read is a failing test, so it unwraps.
+#![cfg(test)]
+
 use serde_json::{json, Value};
 
 use crate::issuer::{IssuerState, Lease, LeaseForm};
