@@ -111,6 +111,15 @@ export class SqliteStore {
     }
   }
 
+  /**
+   * The gate may hand this store's transaction a plain answer: it writes
+   * `nextStateText` as it is and reads `nextState` only for an answer without
+   * text (lib/driver.mjs `TAKES_STATE_TEXT`).
+   */
+  get [Symbol.for('fencegate.takesStateText')]() {
+    return true;
+  }
+
   /** The stored text of `value` (the codec's `encode`); INVALID_ARGUMENT when the codec refuses it. */
   encodeValue(value) {
     return encodeWith(this.#encode, value);

@@ -78,6 +78,31 @@ const settled = (p) => p.then(idle, idle);
 
 const noAnswer = (ms) => `no answer within ${ms} ms`;
 
+/** Whether a host callback answered a Promise (or another thenable) rather than its value. */
+function isThenable(value) {
+  return value !== null && (typeof value === 'object' || typeof value === 'function') && typeof value.then === 'function';
+}
+
+/**
+ * A transaction store whose `transaction` writes `out.nextStateText` as it is
+ * when there is one (SqliteStore) declares it with this registered symbol set
+ * to true: its answers are `TextAnswer`s (one plain object per write, the
+ * object form `nextState` still readable, on the prototype). Every other
+ * store gets `nextState` as an own lazy getter, as documented.
+ */
+const TAKES_STATE_TEXT = Symbol.for('fencegate.takesStateText');
+
+class TextAnswer {
+  constructor(nextStateText, change) {
+    this.nextStateText = nextStateText;
+    this.change = change;
+  }
+
+  get nextState() {
+    return JSON.parse(this.nextStateText);
+  }
+}
+
 /** Throws INVALID_ARGUMENT unless `store` has one of the two callback shapes. */
 export function checkStore(store) {
   if (typeof store.transaction !== 'function' && (typeof store.load !== 'function' || typeof store.commit !== 'function')) {
@@ -99,6 +124,8 @@ export function checkStore(store) {
 export class StoreDriver {
   #store;
   #transactional;
+  /** A transaction store that declares `TAKES_STATE_TEXT`. */
+  #takesText = false;
   #faults;
   #maxRetries;
   #commitTimeoutMs;
@@ -112,6 +139,7 @@ export class StoreDriver {
   constructor(store, { maxRetries, commitTimeoutMs, loadTimeoutMs, stateCache = 0 }, faults) {
     checkStore(store);
     this.#transactional = typeof store.transaction === 'function';
+    this.#takesText = this.#transactional && store[TAKES_STATE_TEXT] === true;
     // Only a compare-and-set store that declares `commitFrom` (its commit checks
     // version and state text, and answers the new version) gets a cache.
     if (stateCache > 0 && !this.#transactional && typeof store.commitFrom === 'function') {
@@ -289,23 +317,24 @@ export class StoreDriver {
     }
   }
 
-  /** `commitFrom` under the commit timeout: `{ version }` (committed), false (precondition lost); throws the fault. */
-  async #commitFrom(ctx, key, expected, text, change, timing) {
-    const faults = this.#faults;
+  /**
+   * `commitFrom`'s answer checked: `{ version }` (committed), false
+   * (precondition lost); anything else throws COMMIT_UNKNOWN. `t0`: when it
+   * was called (for `timing`).
+   */
+  #committedFrom(ctx, answer, timing, t0) {
     const ms = this.#commitTimeoutMs;
-    let answer;
-    const t0 = timing === null ? 0 : performance.now();
-    try {
-      answer = await withTimeout(this.#store.commitFrom(key, expected, text, change), ms);
-    } catch (cause) {
-      if (marksCommitUnknown(cause)) throw faults.unknown(ctx, 'commit', cause, messageOf(cause));
-      throw faults.store(ctx, 'commit', cause);
-    }
-    if (answer === TIMED_OUT) throw faults.unknown(ctx, 'commit', undefined, noAnswer(ms));
+    if (answer === TIMED_OUT) throw this.#faults.unknown(ctx, 'commit', undefined, noAnswer(ms));
     if (timing !== null) timing.commitMs = (timing.commitMs ?? 0) + (performance.now() - t0);
     if (answer === false) return false;
     if (answer !== null && typeof answer === 'object' && answer.version !== undefined && answer.version !== null) return answer;
-    throw faults.unknown(ctx, 'commit', undefined, `commitFrom returned ${describe(answer)}, not { version } or false`);
+    throw this.#faults.unknown(ctx, 'commit', undefined, `commitFrom returned ${describe(answer)}, not { version } or false`);
+  }
+
+  /** The fault of a `commitFrom` that threw: COMMIT_UNKNOWN when it may have committed, else STORE_ERROR. */
+  #commitFromFault(ctx, cause) {
+    if (marksCommitUnknown(cause)) return this.#faults.unknown(ctx, 'commit', cause, messageOf(cause));
+    return this.#faults.store(ctx, 'commit', cause);
   }
 
   /**
@@ -327,7 +356,16 @@ export class StoreDriver {
             const d = decide(entry.state);
             const text = textOf(d);
             if (text !== null) {
-              const done = await this.#commitFrom(ctx, key, entry, text, d.change, timing);
+              // (commitFrom is called and awaited here, not in a helper: one async frame per write)
+              const t0 = timing === null ? 0 : performance.now();
+              let answer;
+              try {
+                answer = this.#store.commitFrom(key, entry, text, d.change);
+                if (isThenable(answer)) answer = await withTimeout(answer, this.#commitTimeoutMs);
+              } catch (cause) {
+                throw this.#commitFromFault(ctx, cause);
+              }
+              const done = this.#committedFrom(ctx, answer, timing, t0);
               if (done !== false) {
                 this.#remember(key, text, done.version);
                 return d.result;
@@ -354,7 +392,15 @@ export class StoreDriver {
           }
           const expected = state === null ? null : { version, state };
           if (!textual) return await this.#viaCas(ctx, key, decide, timing); // not cacheable: the plain loop
-          const done = await this.#commitFrom(ctx, key, expected, text, d.change, timing);
+          const t0 = timing === null ? 0 : performance.now();
+          let answer;
+          try {
+            answer = this.#store.commitFrom(key, expected, text, d.change);
+            if (isThenable(answer)) answer = await withTimeout(answer, this.#commitTimeoutMs);
+          } catch (cause) {
+            throw this.#commitFromFault(ctx, cause);
+          }
+          const done = this.#committedFrom(ctx, answer, timing, t0);
           if (done !== false) {
             this.#remember(key, text, done.version);
             return d.result;
@@ -377,6 +423,7 @@ export class StoreDriver {
       const ms = this.#commitTimeoutMs;
       let decision = null;
       let ownError = null;
+      const takesText = this.#takesText;
       const fn = (state) => {
         decision = null;
         ownError = null;
@@ -386,6 +433,7 @@ export class StoreDriver {
           decision = d;
           if (writesNothing(d)) return null;
           if (d.nextText === undefined) return { nextState: d.next, change: d.change };
+          if (takesText) return new TextAnswer(d.nextText, d.change);
           // The state's text beside its object form (parsed only if the host reads it):
           // a store that keeps text (SqliteStore) writes `nextStateText` as it is.
           return {
@@ -404,7 +452,9 @@ export class StoreDriver {
       const t0 = timing === null ? 0 : performance.now();
       for (let attempt = 0; ; attempt++) {
         try {
-          answer = await withTimeout(this.#store.transaction(key, fn), ms);
+          answer = this.#store.transaction(key, fn);
+          // a synchronous store (SqliteStore) answers at once: no microtask hop
+          if (isThenable(answer)) answer = await withTimeout(answer, ms);
           break;
         } catch (cause) {
           if (ownError !== null) throw ownError; // our own error inside: the host rolled back

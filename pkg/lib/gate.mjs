@@ -136,10 +136,11 @@ function stateError(key, state, e) {
  * policy when it has none), compare, and give the verdict and the next state
  * to commit, or null when nothing applies (reject, duplicate). Wasm gives the
  * next state's text only when it is not plain format v1; a v1 state is
- * spelled from the exact `markAfter` (see `nextOut`). `text`: the next state's
- * JSON text, null when nothing is written.
+ * spelled from the exact `markAfter` (see `nextOut`). Answers the driver step
+ * (`stepOf`): the verdict and the next state's JSON text (null when nothing is
+ * written) with `change`.
  */
-function decide(key, state, token, establish, strict, policy, meta, window) {
+function decide(key, state, token, establish, strict, policy, meta, window, change) {
   const flags = (establish ? ESTABLISH : 0) | (strict ? STRICT : 0) | (policy?.verified ? HOST_VERIFIED : 0);
   try {
     const r = pack(flags, token, policy === null ? null : policy.scope, meta, stateInput(key, state));
@@ -152,7 +153,7 @@ function decide(key, state, token, establish, strict, policy, meta, window) {
   const status = lastMarks()[4];
   const v = verdictOut(key, status, token);
   if (policy !== null) v.claims = claimsOut();
-  return { v, text: nextOut(status, v.markAfter) };
+  return stepOf(v, nextOut(status, v.markAfter), change);
 }
 
 /** Mark, holder and quarantine floor of a stored state, decoded in Wasm in one call; throws CORRUPT_STATE. */
@@ -247,30 +248,53 @@ export class Gate {
     return this.#driver.shape;
   }
 
+  // write, establish and delete are plain functions returning the Promise of
+  // `#run` (an argument error is a rejected Promise, as from an async
+  // function): one async layer per operation, not three (issue 14).
+
   /** Fenced write: the host stores `value` with the next state on advance/accept. */
-  async write(key, token, value, options) {
-    this.#live();
-    checkKey(key);
-    if (value === undefined) throw invalid('value must not be undefined; use delete() to clear a value', { key });
-    const meta = metaOf(options);
-    return this.#run(key, token, false, setChange(this.#store, key, value), meta, 'write');
+  write(key, token, value, options) {
+    let meta;
+    let change;
+    try {
+      this.#live();
+      checkKey(key);
+      if (value === undefined) throw invalid('value must not be undefined; use delete() to clear a value', { key });
+      meta = metaOf(options);
+      change = setChange(this.#store, key, value);
+    } catch (e) {
+      return Promise.reject(e);
+    }
+    return this.#run(key, token, false, change, meta, 'write');
   }
 
   /** Raises the mark to `token` with no data change (a new owner's barrier). */
-  async establish(key, token, options) {
-    this.#live();
-    checkKey(key);
-    return this.#run(key, token, true, NONE, metaOf(options), 'establish');
+  establish(key, token, options) {
+    let meta;
+    try {
+      this.#live();
+      checkKey(key);
+      meta = metaOf(options);
+    } catch (e) {
+      return Promise.reject(e);
+    }
+    return this.#run(key, token, true, NONE, meta, 'establish');
   }
 
   /**
    * Fenced delete (maintenance): clears the key's value on advance/accept. The
    * fence record stays, so an older epoch cannot write afterwards.
    */
-  async delete(key, token, options) {
-    this.#live();
-    checkKey(key);
-    return this.#run(key, token, false, DELETE, metaOf(options), 'delete');
+  delete(key, token, options) {
+    let meta;
+    try {
+      this.#live();
+      checkKey(key);
+      meta = metaOf(options);
+    } catch (e) {
+      return Promise.reject(e);
+    }
+    return this.#run(key, token, false, DELETE, meta, 'delete');
   }
 
   /** Fenced delete of several keys, one after another; each key is fenced on its own. */
@@ -387,23 +411,37 @@ export class Gate {
     if (this.#freed) freed();
   }
 
-  async #run(key, token, establish, change, meta, operation) {
+  #run(key, token, establish, change, meta, operation) {
     // time in the host's commit/transaction callbacks, for the audit record (null: none ran)
     const timing = this.#observer.timed ? { started: performance.now(), commitMs: null } : null;
-    const v = await this.#decideAndCommit(key, token, establish, change, meta, timing);
-    this.#observer.record(v, operation, meta, timing?.started ?? null, timing?.commitMs ?? null);
-    return v;
+    const p = this.#policy === null
+      ? this.#driver.run(key, key, this.#plainStep(key, token, establish, change, meta), timing, true)
+      : this.#decideAndCommit(key, token, establish, change, meta, timing);
+    // (a `then`, not an async function: its frame costs more than the reaction; a failure passes through)
+    return p.then((v) => {
+      this.#observer.record(v, operation, meta, timing?.started ?? null, timing?.commitMs ?? null);
+      return v;
+    });
   }
 
+  /** The driver's decision of one operation by a gate without policy options. */
+  #plainStep(key, token, establish, change, meta) {
+    const strict = this.#strict;
+    const window = this.#window;
+    return (state) => {
+      // A step that waited in the key's queue while the gate was freed writes nothing.
+      this.#live();
+      return decide(key, state, token, establish, strict, null, meta, window, change);
+    };
+  }
+
+  /** One operation of a gate with policy options (its callbacks run before the store is touched). */
   async #decideAndCommit(key, token, establish, change, meta, timing) {
-    let policy = null;
-    if (this.#policy !== null) {
-      // Callbacks of the policy run before the store is touched; the ceiling is
-      // set again right before each (synchronous) decision.
-      const p = this.#policy;
-      const ceiling = await ceilingOf(p);
-      policy = { p, scope: typeof token === 'number' ? '' : p.scopeOf(key), ceiling, verified: await hostVerified(p, token) };
-    }
+    // Callbacks of the policy run before the store is touched; the ceiling is
+    // set again right before each (synchronous) decision.
+    const p = this.#policy;
+    const ceiling = await ceilingOf(p);
+    const policy = { p, scope: typeof token === 'number' ? '' : p.scopeOf(key), ceiling, verified: await hostVerified(p, token) };
     const strict = this.#strict;
     const window = this.#window;
     return this.#driver.run(
@@ -412,8 +450,7 @@ export class Gate {
       (state) => {
         // A step that waited in the key's queue while the gate was freed writes nothing (its keys are gone).
         this.#live();
-        const d = decide(key, state, token, establish, strict, policy, meta, window);
-        return stepOf(d.v, d.text, change);
+        return decide(key, state, token, establish, strict, policy, meta, window, change);
       },
       timing,
       true,

@@ -170,16 +170,27 @@ export function nextOut(status, markAfter) {
  * `nextState` hand to user stores) is parsed only when something reads it.
  */
 export function stepOf(result, nextText, change) {
-  if (nextText === null) return { result, next: null, nextText: null, change };
-  let object;
-  return {
-    result,
-    nextText,
-    change,
-    get next() {
-      return (object ??= JSON.parse(nextText));
-    },
-  };
+  return new Step(result, nextText, change);
+}
+
+/**
+ * A driver step: a class with `next` on its prototype, so a step costs one
+ * small object per write (an object literal with its own getter costs a
+ * closure, its context and an accessor pair each time).
+ */
+class Step {
+  constructor(result, nextText, change) {
+    this.result = result;
+    this.nextText = nextText;
+    this.change = change;
+    this.parsed = undefined;
+  }
+
+  /** The next state's object form (null: nothing to write), parsed from `nextText` on first read. */
+  get next() {
+    if (this.nextText === null) return null;
+    return (this.parsed ??= JSON.parse(this.nextText));
+  }
 }
 
 /** The verdict object for a status. */
