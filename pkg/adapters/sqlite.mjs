@@ -23,6 +23,22 @@ const IDENT = /^[A-Za-z_][A-Za-z0-9_]{0,62}$/;
 const RETRY = /^SQLITE_(BUSY|LOCKED)(_[A-Z]+)?$/;
 
 /**
+ * `(...params) => value` of a prepared statement that returns one column of
+ * at most one row (`RETURNING version`): undefined or null when no row. As a
+ * plain value where the driver can pluck (better-sqlite3), else from the row (bun:sqlite).
+ */
+function one(statement) {
+  if (typeof statement.pluck === 'function') {
+    const plucked = statement.pluck();
+    return plucked.get.bind(plucked);
+  }
+  return (...params) => {
+    const row = statement.get(...params);
+    return row == null ? row : row.version;
+  };
+}
+
+/**
  * A transaction-shaped host store on a better-sqlite3 `Database`.
  * Options: `table` (default `"fencegate"`), `encode`/`decode` for values
  * (default `valueCodec`), `createTable` (default true).
@@ -35,6 +51,8 @@ export class SqliteStore {
   #select;
   #insert;
   #update;
+  #updateVersion;
+  #from;
   #run;
   #busy = false;
   #encode;
@@ -68,10 +86,25 @@ export class SqliteStore {
       };
     }
     this.#insert = db.prepare(`INSERT INTO "${table}" (key, state, value, version) VALUES (?, ?, ?, 1)`);
-    this.#update = {
-      set: db.prepare(`UPDATE "${table}" SET state = ?, value = ?, version = version + 1 WHERE key = ?`),
-      delete: db.prepare(`UPDATE "${table}" SET state = ?, value = NULL, version = version + 1 WHERE key = ?`),
-      none: db.prepare(`UPDATE "${table}" SET state = ?, version = version + 1 WHERE key = ?`),
+    const updates = {
+      set: `UPDATE "${table}" SET state = ?, value = ?, version = version + 1 WHERE key = ?`,
+      delete: `UPDATE "${table}" SET state = ?, value = NULL, version = version + 1 WHERE key = ?`,
+      none: `UPDATE "${table}" SET state = ?, version = version + 1 WHERE key = ?`,
+    };
+    this.#update = {};
+    // the same, answering the version written, for a gate with a state cache (it remembers it; see commitFrom)
+    this.#updateVersion = {};
+    for (const [kind, text] of Object.entries(updates)) {
+      const plain = db.prepare(text);
+      this.#update[kind] = plain.run.bind(plain);
+      this.#updateVersion[kind] = one(db.prepare(`${text} RETURNING version`));
+    }
+    // commitFrom: one conditional statement each (the precondition is the WHERE clause), answering the version written
+    this.#from = {
+      insert: one(db.prepare(`INSERT INTO "${table}" (key, state, value, version) VALUES (?, ?, ?, 1) ON CONFLICT (key) DO NOTHING RETURNING version`)),
+      set: one(db.prepare(`UPDATE "${table}" SET state = ?, value = ?, version = version + 1 WHERE key = ? AND version = ? AND state = ? RETURNING version`)),
+      delete: one(db.prepare(`UPDATE "${table}" SET state = ?, value = NULL, version = version + 1 WHERE key = ? AND version = ? AND state = ? RETURNING version`)),
+      none: one(db.prepare(`UPDATE "${table}" SET state = ?, version = version + 1 WHERE key = ? AND version = ? AND state = ? RETURNING version`)),
     };
     const apply = (key, fn) => {
       const stored = selectState(key); // the state text; no row: undefined (better-sqlite3), null (bun:sqlite)
@@ -80,15 +113,20 @@ export class SqliteStore {
       const state = stateTextOf(out);
       const { change } = out;
       const value = change.kind === 'set' ? encodedOf(this, change) : null;
+      // A gate's answer with an empty `version` slot (lib/driver.mjs TextAnswer, gates with a state
+      // cache) learns the version written; other answers get the UPDATE without RETURNING.
+      const update = out.version === null ? this.#updateVersion : this.#update;
+      let version = 1;
       if (stored == null) {
         this.#insert.run(key, state, value);
       } else if (change.kind === 'set') {
-        this.#update.set.run(state, value, key);
+        version = update.set(state, value, key);
       } else if (change.kind === 'delete') {
-        this.#update.delete.run(state, key);
+        version = update.delete(state, key);
       } else {
-        this.#update.none.run(state, key);
+        version = update.none(state, key);
       }
+      if (out.version === null) out.version = version;
       return true;
     };
     this.#run = db.transaction(apply);
@@ -118,6 +156,31 @@ export class SqliteStore {
    */
   get [Symbol.for('fencegate.takesStateText')]() {
     return true;
+  }
+
+  /**
+   * The gate's state-cache commit (docs/stores.md "commitFrom"): one statement,
+   * committed on its own, that writes `nextText` as it is and the change when
+   * the row still has `expected.version` AND `expected.state` (null: no row
+   * yet). Resolves to `{ version }` (the version it wrote), or false: the
+   * precondition did not hold, or the database was busy or locked (nothing
+   * written; the gate then runs its transaction).
+   */
+  commitFrom(key, expected, nextText, change) {
+    if (this.#busy) throw new Error('SqliteStore: re-entrant fenced write from inside one of its own transactions');
+    const value = change.kind === 'set' ? encodedOf(this, change) : null;
+    const from = this.#from;
+    let version;
+    try {
+      if (expected === null) version = from.insert(key, nextText, value);
+      else if (change.kind === 'set') version = from.set(nextText, value, key, expected.version, expected.state);
+      else if (change.kind === 'delete') version = from.delete(nextText, key, expected.version, expected.state);
+      else version = from.none(nextText, key, expected.version, expected.state);
+    } catch (e) {
+      if (e !== null && typeof e === 'object' && typeof e.code === 'string' && RETRY.test(e.code)) return false;
+      throw e;
+    }
+    return version == null ? false : { version };
   }
 
   /** The stored text of `value` (the codec's `encode`); INVALID_ARGUMENT when the codec refuses it. */

@@ -88,14 +88,20 @@ function isThenable(value) {
  * when there is one (SqliteStore) declares it with this registered symbol set
  * to true: its answers are `TextAnswer`s (one plain object per write, the
  * object form `nextState` still readable, on the prototype). Every other
- * store gets `nextState` as an own lazy getter, as documented.
+ * store gets `nextState` as an own lazy getter, as documented. Such a store
+ * sets the answer's `version`, when it is null (asked for), to the version it wrote; with
+ * `commitFrom` as well, it gets the state cache: a cached step is one
+ * `commitFrom`, and any other step (no entry, a lost precondition, a decision
+ * that writes nothing) runs the transaction exactly as without a cache.
  */
 const TAKES_STATE_TEXT = Symbol.for('fencegate.takesStateText');
 
 class TextAnswer {
-  constructor(nextStateText, change) {
+  constructor(nextStateText, change, version) {
     this.nextStateText = nextStateText;
     this.change = change;
+    /** null: asks the store for the version it writes (set inside its transaction), for the state cache; undefined: not asked. */
+    this.version = version;
   }
 
   get nextState() {
@@ -140,9 +146,10 @@ export class StoreDriver {
     checkStore(store);
     this.#transactional = typeof store.transaction === 'function';
     this.#takesText = this.#transactional && store[TAKES_STATE_TEXT] === true;
-    // Only a compare-and-set store that declares `commitFrom` (its commit checks
-    // version and state text, and answers the new version) gets a cache.
-    if (stateCache > 0 && !this.#transactional && typeof store.commitFrom === 'function') {
+    // Only a store that declares `commitFrom` (its commit checks version and state
+    // text, and answers the new version) gets a cache: a compare-and-set store, or a
+    // transaction store that tells the version it wrote (TAKES_STATE_TEXT).
+    if (stateCache > 0 && (!this.#transactional || this.#takesText) && typeof store.commitFrom === 'function') {
       this.#cache = new Map();
       this.#cacheSize = stateCache;
     }
@@ -265,7 +272,9 @@ export class StoreDriver {
     const prev = before === undefined ? null : before.p;
     // (each #via… waits for `prev` and releases `slot` itself: no extra async layer per step)
     slot.p = this.#transactional
-      ? this.#viaTransaction(ctx, key, decide, timing, prev, slot)
+      ? this.#cache === null
+        ? this.#viaTransaction(ctx, key, decide, timing, prev, slot)
+        : this.#viaTxCache(ctx, key, decide, timing, cached, prev, slot)
       : this.#cache === null
         ? this.#viaCas(ctx, key, decide, timing, prev, slot)
         : this.#viaCache(ctx, key, decide, timing, cached, prev, slot);
@@ -416,24 +425,68 @@ export class StoreDriver {
     }
   }
 
-  async #viaTransaction(ctx, key, decide, timing, before = null, slot = null) {
+  /**
+   * A transaction store with the state cache: a cached step decides from the
+   * cached state and commits with one `commitFrom` (precondition: that version
+   * and state text). Anything else — no entry, a lost precondition, a decision
+   * that writes nothing (a refusal, a duplicate: decided again on the stored
+   * state), a step that may not use the cache — drops the entry and runs the
+   * transaction as `#viaTransaction` does, which then remembers what it wrote.
+   */
+  async #viaTxCache(ctx, key, decide, timing, cached, before = null, slot = null) {
+    if (before !== null) await settled(before); // the step before on this key ends its turn first
+    const cache = this.#cache;
+    const entry = cached ? cache.get(key) : undefined;
+    if (entry !== undefined) {
+      try {
+        const d = decide(entry.state);
+        const text = textOf(d);
+        if (text !== null) {
+          const t0 = timing === null ? 0 : performance.now();
+          let answer;
+          try {
+            answer = this.#store.commitFrom(key, entry, text, d.change);
+            if (isThenable(answer)) answer = await withTimeout(answer, this.#commitTimeoutMs);
+          } catch (cause) {
+            throw this.#commitFromFault(ctx, cause);
+          }
+          const done = this.#committedFrom(ctx, answer, timing, t0);
+          if (done !== false) {
+            this.#remember(key, text, done.version);
+            this.#release(key, slot);
+            return d.result;
+          }
+        }
+      } catch (e) {
+        cache.delete(key); // the stored state is unknown
+        this.#release(key, slot);
+        throw e;
+      }
+    }
+    cache.delete(key);
+    return await this.#viaTransaction(ctx, key, decide, timing, null, slot, true);
+  }
+
+  async #viaTransaction(ctx, key, decide, timing, before = null, slot = null, remember = false) {
     if (before !== null) await settled(before); // the step before on this key ends its turn first
     try {
       const faults = this.#faults;
       const ms = this.#commitTimeoutMs;
       let decision = null;
       let ownError = null;
+      let written = null; // the TextAnswer handed over, which the store tells the version it wrote
       const takesText = this.#takesText;
       const fn = (state) => {
         decision = null;
         ownError = null;
+        written = null;
         try {
           // Inside a transaction the host passes only the state: null/undefined = no record.
           const d = decide(state === undefined ? null : state);
           decision = d;
           if (writesNothing(d)) return null;
           if (d.nextText === undefined) return { nextState: d.next, change: d.change };
-          if (takesText) return new TextAnswer(d.nextText, d.change);
+          if (takesText) return (written = new TextAnswer(d.nextText, d.change, remember ? null : undefined));
           // The state's text beside its object form (parsed only if the host reads it):
           // a store that keeps text (SqliteStore) writes `nextStateText` as it is.
           return {
@@ -473,6 +526,9 @@ export class StoreDriver {
       if (ownError !== null) throw ownError;
       if (decision === null) throw faults.store(ctx, 'transaction', new Error('the host transaction returned without calling fn'));
       // The transaction has returned, so its write (if any) is committed: only now may the result leave.
+      if (remember && written !== null && written.version !== null && written.version !== undefined) {
+        this.#remember(key, written.nextStateText, written.version);
+      }
       return decision.result;
     } finally {
       this.#release(key, slot);

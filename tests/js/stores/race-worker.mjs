@@ -58,7 +58,7 @@ async function open(engine, config) {
 function flaky(store, random, rate, note) {
   const lost = () => Object.assign(new Error('injected: reply lost'), { commitUnknown: true });
   if (typeof store.transaction === 'function') {
-    return {
+    const t = {
       load: (k) => store.load(k),
       transaction: async (key, fn) => {
         const roll = random();
@@ -76,6 +76,12 @@ function flaky(store, random, rate, note) {
         return r;
       },
     };
+    // SqliteStore's state cache (issue 14): its commitFrom, with the same faults, and the text answers it takes
+    if (typeof store.commitFrom === 'function') {
+      t[Symbol.for('fencegate.takesStateText')] = store[Symbol.for('fencegate.takesStateText')];
+      t.commitFrom = commitFromOf(store, random, rate, note, lost);
+    }
+    return t;
   }
   const w = {
     load: (k) => store.load(k),
@@ -92,20 +98,23 @@ function flaky(store, random, rate, note) {
     },
   };
   // the state cache's commit (issue 14), with the same faults
-  if (typeof store.commitFrom === 'function') {
-    w.commitFrom = async (key, expected, nextText, change) => {
-      const roll = random();
-      if (roll < rate / 2) throw lost();
-      const r = await store.commitFrom(key, expected, nextText, change);
-      note.conflicts += r === false ? 1 : 0;
-      if (roll < rate && r !== false) {
-        note.landed = true;
-        throw lost();
-      }
-      return r;
-    };
-  }
+  if (typeof store.commitFrom === 'function') w.commitFrom = commitFromOf(store, random, rate, note, lost);
   return w;
+}
+
+/** `store.commitFrom` with injected faults: lost before it reached the store, or committed with the reply lost. */
+function commitFromOf(store, random, rate, note, lost) {
+  return async (key, expected, nextText, change) => {
+    const roll = random();
+    if (roll < rate / 2) throw lost();
+    const r = await store.commitFrom(key, expected, nextText, change);
+    note.conflicts += r === false ? 1 : 0;
+    if (roll < rate && r !== false) {
+      note.landed = true;
+      throw lost();
+    }
+    return r;
+  };
 }
 
 process.once('message', async (config) => {
