@@ -2,7 +2,8 @@
  * fencegate/sqlite — a transaction host store on SQLite (better-sqlite3 ≥ 12).
  * One table (`key TEXT PRIMARY KEY, state TEXT, value TEXT, version INTEGER`)
  * keeps the fence state and the value side by side; every fenced operation is
- * one `BEGIN IMMEDIATE` transaction. Use with `new Gate(new SqliteStore(db))`.
+ * one `BEGIN IMMEDIATE` transaction, or, for a write on a key the gate's state
+ * cache remembers, one conditional UPDATE (`commitFrom`). Use with `new Gate(new SqliteStore(db))`.
  */
 export interface SqliteStoreOptions<V = unknown> {
   /** Table name, a plain SQL identifier; default `"fencegate"`. */
@@ -37,4 +38,15 @@ export class SqliteStore<V = unknown> {
   encodeValue(value: V): string;
   transaction(key: string, fn: (state: string | null) => { nextState: object; change: { kind: string; value?: V; encoded?: string } } | null): boolean;
   load(key: string): { state: string; version: number; value?: V } | null;
+  /**
+   * The commit of a gate's state cache: one `UPDATE … WHERE key = ? AND version = ? AND state = ?`
+   * (an `INSERT … ON CONFLICT DO NOTHING` when `expected` is null), committed on its own. Answers the
+   * version written, or false (precondition not met, or SQLITE_BUSY/LOCKED: nothing written).
+   */
+  commitFrom(
+    key: string,
+    expected: { version: number; state: string } | null,
+    nextText: string,
+    change: { kind: string; value?: V; encoded?: string },
+  ): { version: number } | false;
 }
