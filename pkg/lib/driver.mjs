@@ -270,6 +270,11 @@ export class StoreDriver {
     const slot = { p: null };
     queues.set(key, slot);
     const prev = before === undefined ? null : before.p;
+    // An idle key's write from the cached state: no async frame at all (#cachedNow)
+    if (prev === null && cached && this.#cache !== null) {
+      const entry = this.#cache.get(key);
+      if (entry !== undefined) return (slot.p = this.#cachedNow(ctx, key, decide, timing, entry, slot));
+    }
     // (each #via… waits for `prev` and releases `slot` itself: no extra async layer per step)
     slot.p = this.#transactional
       ? this.#cache === null
@@ -348,45 +353,22 @@ export class StoreDriver {
 
   /**
    * The compare-and-set loop with the state cache: the first round may decide
-   * from the cached state (no load); its commit's precondition is that state
-   * (version and text). Any failure drops the entry; a lost precondition drops
-   * it and loads, exactly like `#viaCas`.
+   * from the cached state (no load; `#cachedNow`); its commit's precondition is
+   * that state (version and text). Any failure drops the entry; a lost
+   * precondition drops it and loads, exactly like `#viaCas`. `first`: the
+   * round this starts at (1 after a lost optimistic commit: it was round 0).
    */
-  async #viaCache(ctx, key, decide, timing, cached, before = null, slot = null) {
+  async #viaCache(ctx, key, decide, timing, cached, before = null, slot = null, first = 0) {
     if (before !== null) await settled(before); // the step before on this key ends its turn first
+    const cache = this.#cache;
+    if (cached) {
+      const entry = cache.get(key);
+      if (entry !== undefined) return await this.#cachedNow(ctx, key, decide, timing, entry, slot);
+    }
     try {
       const faults = this.#faults;
-      const cache = this.#cache;
-      let first = 0; // a lost optimistic commit is the first of the `maxRetries + 1` rounds
       try {
-        if (cached) {
-          const entry = cache.get(key);
-          if (entry !== undefined) {
-            const d = decide(entry.state);
-            const text = textOf(d);
-            if (text !== null) {
-              // (commitFrom is called and awaited here, not in a helper: one async frame per write)
-              const t0 = timing === null ? 0 : performance.now();
-              let answer;
-              try {
-                answer = this.#store.commitFrom(key, entry, text, d.change);
-                if (isThenable(answer)) answer = await withTimeout(answer, this.#commitTimeoutMs);
-              } catch (cause) {
-                throw this.#commitFromFault(ctx, cause);
-              }
-              const done = this.#committedFrom(ctx, answer, timing, t0);
-              if (done !== false) {
-                this.#remember(key, text, done.version);
-                return d.result;
-              }
-            }
-            // Lost the precondition, or a decision that writes nothing (a refusal, a
-            // duplicate): the stored state answers it, so every verdict, marks
-            // included, is the one the store's state gives (docs/design.md "Issue 14").
-            cache.delete(key);
-            if (text !== null) first = 1;
-          }
-        } else cache.delete(key);
+        cache.delete(key);
         for (let attempt = first; attempt <= this.#maxRetries; attempt++) {
           const record = await this.load(ctx, key);
           const state = faults.record(ctx, record);
@@ -426,45 +408,103 @@ export class StoreDriver {
   }
 
   /**
-   * A transaction store with the state cache: a cached step decides from the
-   * cached state and commits with one `commitFrom` (precondition: that version
-   * and state text). Anything else — no entry, a lost precondition, a decision
-   * that writes nothing (a refusal, a duplicate: decided again on the stored
-   * state), a step that may not use the cache — drops the entry and runs the
-   * transaction as `#viaTransaction` does, which then remembers what it wrote.
+   * A transaction store with the state cache: a cached step is `#cachedNow`
+   * (one `commitFrom`). Anything else — no entry, a lost precondition, a
+   * decision that writes nothing (a refusal, a duplicate: decided again on the
+   * stored state), a step that may not use the cache — drops the entry and
+   * runs the transaction as `#viaTransaction` does, which then remembers what it wrote.
    */
   async #viaTxCache(ctx, key, decide, timing, cached, before = null, slot = null) {
     if (before !== null) await settled(before); // the step before on this key ends its turn first
     const cache = this.#cache;
-    const entry = cached ? cache.get(key) : undefined;
-    if (entry !== undefined) {
-      try {
-        const d = decide(entry.state);
-        const text = textOf(d);
-        if (text !== null) {
-          const t0 = timing === null ? 0 : performance.now();
-          let answer;
-          try {
-            answer = this.#store.commitFrom(key, entry, text, d.change);
-            if (isThenable(answer)) answer = await withTimeout(answer, this.#commitTimeoutMs);
-          } catch (cause) {
-            throw this.#commitFromFault(ctx, cause);
-          }
-          const done = this.#committedFrom(ctx, answer, timing, t0);
-          if (done !== false) {
-            this.#remember(key, text, done.version);
-            this.#release(key, slot);
-            return d.result;
-          }
-        }
-      } catch (e) {
-        cache.delete(key); // the stored state is unknown
-        this.#release(key, slot);
-        throw e;
-      }
+    if (cached) {
+      const entry = cache.get(key);
+      if (entry !== undefined) return await this.#cachedNow(ctx, key, decide, timing, entry, slot);
     }
     cache.delete(key);
     return await this.#viaTransaction(ctx, key, decide, timing, null, slot, true);
+  }
+
+  /**
+   * A step from the cached state `entry`, with no async frame of its own (an
+   * idle key's write runs it straight from `run`): decide from that state and
+   * `commitFrom` with it as the precondition; a synchronous store (SqliteStore)
+   * is done at once. A decision that writes nothing, or a lost precondition,
+   * drops the entry and goes on as `#after` says; any failure drops it too.
+   * Always answers a Promise, and releases `slot` exactly when the step ends.
+   */
+  #cachedNow(ctx, key, decide, timing, entry, slot) {
+    const cache = this.#cache;
+    let d;
+    let text;
+    try {
+      d = decide(entry.state);
+      text = textOf(d);
+    } catch (e) {
+      cache.delete(key);
+      this.#release(key, slot);
+      return Promise.reject(e);
+    }
+    // A refusal, a duplicate: the stored state answers it, so every verdict, marks
+    // included, is the one the store's state gives (docs/design.md "Issue 14").
+    if (text === null) {
+      cache.delete(key);
+      return this.#after(ctx, key, decide, timing, 0, slot);
+    }
+    const t0 = timing === null ? 0 : performance.now();
+    let answer;
+    try {
+      answer = this.#store.commitFrom(key, entry, text, d.change);
+    } catch (cause) {
+      cache.delete(key);
+      this.#release(key, slot);
+      return Promise.reject(this.#commitFromFault(ctx, cause));
+    }
+    if (!isThenable(answer)) {
+      try {
+        return Promise.resolve(this.#cachedDone(ctx, key, decide, timing, d, text, answer, t0, slot));
+      } catch (e) {
+        return Promise.reject(e);
+      }
+    }
+    return Promise.resolve(withTimeout(answer, this.#commitTimeoutMs)).then(
+      (a) => this.#cachedDone(ctx, key, decide, timing, d, text, a, t0, slot),
+      (cause) => {
+        cache.delete(key);
+        this.#release(key, slot);
+        throw this.#commitFromFault(ctx, cause);
+      },
+    );
+  }
+
+  /** A cached step's `commitFrom` answered `answer`: its result (committed), or what follows a lost precondition. */
+  #cachedDone(ctx, key, decide, timing, d, text, answer, t0, slot) {
+    let done;
+    try {
+      done = this.#committedFrom(ctx, answer, timing, t0);
+    } catch (e) {
+      this.#cache.delete(key);
+      this.#release(key, slot);
+      throw e;
+    }
+    if (done !== false) {
+      this.#remember(key, text, done.version);
+      this.#release(key, slot);
+      return d.result;
+    }
+    this.#cache.delete(key);
+    return this.#after(ctx, key, decide, timing, 1, slot);
+  }
+
+  /**
+   * What follows a cached step that wrote nothing or lost its precondition: the
+   * transaction (a transaction store), or the compare-and-set rounds with a
+   * load, from round `first` (a lost optimistic commit was round 0).
+   */
+  #after(ctx, key, decide, timing, first, slot) {
+    return this.#transactional
+      ? this.#viaTransaction(ctx, key, decide, timing, null, slot, true)
+      : this.#viaCache(ctx, key, decide, timing, false, null, slot, first);
   }
 
   async #viaTransaction(ctx, key, decide, timing, before = null, slot = null, remember = false) {

@@ -23,7 +23,7 @@ import { FencegateError } from './errors.mjs';
 import { lastMarks } from './runtime.mjs';
 import { policyFromOptions, ceilingOf, hostVerified, addPolicyKey, retirePolicyKey, freePolicy } from './signed.mjs';
 import { metaOf, windowOf, auditOf, Observer, pack, packCeiling, plainPolicy, verdictOut, claimsOut, nextOut, stepOf, marksOut, ESTABLISH, STRICT, HOST_VERIFIED } from './verdict.mjs';
-import { invalid, checkReady, checkKey, checkOptions, messageOf, GATE_OPTIONS, describe, listOf, stateTextOf, checkStateText } from './common.mjs';
+import { invalid, checkReady, checkKey, checkOptions, messageOf, GATE_OPTIONS, describe, listOf, stateTextOf, checkStateText, wellFormed } from './common.mjs';
 import { StoreDriver, driverOptions, DEFAULT_STATE_CACHE } from './driver.mjs';
 
 const NONE = Object.freeze({ kind: 'none' });
@@ -106,11 +106,14 @@ function unknownError(key, callback, cause, why) {
  */
 function stateInput(key, state) {
   if (state === null) return null;
-  const what = `the stored state of ${JSON.stringify(key)}`;
-  if (typeof state === 'string') return checkStateText(state, what, { key });
-  if (typeof state === 'object' || typeof state === 'function') return stateTextOf(state, what, { key });
+  // (well-formed text, the common case, builds no message)
+  if (typeof state === 'string') return wellFormed(state) ? state : checkStateText(state, storedStateOf(key), { key });
+  if (typeof state === 'object' || typeof state === 'function') return stateTextOf(state, storedStateOf(key), { key });
   throw wasm.__state_error(state); // a number, a boolean…: the decoder's CORRUPT_STATE
 }
+
+/** How errors name the stored state of `key`. */
+const storedStateOf = (key) => `the stored state of ${JSON.stringify(key)}`;
 
 /** `call(input)` on the stored state's binding input; a CORRUPT_STATE names the key and carries the value the store gave. */
 function onState(key, state, call) {
