@@ -117,16 +117,11 @@ export class PostgresStore {
     const t = this.#table;
     const texts = {
       load: `SELECT state, value, version::text AS version FROM ${t} WHERE key = $1`,
-      insert: `INSERT INTO ${t} (key, state, value, version) VALUES ($1, $2, $3, 1) ON CONFLICT (key) DO NOTHING RETURNING version::text AS version`,
-      set:
-        `UPDATE ${t} SET state = $2, value = $3, version = version + 1 ` +
-        `WHERE key = $1 AND version = $4::bigint AND state = $5 RETURNING version::text AS version`,
-      delete:
-        `UPDATE ${t} SET state = $2, value = NULL, version = version + 1 ` +
-        `WHERE key = $1 AND version = $3::bigint AND state = $4 RETURNING version::text AS version`,
-      none:
-        `UPDATE ${t} SET state = $2, value = value, version = version + 1 ` +
-        `WHERE key = $1 AND version = $3::bigint AND state = $4 RETURNING version::text AS version`,
+      // (no RETURNING: a row written has the version the WHERE clause pinned, plus one; an inserted row has 1)
+      insert: `INSERT INTO ${t} (key, state, value, version) VALUES ($1, $2, $3, 1) ON CONFLICT (key) DO NOTHING`,
+      set: `UPDATE ${t} SET state = $2, value = $3, version = version + 1 WHERE key = $1 AND version = $4::bigint AND state = $5`,
+      delete: `UPDATE ${t} SET state = $2, value = NULL, version = version + 1 WHERE key = $1 AND version = $3::bigint AND state = $4`,
+      none: `UPDATE ${t} SET state = $2, value = value, version = version + 1 WHERE key = $1 AND version = $3::bigint AND state = $4`,
     };
     this.#sql = {};
     for (const [name, text] of Object.entries(texts)) this.#sql[name] = { text, prepared: prepare ? statementName(text) : undefined };
@@ -227,7 +222,9 @@ export class PostgresStore {
       if (!definitelyFailed(e) && e && typeof e === 'object') e.commitUnknown = true;
       throw e;
     }
-    return r.rows.length === 1 ? { version: r.rows[0].version } : false;
+    if (r.rowCount !== 1) return false;
+    // the version as load reads it (decimal text): the one the WHERE clause matched, plus one
+    return { version: expected === null ? '1' : String(BigInt(expected.version) + 1n) };
   }
 
   /** The stored text of `value` (the codec's `encode`); INVALID_ARGUMENT when the codec refuses it. */
