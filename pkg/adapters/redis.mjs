@@ -66,6 +66,12 @@ return redis.call('HINCRBY', KEYS[1], 'version', 1)
 
 const COMMAND_FROM = 'fencegateCommitFrom';
 
+/** A failed send: an error reply (the script did not run) as it is; anything else may have run (`commitUnknown`). */
+function sentError(e) {
+  if (!isErrorReply(e) && e && typeof e === 'object') e.commitUnknown = true;
+  return e;
+}
+
 /**
  * Eviction policies under which a key without a TTL (every fence record) is
  * never evicted. Any other policy (`allkeys-lru`, `allkeys-lfu`,
@@ -339,18 +345,36 @@ export class RedisStore {
    * still has `expected.version` AND `expected.state` (null: no hash yet).
    * Resolves to `{ version }` (the version it wrote), or false.
    */
-  async commitFrom(key, expected, nextText, change) {
-    if (this.#checked === null) await this.#ensureChecked();
-    const value = change.kind === 'set' ? encodedOf(this, change) : '';
+  commitFrom(key, expected, nextText, change) {
+    // (a Promise chain, not an async function: no async frame per write once the policy is checked)
+    if (this.#checked === null) return this.#commitFromChecked(key, expected, nextText, change);
+    let value;
+    try {
+      value = change.kind === 'set' ? encodedOf(this, change) : '';
+    } catch (e) {
+      return Promise.reject(e); // the codec refused the value: nothing sent
+    }
     const args = expected === null ? ['', '', nextText, change.kind, value] : [String(expected.version), expected.state, nextText, change.kind, value];
     const closes = this.#closes;
-    let r;
+    let sent;
     try {
-      r = Number(await this.#driver.casFrom(this.#prefix + key, args));
+      sent = Promise.resolve(this.#driver.casFrom(this.#prefix + key, args));
     } catch (e) {
-      if (!isErrorReply(e) && e && typeof e === 'object') e.commitUnknown = true;
-      throw e;
+      return Promise.reject(sentError(e));
     }
+    return sent.then((r) => this.#fromAnswer(key, Number(r), closes), (e) => {
+      throw sentError(e);
+    });
+  }
+
+  /** `commitFrom` before the first operation: the eviction policy check first. */
+  async #commitFromChecked(key, expected, nextText, change) {
+    await this.#ensureChecked();
+    return this.commitFrom(key, expected, nextText, change);
+  }
+
+  /** The answer of the commitFrom script (the version written, 0: not written). */
+  #fromAnswer(key, r, closes) {
     if (r >= 1) return { version: String(r) };
     if (this.#closes !== closes) {
       // As in commit: lost across a closed connection may have lost to its own first send.
