@@ -55,7 +55,7 @@ console.log(`\n# fencegate, all figures of one run (Node ${process.version})`);
 console.log('\nfenced writes per second (medians of interleaved rounds), target ≥ 0.9× raw (Redis, PostgreSQL), ≥ 0.85× (SQLite), ≥ 0.95× hand-written');
 const w = [10, 9, 9, 11, 7, 7, 15, 7];
 console.log(row(['store', 'raw', 'hand', 'fencegate', '×raw', '×hand', 'no cache', '×raw'], w));
-for (const name of ['sqlite', 'redis', 'postgres']) {
+for (const name of ['sqlite', 'redis', 'postgres', 'etcd']) {
   const r = stores?.stores?.[name];
   if (!r) {
     console.log(row([name, '–', '–', '–', '–', '–', '–', '–'], w));
