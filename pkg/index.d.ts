@@ -639,7 +639,7 @@ export interface HostGateOptions extends GateOptions {
   /**
    * Keys whose last loaded or committed state (and version) the gate keeps, least recently used dropped
    * first: an integer 0..16,777,216; default 1024; 0 turns the cache off. Used only with a compare-and-set
-   * store that has {@link CasStore.commitFrom} (the shipped PostgreSQL, Redis and MySQL stores): a write on a
+   * store that has {@link CasStore.commitFrom} (the shipped PostgreSQL, Redis, MySQL and etcd stores): a write on a
    * cached key is one `commitFrom` (precondition: the cached version and state text) and no `load`. Verdicts
    * are the same with and without it: a lost precondition, a refusal or a duplicate is decided again on a
    * fresh load. See docs/stores.md "State cache". INVALID_ARGUMENT otherwise.
