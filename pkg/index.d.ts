@@ -273,13 +273,22 @@ export class FencegateError extends Error {
   readonly [detail: string]: unknown;
 }
 
+/** Where a WebAssembly module is: a URL, a Response, its bytes or a compiled `WebAssembly.Module`. */
+export type WasmInput = string | URL | Request | Response | BufferSource | WebAssembly.Module;
+
 /**
  * Loads the WebAssembly module. Needed once on the browser/default entry
- * (`input`: URL, Response, bytes or `WebAssembly.Module`; default: the packaged
- * `dist/fencegate_bg.wasm`). A no-op on Node and workerd. Before it, every call
- * throws NOT_INITIALIZED.
+ * (`input`: default: the packaged `dist/fencegate_bg.wasm`). A no-op on Node
+ * and workerd. Before it, every call throws NOT_INITIALIZED.
+ *
+ * `issuer`: the issuer side's module (default: the packaged
+ * `dist/fencegate_issuer_bg.wasm`), a second, smaller module that holds the
+ * `Issuer` and `reconcile` code. It is fetched and instantiated when an
+ * `Issuer` or `reconcile` is first used, never by a resource that only gates.
+ * If it cannot be loaded then, that call rejects with NOT_INITIALIZED and the
+ * next one tries again. Node and workerd load it from the package by themselves.
  */
-export function init(input?: string | URL | Request | Response | BufferSource | WebAssembly.Module): Promise<void>;
+export function init(input?: WasmInput, issuer?: WasmInput): Promise<void>;
 
 /**
  * Parses header/JSON text as an epoch with the canonical decimal grammar

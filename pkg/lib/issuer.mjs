@@ -20,9 +20,9 @@
 // The issuer's change is always `{ kind: 'none' }`: only the state is written.
 // Its records live under their own keys, `issuer:<scope>` by default
 // (`keyPrefix`), so one store can hold gate records and issuer records.
-import * as wasm from '../dist/fencegate.js';
+import * as wasm from '../dist/fencegate_issuer.js';
 import { FencegateError } from './errors.mjs';
-import { randomBytes, TABLES } from './runtime.mjs';
+import { randomBytes, TABLES, loadIssuerSide } from './runtime.mjs';
 import { invalid, checkReady, checkOptions, messageOf, wellFormed, describe, stateTextOf, checkStateText, MAX_KEY_BYTES, utf8Length, cut } from './common.mjs';
 import { StoreDriver, driverOptions, checkStore } from './driver.mjs';
 import { MemoryHostStore } from './memory.mjs';
@@ -200,6 +200,9 @@ export class Issuer {
     checkStore(store);
     this.#o = parseOptions(options);
     this.#driver = new StoreDriver(store, this.#o.driver, FAULTS);
+    // The issuer side's module: loaded here on Node and workerd; in a browser
+    // the first operation awaits it (and reports a failure to load).
+    loadIssuerSide()?.catch(() => {});
   }
 
   /** `'transaction'` or `'compare-and-set'`: the callback shape this issuer drives. */
@@ -301,6 +304,7 @@ export class Issuer {
   async current(scope) {
     const key = this.keyOf(scope);
     const state = await this.#driver.state({ scope, key }, key);
+    await loadIssuerSide();
     try {
       return wasm.__issuerDecode(stateText(scope, key, state), scope);
     } catch (e) {
@@ -310,6 +314,8 @@ export class Issuer {
   }
 
   #apply(scope, op) {
+    const loading = loadIssuerSide();
+    if (loading !== null) return loading.then(() => this.#apply(scope, op));
     const key = this.#o.keyPrefix + scope;
     return this.#driver.run({ scope, key }, key, (state) => {
       const { result, nextState } = step(scope, key, state, op);
