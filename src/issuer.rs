@@ -243,6 +243,12 @@ impl IssuerState {
     /// The wire form of this state: format 1 while it holds a format-1 lease
     /// (a renewed derived-id lease keeps its form), format 2 otherwise.
     pub fn to_wire(&self) -> WireIssuerState {
+        self.clone().into_wire()
+    }
+
+    /// [`IssuerState::to_wire`], moving the lease's texts instead of copying
+    /// them (the binding's next record: `crate::wasm::issuer`).
+    pub fn into_wire(self) -> WireIssuerState {
         let v1 = matches!(
             self.lease,
             Some(Lease {
@@ -257,17 +263,17 @@ impl IssuerState {
                 ISSUER_STATE_VERSION
             },
             epoch: dec(self.epoch),
-            lease: self.lease.as_ref().map(|l| {
-                let (id, ttl_ms) = match &l.form {
+            lease: self.lease.map(|l| {
+                let (id, ttl_ms) = match l.form {
                     LeaseForm::Derived => (None, None),
-                    LeaseForm::Keyed { id, ttl_ms } => (Some(id.clone()), Some(dec(*ttl_ms))),
+                    LeaseForm::Keyed { id, ttl_ms } => (Some(id), Some(dec(ttl_ms))),
                 };
                 WireLease {
                     id,
-                    holder: l.holder.clone(),
+                    holder: l.holder,
                     expires_at: dec(l.expires_at),
                     ttl_ms,
-                    request_id: l.request_id.clone(),
+                    request_id: l.request_id,
                 }
             }),
         }
@@ -442,12 +448,13 @@ fn keyed_parts(id: &str) -> Option<(u64, &str)> {
     if rest.len() != SCOPE_TAG_LEN + LEASE_KEY_LEN || !rest.is_ascii() {
         return None;
     }
-    let (tag, key) = rest.split_at_checked(SCOPE_TAG_LEN)?;
-    if b64_decode_canonical(tag.as_bytes())?.len() != SCOPE_TAG_BYTES
-        || b64_decode_canonical(key.as_bytes())?.len() != LEASE_KEY_BYTES
-    {
+    // The tag's 8 characters are two whole base64 groups, so the tag and the
+    // key are canonical each exactly when their concatenation is (one decode).
+    const _: () = assert!(SCOPE_TAG_LEN % 4 == 0 && SCOPE_TAG_LEN / 4 * 3 == SCOPE_TAG_BYTES);
+    if b64_decode_canonical(rest.as_bytes())?.len() != SCOPE_TAG_BYTES + LEASE_KEY_BYTES {
         return None;
     }
+    let (tag, _key) = rest.split_at_checked(SCOPE_TAG_LEN)?;
     Some((parse_token(e).ok()?, tag))
 }
 

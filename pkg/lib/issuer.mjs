@@ -122,7 +122,7 @@ function step(scope, key, state, o) {
 // once each, in order: one draw of 16 bytes cost about as much as the rest of
 // an in-memory acquire (bench/issuer-ab.mjs, docs/design.md "Issue 12: Issuer
 // speed"). Node's crypto.randomUUID pools its randomness the same way.
-const KEYS_PER_DRAW = 64;
+const KEYS_PER_DRAW = 256;
 let keyPool = null;
 let keyAt = 0;
 

@@ -211,7 +211,7 @@ pub fn issuer_step(
             scope,
             result: &step.result,
         },
-        next: step.next.as_ref().map(IssuerState::to_wire),
+        next: step.next.map(IssuerState::into_wire),
     })
 }
 
