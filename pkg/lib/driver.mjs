@@ -25,7 +25,7 @@
 // of the decision itself (CORRUPT_STATE, …) is thrown as it is, nothing written.
 // What each failure says (message, details) is the caller's (`faults`): a gate
 // and an issuer describe the same failure to different readers.
-import { invalid, marksCommitUnknown, TIMED_OUT, withTimeout, describe, messageOf, MAX_TIMER_MS } from './common.mjs';
+import { invalid, isThenable, marksCommitUnknown, TIMED_OUT, withTimeout, describe, messageOf, MAX_TIMER_MS } from './common.mjs';
 
 const DEFAULT_MAX_RETRIES = 8;
 /** Default `stateCache`: keys whose last known state a driver keeps (0: none). */
@@ -179,16 +179,33 @@ export class StoreDriver {
     return typeof this.#store.load === 'function';
   }
 
-  /** The host's `load(key)` under the load timeout; STORE_ERROR when it throws or does not answer. */
-  async load(ctx, key) {
+  /**
+   * The host's `load(key)` under the load timeout; STORE_ERROR when it throws or does not answer.
+   * (`pending`: that load's promise, already started by `#loadNow`.)
+   */
+  async load(ctx, key, pending = undefined) {
     let record;
     try {
-      record = await withTimeout(this.#store.load(key), this.#loadTimeoutMs);
+      record = await withTimeout(pending ?? this.#store.load(key), this.#loadTimeoutMs);
     } catch (cause) {
       throw this.#faults.store(ctx, 'load', cause);
     }
     if (record === TIMED_OUT) throw this.#faults.store(ctx, 'load', new Error(noAnswer(this.#loadTimeoutMs)));
     return record;
+  }
+
+  /**
+   * `load` without a promise hop for a store that answers synchronously (the
+   * in-memory store): the record itself, or else `load`'s promise of it.
+   */
+  #loadNow(ctx, key) {
+    let record;
+    try {
+      record = this.#store.load(key);
+    } catch (cause) {
+      throw this.#faults.store(ctx, 'load', cause);
+    }
+    return isThenable(record) ? this.load(ctx, key, record) : record;
   }
 
   /** The stored state of `key` (null: no record): through `load`, or, without one, a transaction that writes nothing. */
@@ -260,14 +277,17 @@ export class StoreDriver {
       const faults = this.#faults;
       const ms = this.#commitTimeoutMs;
       for (let attempt = 0; attempt <= this.#maxRetries; attempt++) {
-        const record = await this.load(ctx, key);
+        // (a store that answers synchronously is not awaited: no promise hops)
+        let record = this.#loadNow(ctx, key);
+        if (isThenable(record)) record = await record;
         const d = decide(faults.record(ctx, record));
         if (writesNothing(d)) return d.result; // nothing changes: nothing to persist
         const expected = record === null || record === undefined ? null : record.version ?? null;
         let committed;
         const t0 = timing === null ? 0 : performance.now();
         try {
-          committed = await withTimeout(this.#store.commit(key, expected, d.next, d.change), ms);
+          committed = withTimeout(this.#store.commit(key, expected, d.next, d.change), ms);
+          if (isThenable(committed)) committed = await committed;
         } catch (cause) {
           if (marksCommitUnknown(cause)) throw faults.unknown(ctx, 'commit', cause, messageOf(cause));
           throw faults.store(ctx, 'commit', cause);
