@@ -107,7 +107,7 @@ const rows = ALL.map((k) => {
   const row = { op: k, thisUs: round2(median(samples.this[k])) };
   if (samples.other !== undefined) {
     row.otherUs = round2(median(samples.other[k]));
-    row.ratio = round2(median(samples.this[k].map((v, i) => v / samples.other[k][i])) * 100) / 100;
+    row.ratio = Number(median(samples.this[k].map((v, i) => v / samples.other[k][i])).toFixed(3));
   }
   return row;
 });
@@ -115,6 +115,6 @@ const rows = ALL.map((k) => {
 console.log(`Issuer over MemoryHostStore, CPU µs per operation (median of ${rounds} rounds × ${n})`);
 console.log(`${'operation'.padEnd(18)} ${'this'.padStart(8)}${against === undefined ? '' : ` ${'other'.padStart(8)} ${'this/other'.padStart(10)}`}`);
 for (const r of rows) {
-  console.log(`${r.op.padEnd(18)} ${r.thisUs.toFixed(2).padStart(8)}${r.otherUs === undefined ? '' : ` ${r.otherUs.toFixed(2).padStart(8)} ${r.ratio.toFixed(2).padStart(10)}`}`);
+  console.log(`${r.op.padEnd(18)} ${r.thisUs.toFixed(2).padStart(8)}${r.otherUs === undefined ? '' : ` ${r.otherUs.toFixed(2).padStart(8)} ${r.ratio.toFixed(3).padStart(10)}`}`);
 }
 if (json) console.log(JSON.stringify({ bench: 'issuer-ab', node: process.version, rounds, n, against: against ?? null, rows }));

@@ -898,6 +898,22 @@ fn presented<'s>(state: &'s IssuerState, scope: &str, id: &str, holder: &str) ->
     }
 }
 
+/// [`presented`], after [`check_not_behind`]. The current lease's own id
+/// names the stored epoch (`IssuerState::from_wire` holds it to that), so
+/// only another id can name one above it: the check is made for those alone.
+fn presented_checked<'s>(
+    state: &'s IssuerState,
+    scope: &str,
+    id: &str,
+    holder: &str,
+) -> Result<Presented<'s>, IssuerError> {
+    let p = presented(state, scope, id, holder);
+    if !matches!(p, Presented::Current(_)) {
+        check_not_behind(state, scope, id)?;
+    }
+    Ok(p)
+}
+
 /// Renew: when `lease_id` and `holder` are the scope's current lease and it
 /// is live at `now`, its expiry becomes `now + ttl` and its epoch stays.
 ///
@@ -920,8 +936,7 @@ pub fn renew(
     non_empty("scope", scope)?;
     non_empty("holder", holder)?;
     let expires_at = expiry(now_ms, ttl_ms)?;
-    check_not_behind(state, scope, lease_id)?;
-    let lease = match presented(state, scope, lease_id, holder) {
+    let lease = match presented_checked(state, scope, lease_id, holder)? {
         Presented::Current(lease) if now_ms < lease.expires_at => lease,
         Presented::Current(_) | Presented::Ended => {
             return Ok(unchanged(IssuerResult::Expired { epoch: state.epoch }))
@@ -966,8 +981,7 @@ pub fn release(
 ) -> Result<Step, IssuerError> {
     non_empty("scope", scope)?;
     non_empty("holder", holder)?;
-    check_not_behind(state, scope, lease_id)?;
-    match presented(state, scope, lease_id, holder) {
+    match presented_checked(state, scope, lease_id, holder)? {
         Presented::Current(_) => Ok(Step {
             result: IssuerResult::Released {
                 released: true,

@@ -210,7 +210,11 @@ export class StoreDriver {
 
   /** The stored state of `key` (null: no record): through `load`, or, without one, a transaction that writes nothing. */
   async state(ctx, key) {
-    if (this.canLoad) return this.#faults.record(ctx, await this.load(ctx, key));
+    if (this.canLoad) {
+      let record = this.#loadNow(ctx, key);
+      if (isThenable(record)) record = await record;
+      return this.#faults.record(ctx, record);
+    }
     let seen = null;
     let answer;
     try {
