@@ -108,9 +108,17 @@ export class StoreDriver {
   /** key → { state (text), version, used } last loaded or committed, oldest first (LRU, second chance); null: no cache. */
   #cache = null;
   #cacheSize = 0;
+  /**
+   * `inline` (the Issuer's): a store that answers synchronously is not awaited,
+   * so its step runs load → decide → commit in one turn, without promise hops.
+   * Off for the Gate: its conformance cases interleave concurrent writers at
+   * those awaits even on a synchronous store (a lying host must be caught).
+   */
+  #inline = false;
 
-  constructor(store, { maxRetries, commitTimeoutMs, loadTimeoutMs, stateCache = 0 }, faults) {
+  constructor(store, { maxRetries, commitTimeoutMs, loadTimeoutMs, stateCache = 0, inline = false }, faults) {
     checkStore(store);
+    this.#inline = inline;
     this.#transactional = typeof store.transaction === 'function';
     // Only a compare-and-set store that declares `commitFrom` (its commit checks
     // version and state text, and answers the new version) gets a cache.
@@ -196,9 +204,10 @@ export class StoreDriver {
 
   /**
    * `load` without a promise hop for a store that answers synchronously (the
-   * in-memory store): the record itself, or else `load`'s promise of it.
+   * in-memory store), when `inline`: the record itself, or else `load`'s promise of it.
    */
   #loadNow(ctx, key) {
+    if (!this.#inline) return this.load(ctx, key);
     let record;
     try {
       record = this.#store.load(key);
@@ -281,7 +290,7 @@ export class StoreDriver {
       const faults = this.#faults;
       const ms = this.#commitTimeoutMs;
       for (let attempt = 0; attempt <= this.#maxRetries; attempt++) {
-        // (a store that answers synchronously is not awaited: no promise hops)
+        // (`inline`: a store that answers synchronously is not awaited)
         let record = this.#loadNow(ctx, key);
         if (isThenable(record)) record = await record;
         const d = decide(faults.record(ctx, record));
@@ -291,7 +300,7 @@ export class StoreDriver {
         const t0 = timing === null ? 0 : performance.now();
         try {
           committed = withTimeout(this.#store.commit(key, expected, d.next, d.change), ms);
-          if (isThenable(committed)) committed = await committed;
+          if (!this.#inline || isThenable(committed)) committed = await committed;
         } catch (cause) {
           if (marksCommitUnknown(cause)) throw faults.unknown(ctx, 'commit', cause, messageOf(cause));
           throw faults.store(ctx, 'commit', cause);

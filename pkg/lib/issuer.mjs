@@ -220,7 +220,8 @@ export class Issuer {
     if (typeof store !== 'object' && typeof store !== 'function') throw invalid('an Issuer needs a host store object', { store });
     checkStore(store);
     this.#o = parseOptions(options);
-    this.#driver = new StoreDriver(store, this.#o.driver, FAULTS);
+    // inline: the steps of a synchronous store (the in-memory one) run without promise hops
+    this.#driver = new StoreDriver(store, { ...this.#o.driver, inline: true }, FAULTS);
   }
 
   /** `'transaction'` or `'compare-and-set'`: the callback shape this issuer drives. */
