@@ -8,7 +8,7 @@
 //   decision   bench/decision.mjs    MemoryGate vs a plain-JS gate; op id vs plain fenced write
 //   signed     bench/signed.mjs      HMAC-signed write vs the HMAC computation alone
 //   coldstart  bench/coldstart.mjs   import → first verdict in fresh Node processes
-//   size       pkg/dist and build/pkg-ed25519/dist .wasm, raw and gzip -9
+//   size       pkg/dist and build/pkg-ed25519/dist .wasm (and the issuer side's), raw and gzip -9
 import { spawnSync } from 'node:child_process';
 import { existsSync, readFileSync } from 'node:fs';
 import { gzipSync } from 'node:zlib';
@@ -46,6 +46,7 @@ const signed = part('signed');
 const coldstart = part('coldstart');
 const wasm = size('pkg/dist/fencegate_bg.wasm');
 const ed = size('build/pkg-ed25519/dist/fencegate_bg.wasm');
+const issuerSide = size('pkg/dist/fencegate_issuer_bg.wasm');
 
 const f2 = (x) => (typeof x === 'number' ? x.toFixed(2) : '–');
 const n0 = (x) => (typeof x === 'number' ? String(Math.round(x)) : '–');
@@ -55,7 +56,7 @@ console.log(`\n# fencegate, all figures of one run (Node ${process.version})`);
 console.log('\nfenced writes per second (medians of interleaved rounds), target ≥ 0.9× raw (Redis, PostgreSQL), ≥ 0.85× (SQLite), ≥ 0.95× hand-written');
 const w = [10, 9, 9, 11, 7, 7, 15, 7];
 console.log(row(['store', 'raw', 'hand', 'fencegate', '×raw', '×hand', 'no cache', '×raw'], w));
-for (const name of ['sqlite', 'redis', 'postgres']) {
+for (const name of ['sqlite', 'redis', 'postgres', 'etcd']) {
   const r = stores?.stores?.[name];
   if (!r) {
     console.log(row([name, '–', '–', '–', '–', '–', '–', '–'], w));
@@ -73,6 +74,7 @@ console.log(`  write with op id / plain fenced write  ${f2(ratios.opId)}×   (ta
 console.log(`  HMAC-signed write / HMAC-SHA256 alone  ${f2(signed?.ratios?.signedOverHmac)}×   (target ≤ 1.5×)`);
 console.log('\nsize (gzip -9)');
 console.log(`  default .wasm  ${wasm ? `${wasm.raw} B raw, ${wasm.gzip} B gzip` : 'not built'}   (target ≤ 45,000 B gzip)`);
+console.log(`  issuer side    ${issuerSide ? `${issuerSide.raw} B raw, ${issuerSide.gzip} B gzip` : 'not built'}   (fencegate_issuer_bg.wasm: loaded only by an Issuer or reconcile)`);
 console.log(
   `  Ed25519 .wasm  ${ed ? `${ed.raw} B raw, ${ed.gzip} B gzip, +${ed.gzip - (wasm?.gzip ?? 0)} B over the default` : 'not built (FENCEGATE_FEATURES=ed25519 FENCEGATE_OUT=build/pkg-ed25519 bash scripts/build.sh)'}   (target ≤ +12,000 B)`,
 );

@@ -8,7 +8,7 @@
 // to the unfenced Worker, and the workerd process's CPU time per request (/proc).
 import { mkdirSync, mkdtempSync, readFileSync, readdirSync, rmSync, symlinkSync, writeFileSync } from 'node:fs';
 import http from 'node:http';
-import { join } from 'node:path';
+import { basename, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { parseArgs } from 'node:util';
 
@@ -120,9 +120,9 @@ try {
   await bundle(dir, 'storage', sameStorage);
   await bundle(dir, 'sync', syncStore);
   // the bundles import the .wasm by its path relative to the output
-  const rel = readFileSync(join(dir, 'out/fenced.js'), 'utf8').match(/from\s+"([^"]+\.wasm)"/)[1];
+  // (both of the package's: the resource side and the issuer side)
+  const rels = [...readFileSync(join(dir, 'out/fenced.js'), 'utf8').matchAll(/from\s+"([^"]+\.wasm)"/g)].map((m) => m[1]);
   const { Miniflare } = await import(join(root, 'node_modules/miniflare/dist/src/index.js'));
-  const wasmPath = join(dir, 'out', rel);
   const servers = {};
   for (const name of ['fenced', 'unfenced', 'storage', 'sync']) {
     const before = new Set(children());
@@ -131,7 +131,7 @@ try {
       modulesRoot: out,
       modules: [
         { type: 'ESModule', path: join(out, `${name}.js`), contents: readFileSync(join(out, `${name}.js`), 'utf8') },
-        { type: 'CompiledWasm', path: wasmPath, contents: readFileSync(join(root, 'pkg/dist/fencegate_bg.wasm')) },
+        ...rels.map((rel) => ({ type: 'CompiledWasm', path: join(dir, 'out', rel), contents: readFileSync(join(root, 'pkg/dist', basename(rel))) })),
       ],
       durableObjects: { RESOURCES: { className: 'FencedResource', useSQLite: true } },
       compatibilityDate: '2026-04-01', cf: false, host: '127.0.0.1', port: 0,

@@ -8,6 +8,7 @@
 // `stateCache: 0`, medians of BENCH_ROUNDS (default 5) interleaved rounds. Flags: `--json` prints one final
 // line `{"stores":{"sqlite":{raw,hand,fencegate,fencegateNoCache,…},"redis":…,"postgres":…}}`;
 // `--no-contention` skips the 4-process contention part; `--only=redis,postgres` runs just those stores.
+// etcd (a 3-member cluster, FENCEGATE_ETCD_URLS): raw put, a hand-written fencing Txn, fencegate cached / stateCache: 0.
 import { fork } from 'node:child_process';
 import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
@@ -20,6 +21,7 @@ const { SqliteStore } = await import(new URL('adapters/sqlite.mjs', PKG));
 const { RedisStore } = await import(new URL('adapters/redis.mjs', PKG));
 const { PostgresStore } = await import(new URL('adapters/postgres.mjs', PKG));
 const { MysqlStore } = await import(new URL('adapters/mysql.mjs', PKG));
+const { EtcdStore } = await import(new URL('adapters/etcd.mjs', PKG));
 
 /** A Gate; `stateCache: 0` is dropped for a package from before the option (it had no cache). */
 class Gate extends GateOf {
@@ -33,7 +35,7 @@ class Gate extends GateOf {
   }
 }
 import {
-  openSqlite, redisClient, pgPool, nodeRedisClient, postgresJs, mysqlPool, REDIS_URL, PG_URL, MYSQL_URL, uniqueKey,
+  openSqlite, redisClient, pgPool, nodeRedisClient, postgresJs, mysqlPool, etcdClient, REDIS_URL, PG_URL, MYSQL_URL, ETCD_URLS, uniqueKey,
 } from '../tests/js/stores/targets.mjs';
 
 const JSON_OUT = process.argv.includes('--json');
@@ -272,6 +274,41 @@ async function mysql() {
   await pool.end();
 }
 
+/** A mark as fixed-width decimal text, so that etcd's byte compare of values orders marks. */
+const pad20 = (n) => String(n).padStart(20, '0');
+
+async function etcd() {
+  const client = await etcdClient();
+  const prefix = `${uniqueKey('bench-etcd')}/`;
+  const store = new EtcdStore(client, { prefix });
+  const gate = new Gate(store);
+  const gateNoCache = new Gate(store, { stateCache: 0 });
+  await gate.write('k', 1, 'init');
+  const rawKey = Buffer.from(`${prefix}raw`);
+  const markKey = Buffer.from(`${prefix}hand/mark`);
+  const handValue = Buffer.from(`${prefix}hand/value`);
+  await client.kv.put({ key: markKey, value: Buffer.from(pad20(1)) });
+  // Hand-written fencing: one Txn, `if value(mark) < token + 1 then put mark = token, put value` (fixed-width marks).
+  const hand = (token, v) =>
+    client.kv.txn({
+      compare: [{ key: markKey, target: 3, result: 2, value: Buffer.from(pad20(token + 1)) }], // VALUE, LESS
+      success: [{ request_put: { key: markKey, value: Buffer.from(pad20(token)) } }, { request_put: { key: handValue, value: Buffer.from(v) } }],
+      failure: [],
+    });
+  if (!(await hand(1, '"check"')).succeeded || (await hand(0, '"stale"')).succeeded) throw new Error('bench: the hand-written etcd fencing Txn does not fence');
+  const n = 1000;
+  const rows = await measure([
+    ['raw put of the value (unfenced, 1 request)', (i) => client.kv.put({ key: rawKey, value: Buffer.from(JSON.stringify(`v${i}`)) })],
+    ['hand-written fencing: one Txn (compare mark, put mark + value)', (i) => hand(1, JSON.stringify(`v${i}`))],
+    ['fencegate Gate + EtcdStore (cached: one Txn)', (i) => gate.write('k', 1, `v${i}`)],
+    ['fencegate Gate + EtcdStore, stateCache: 0 (load Txn + commit Txn)', (i) => gateNoCache.write('k', 1, `v${i}`)],
+  ], n);
+  report('etcd (etcd3, 3-member cluster on loopback, --unsafe-no-fsync)', rows, 1);
+  keep('etcd', rows);
+  await client.delete().prefix(prefix);
+  client.close();
+}
+
 /** 4 processes × 200 fenced writes on ONE key; counts compare-and-set retries. */
 async function contention(engine, config) {
   const worker = new URL('../tests/js/stores/race-worker.mjs', import.meta.url);
@@ -300,7 +337,7 @@ async function contention(engine, config) {
   );
 }
 
-// --only=sqlite,redis,postgres,mysql: run just those (the others, and their client variants, are skipped)
+// --only=sqlite,redis,postgres,mysql,etcd: run just those (the others, and their client variants, are skipped)
 const onlyArg = process.argv.find((a) => a.startsWith('--only='));
 const only = onlyArg === undefined ? null : new Set(onlyArg.slice(7).split(','));
 const wanted = (name) => only === null || only.has(name);
@@ -318,6 +355,9 @@ else if (PG_URL) {
 if (!wanted('mysql'));
 else if (MYSQL_URL) await mysql();
 else console.log('\nmysql: skipped (FENCEGATE_MYSQL_URL not set)');
+if (!wanted('etcd'));
+else if (ETCD_URLS) await etcd();
+else console.log('\netcd: skipped (FENCEGATE_ETCD_URLS not set)');
 
 if (process.argv.includes('--no-contention')) {
   finish();

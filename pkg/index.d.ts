@@ -273,13 +273,22 @@ export class FencegateError extends Error {
   readonly [detail: string]: unknown;
 }
 
+/** Where a WebAssembly module is: a URL, a Response, its bytes or a compiled `WebAssembly.Module`. */
+export type WasmInput = string | URL | Request | Response | BufferSource | WebAssembly.Module;
+
 /**
  * Loads the WebAssembly module. Needed once on the browser/default entry
- * (`input`: URL, Response, bytes or `WebAssembly.Module`; default: the packaged
- * `dist/fencegate_bg.wasm`). A no-op on Node and workerd. Before it, every call
- * throws NOT_INITIALIZED.
+ * (`input`: default: the packaged `dist/fencegate_bg.wasm`). A no-op on Node
+ * and workerd. Before it, every call throws NOT_INITIALIZED.
+ *
+ * `issuer`: the issuer side's module (default: the packaged
+ * `dist/fencegate_issuer_bg.wasm`), a second, smaller module that holds the
+ * `Issuer` and `reconcile` code. It is fetched and instantiated when an
+ * `Issuer` or `reconcile` is first used, never by a resource that only gates.
+ * If it cannot be loaded then, that call rejects with NOT_INITIALIZED and the
+ * next one tries again. Node and workerd load it from the package by themselves.
  */
-export function init(input?: string | URL | Request | Response | BufferSource | WebAssembly.Module): Promise<void>;
+export function init(input?: WasmInput, issuer?: WasmInput): Promise<void>;
 
 /**
  * Parses header/JSON text as an epoch with the canonical decimal grammar
@@ -639,8 +648,8 @@ export interface HostGateOptions extends GateOptions {
   /**
    * Keys whose last loaded or committed state (and version) the gate keeps, least recently used dropped
    * first: an integer 0..16,777,216; default 1024; 0 turns the cache off. Used only with a compare-and-set
-   * store that has {@link CasStore.commitFrom} (the shipped PostgreSQL, Redis and MySQL stores) and with the
-   * shipped SqliteStore: a write on a cached key is one `commitFrom` (precondition: the cached version and
+   * store that has {@link CasStore.commitFrom} (the shipped PostgreSQL, Redis, MySQL and etcd stores) and with
+   * the shipped SqliteStore: a write on a cached key is one `commitFrom` (precondition: the cached version and
    * state text) and no `load` (SQLite: no transaction). Verdicts
    * are the same with and without it: a lost precondition, a refusal or a duplicate is decided again on a
    * fresh load. See docs/stores.md "State cache". INVALID_ARGUMENT otherwise.

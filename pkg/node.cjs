@@ -6,8 +6,11 @@ const bundle = require('./dist/fencegate.cjs');
 
 bundle.__initSync(readFileSync(join(__dirname, 'dist', 'fencegate_bg.wasm')));
 bundle.__setWebCrypto(require('node:crypto').webcrypto); // Node 18 has no global crypto (lease ids of the Issuer)
+// The issuer side, read when an Issuer or reconcile is first used (docs/design.md "Issue 12: two .wasm modules").
+bundle.__setIssuerSource(() => readFileSync(join(__dirname, 'dist', 'fencegate_issuer_bg.wasm')));
 
 const api = { ...bundle };
 delete api.__initSync;
 delete api.__setWebCrypto;
+delete api.__setIssuerSource;
 module.exports = api;

@@ -20,18 +20,26 @@ fi
 # writes for 3.3 KB gzip less (7.5 KB with Ed25519); opt-level "s" / "z" cost 25-55 %.
 # Only the wasm32 build sees this flag (cargo test and clippy build for the host).
 export CARGO_TARGET_WASM32_UNKNOWN_UNKNOWN_RUSTFLAGS="${CARGO_TARGET_WASM32_UNKNOWN_UNKNOWN_RUSTFLAGS:--C llvm-args=-inline-threshold=40}"
-CARGO_TARGET_DIR="$TARGET_DIR" cargo build --release --target wasm32-unknown-unknown --lib \
-  ${FEATURES:+--features "$FEATURES"}
+# Two modules from one crate (src/wasm/mod.rs; docs/design.md "Issue 12: two .wasm modules"):
+# the resource side, which every entry loads at start-up, and the issuer side (Issuer steps,
+# the reconcile planner), loaded on first use. The issuer side never needs the variant features
+# (Ed25519 verifies and mints on the resource side), so it builds in the default target dir.
+module() { # feature, target dir, extra features, out name
+  CARGO_TARGET_DIR="$2" cargo build --release --target wasm32-unknown-unknown --lib \
+    --no-default-features --features "$1${3:+,$3}"
+  wasm-bindgen --target web --no-typescript --out-dir "$OUT/dist" --out-name "$4" \
+    "$2/wasm32-unknown-unknown/release/fencegate.wasm"
+  # --converge repeats -Oz while it still shrinks; --strip-producers drops the toolchain record;
+  # --low-memory-unused lets it fold address offsets (Rust's wasm32 layout keeps the low 1 KiB
+  # unused: the stack grows down from 1 MiB towards it, static data lies above).
+  npx --no-install wasm-opt -Oz --converge --strip-debug --strip-producers --low-memory-unused \
+    --enable-bulk-memory --enable-reference-types --enable-nontrapping-float-to-int \
+    --enable-sign-ext --enable-multivalue --enable-mutable-globals \
+    "$OUT/dist/$4_bg.wasm" -o "$OUT/dist/$4_bg.wasm"
+}
 rm -rf "$OUT/dist"
-wasm-bindgen --target web --no-typescript --out-dir "$OUT/dist" --out-name fencegate \
-  "$TARGET_DIR/wasm32-unknown-unknown/release/fencegate.wasm"
-# --converge repeats -Oz while it still shrinks; --strip-producers drops the toolchain record;
-# --low-memory-unused lets it fold address offsets (Rust's wasm32 layout keeps the low 1 KiB
-# unused: the stack grows down from 1 MiB towards it, static data lies above).
-npx --no-install wasm-opt -Oz --converge --strip-debug --strip-producers --low-memory-unused \
-  --enable-bulk-memory --enable-reference-types --enable-nontrapping-float-to-int \
-  --enable-sign-ext --enable-multivalue --enable-mutable-globals \
-  "$OUT/dist/fencegate_bg.wasm" -o "$OUT/dist/fencegate_bg.wasm"
+module resource "$TARGET_DIR" "$FEATURES" fencegate
+module issuer target "" fencegate_issuer
 # devalue (the default value codec's lossless form, lib/codec.mjs), bundled into the
 # package so it stays free of runtime dependencies; its licence ships beside it.
 npx --no-install esbuild node_modules/devalue/src/index.js --bundle --format=esm --platform=neutral \
@@ -60,6 +68,8 @@ done
 cp LICENSE-MIT LICENSE-APACHE CHANGELOG.md "$OUT"/
 # CommonJS copies of the integrations (fencegate/http, /hono, /express, /otel, /prometheus).
 node scripts/build-integrations.mjs "$OUT"
-raw=$(wc -c < "$OUT/dist/fencegate_bg.wasm")
-gz=$(gzip -9 -c "$OUT/dist/fencegate_bg.wasm" | wc -c)
-echo "build: $OUT/dist/fencegate_bg.wasm ${raw} bytes raw, ${gz} bytes gzip -9${FEATURES:+ (features: $FEATURES)}"
+for m in fencegate fencegate_issuer; do
+  raw=$(wc -c < "$OUT/dist/${m}_bg.wasm")
+  gz=$(gzip -9 -c "$OUT/dist/${m}_bg.wasm" | wc -c)
+  echo "build: $OUT/dist/${m}_bg.wasm ${raw} bytes raw, ${gz} bytes gzip -9${FEATURES:+ (features: $FEATURES)}"
+done

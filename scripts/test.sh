@@ -9,6 +9,9 @@ bash scripts/setup-system.sh
 echo "== cargo fmt --check, cargo clippy -D warnings =="
 cargo fmt --check
 cargo clippy --quiet --all-targets -- -D warnings
+# Each of the two Wasm modules alone (src/wasm/mod.rs): what only the other one uses must not warn.
+cargo clippy --quiet --lib --no-default-features --features resource -- -D warnings
+cargo clippy --quiet --lib --no-default-features --features issuer -- -D warnings
 
 echo "== cargo test (native core) =="
 cargo test --quiet

@@ -234,10 +234,21 @@ fn decimal(text: &str, what: &str) -> Result<u64, StateError> {
     })
 }
 
+/// `n` as decimal text (without the formatting machinery of `to_string`).
+fn dec(n: u64) -> String {
+    crate::format::decimal_str(n, &mut [0u8; 20]).to_owned()
+}
+
 impl IssuerState {
     /// The wire form of this state: format 1 while it holds a format-1 lease
     /// (a renewed derived-id lease keeps its form), format 2 otherwise.
     pub fn to_wire(&self) -> WireIssuerState {
+        self.clone().into_wire()
+    }
+
+    /// [`IssuerState::to_wire`], moving the lease's texts instead of copying
+    /// them (the binding's next record: `crate::wasm::issuer`).
+    pub fn into_wire(self) -> WireIssuerState {
         let v1 = matches!(
             self.lease,
             Some(Lease {
@@ -251,25 +262,25 @@ impl IssuerState {
             } else {
                 ISSUER_STATE_VERSION
             },
-            epoch: self.epoch.to_string(),
-            lease: self.lease.as_ref().map(|l| {
-                let (id, ttl_ms) = match &l.form {
+            epoch: dec(self.epoch),
+            lease: self.lease.map(|l| {
+                let (id, ttl_ms) = match l.form {
                     LeaseForm::Derived => (None, None),
-                    LeaseForm::Keyed { id, ttl_ms } => (Some(id.clone()), Some(ttl_ms.to_string())),
+                    LeaseForm::Keyed { id, ttl_ms } => (Some(id), Some(dec(ttl_ms))),
                 };
                 WireLease {
                     id,
-                    holder: l.holder.clone(),
-                    expires_at: l.expires_at.to_string(),
+                    holder: l.holder,
+                    expires_at: dec(l.expires_at),
                     ttl_ms,
-                    request_id: l.request_id.clone(),
+                    request_id: l.request_id,
                 }
             }),
         }
     }
 
     /// Validates a wire form. Errors are `CORRUPT_STATE`.
-    pub fn from_wire(wire: &WireIssuerState) -> Result<IssuerState, StateError> {
+    pub fn from_wire(wire: WireIssuerState) -> Result<IssuerState, StateError> {
         if wire.v != ISSUER_STATE_VERSION && wire.v != ISSUER_STATE_VERSION_1 {
             return Err(StateError(format!(
                 "unsupported issuer state format version {} (this build reads versions 1 and 2)",
@@ -277,7 +288,7 @@ impl IssuerState {
             )));
         }
         let epoch = decimal(&wire.epoch, "epoch")?;
-        let lease = match &wire.lease {
+        let lease = match wire.lease {
             None => None,
             Some(l) => {
                 if epoch == 0 {
@@ -297,13 +308,13 @@ impl IssuerState {
                 if l.request_id.as_deref() == Some("") {
                     return Err(StateError("issuer lease requestId is empty".to_owned()));
                 }
-                let form = match (wire.v, &l.id, &l.ttl_ms) {
+                let form = match (wire.v, l.id, &l.ttl_ms) {
                     (ISSUER_STATE_VERSION_1, None, None) => LeaseForm::Derived,
                     (ISSUER_STATE_VERSION, Some(id), Some(ttl)) => {
-                        if keyed_parts(id).map(|(e, _)| e) != Some(epoch) {
+                        if keyed_parts(&id).map(|(e, _)| e) != Some(epoch) {
                             return Err(StateError(format!(
                                 "issuer lease id {} is not \"{epoch}.\" and 30 characters of canonical base64url (6 + 16 bytes)",
-                                quoted(id)
+                                quoted(&id)
                             )));
                         }
                         let ttl_ms = decimal(ttl, "lease ttlMs")?;
@@ -312,10 +323,7 @@ impl IssuerState {
                                 "issuer lease ttlMs {ttl_ms} is not in 1..=2^53-1 ms"
                             )));
                         }
-                        LeaseForm::Keyed {
-                            id: id.clone(),
-                            ttl_ms,
-                        }
+                        LeaseForm::Keyed { id, ttl_ms }
                     }
                     _ => {
                         return Err(StateError(format!(
@@ -325,9 +333,9 @@ impl IssuerState {
                     }
                 };
                 Some(Lease {
-                    holder: l.holder.clone(),
+                    holder: l.holder,
                     expires_at,
-                    request_id: l.request_id.clone(),
+                    request_id: l.request_id,
                     form,
                 })
             }
@@ -339,7 +347,7 @@ impl IssuerState {
     /// strict: every field required, no other field, no duplicate). Errors are
     /// `CORRUPT_STATE`.
     pub fn from_json(text: &str) -> Result<IssuerState, StateError> {
-        IssuerState::from_wire(&WireIssuerState::from_json(text)?)
+        IssuerState::from_wire(WireIssuerState::from_json(text)?)
     }
 
     /// The JSON text of this state's wire form, e.g.
@@ -389,12 +397,47 @@ fn scope_tag(scope: &str) -> String {
     out
 }
 
+/// How many scopes' tags [`memo_scope_tag`] remembers.
+const TAG_MEMO_SIZE: usize = 16;
+
+thread_local! {
+    /// The tags of the last [`TAG_MEMO_SIZE`] scopes a lease was granted in,
+    /// and the slot the next one takes (oldest first out).
+    static TAG_MEMO: std::cell::RefCell<(Vec<(String, String)>, usize)> =
+        const { std::cell::RefCell::new((Vec::new(), 0)) };
+}
+
+/// [`scope_tag`], remembered for the last few scopes: the hash was a tenth of
+/// an acquisition's CPU time (docs/design.md "Issue 12: Issuer speed"). A
+/// cache of a pure function, nothing an operation depends on: an entry is
+/// the scope's tag whether it is found or computed again.
+fn memo_scope_tag(scope: &str, out: &mut String) {
+    TAG_MEMO.with(|memo| {
+        let mut memo = memo.borrow_mut();
+        let (entries, next) = &mut *memo;
+        if let Some((_, tag)) = entries.iter().find(|(s, _)| s == scope) {
+            out.push_str(tag);
+            return;
+        }
+        let tag = scope_tag(scope);
+        out.push_str(&tag);
+        if entries.len() < TAG_MEMO_SIZE {
+            entries.push((scope.to_owned(), tag));
+        } else {
+            entries[*next] = (scope.to_owned(), tag);
+            *next = (*next + 1) % TAG_MEMO_SIZE;
+        }
+    });
+}
+
 /// A lease id of format 2: `"<epoch>.<tag><key>"` — the scope tag (8
 /// characters) and the unpadded base64url text of the 16 random bytes (22).
 pub fn keyed_lease_id(scope: &str, epoch: u64, random: &[u8; LEASE_KEY_BYTES]) -> String {
-    let mut id = epoch.to_string();
+    let mut id = String::with_capacity(MAX_LEASE_ID_LEN);
+    let mut digits = [0u8; 20];
+    id.push_str(crate::format::decimal_str(epoch, &mut digits));
     id.push('.');
-    id.push_str(&scope_tag(scope));
+    memo_scope_tag(scope, &mut id);
     b64_encode(random, &mut id);
     id
 }
@@ -405,25 +448,29 @@ fn keyed_parts(id: &str) -> Option<(u64, &str)> {
     if rest.len() != SCOPE_TAG_LEN + LEASE_KEY_LEN || !rest.is_ascii() {
         return None;
     }
-    let (tag, key) = rest.split_at_checked(SCOPE_TAG_LEN)?;
-    if b64_decode_canonical(tag.as_bytes())?.len() != SCOPE_TAG_BYTES
-        || b64_decode_canonical(key.as_bytes())?.len() != LEASE_KEY_BYTES
-    {
+    // The tag's 8 characters are two whole base64 groups, so the tag and the
+    // key are canonical each exactly when their concatenation is (one decode).
+    const _: () = assert!(SCOPE_TAG_LEN % 4 == 0 && SCOPE_TAG_LEN / 4 * 3 == SCOPE_TAG_BYTES);
+    if b64_decode_canonical(rest.as_bytes())?.len() != SCOPE_TAG_BYTES + LEASE_KEY_BYTES {
         return None;
     }
+    let (tag, _key) = rest.split_at_checked(SCOPE_TAG_LEN)?;
     Some((parse_token(e).ok()?, tag))
 }
 
-/// The epoch named by a well-formed lease id of `scope`, in either form.
-fn named_epoch(scope: &str, id: &str) -> Option<u64> {
+/// The epoch named by a well-formed lease id of `scope`, in either form, when
+/// it is one that `wanted` accepts; `None` otherwise. The scope tag of a
+/// format-2 id (a hash of the scope) is checked only for an epoch `wanted`
+/// accepts: the common answers (an id of the current epoch) need no hash.
+fn named_epoch_where(scope: &str, id: &str, wanted: impl Fn(u64) -> bool) -> Option<u64> {
     if let Some((e, tag)) = keyed_parts(id) {
-        return (tag == scope_tag(scope)).then_some(e);
+        return (wanted(e) && tag == scope_tag(scope)).then_some(e);
     }
     let (s, e) = id.rsplit_once('#')?;
     if s != scope {
         return None;
     }
-    parse_token(e).ok()
+    parse_token(e).ok().filter(|e| wanted(*e))
 }
 
 /// Equality of two texts that takes the same time wherever they differ
@@ -809,8 +856,8 @@ pub fn acquire(state: &IssuerState, req: &AcquireRequest<'_>) -> Result<Step, Is
 /// When `id` names an epoch above the stored one, the stored state is older
 /// than a lease it handed out: restored from a backup (R11).
 fn check_not_behind(state: &IssuerState, scope: &str, id: &str) -> Result<(), IssuerError> {
-    match named_epoch(scope, id) {
-        Some(e) if e > state.epoch => Err(IssuerError::Corrupt(StateError(format!(
+    match named_epoch_where(scope, id, |e| e > state.epoch) {
+        Some(e) => Err(IssuerError::Corrupt(StateError(format!(
             "lease {} names epoch {e} but the issuer state of {} is at epoch {}: \
              the issuer state was restored from an older copy; raise() it above every epoch \
              a resource has seen before issuing again",
@@ -836,16 +883,35 @@ enum Presented<'s> {
 
 fn presented<'s>(state: &'s IssuerState, scope: &str, id: &str, holder: &str) -> Presented<'s> {
     if let Some(lease) = &state.lease {
-        if same_text(&lease.id(scope, state.epoch), id) && lease.holder == holder {
+        let current = match &lease.form {
+            LeaseForm::Keyed { id: stored, .. } => same_text(stored, id),
+            LeaseForm::Derived => same_text(&derived_lease_id(scope, state.epoch), id),
+        };
+        if current && lease.holder == holder {
             return Presented::Current(lease);
         }
     }
-    match named_epoch(scope, id) {
-        Some(e) if e < state.epoch || (e == state.epoch && state.lease.is_none()) => {
-            Presented::Ended
-        }
-        _ => Presented::NotHeld,
+    let over = |e: u64| e < state.epoch || (e == state.epoch && state.lease.is_none());
+    match named_epoch_where(scope, id, over) {
+        Some(_) => Presented::Ended,
+        None => Presented::NotHeld,
     }
+}
+
+/// [`presented`], after [`check_not_behind`]. The current lease's own id
+/// names the stored epoch (`IssuerState::from_wire` holds it to that), so
+/// only another id can name one above it: the check is made for those alone.
+fn presented_checked<'s>(
+    state: &'s IssuerState,
+    scope: &str,
+    id: &str,
+    holder: &str,
+) -> Result<Presented<'s>, IssuerError> {
+    let p = presented(state, scope, id, holder);
+    if !matches!(p, Presented::Current(_)) {
+        check_not_behind(state, scope, id)?;
+    }
+    Ok(p)
 }
 
 /// Renew: when `lease_id` and `holder` are the scope's current lease and it
@@ -870,8 +936,7 @@ pub fn renew(
     non_empty("scope", scope)?;
     non_empty("holder", holder)?;
     let expires_at = expiry(now_ms, ttl_ms)?;
-    check_not_behind(state, scope, lease_id)?;
-    let lease = match presented(state, scope, lease_id, holder) {
+    let lease = match presented_checked(state, scope, lease_id, holder)? {
         Presented::Current(lease) if now_ms < lease.expires_at => lease,
         Presented::Current(_) | Presented::Ended => {
             return Ok(unchanged(IssuerResult::Expired { epoch: state.epoch }))
@@ -916,8 +981,7 @@ pub fn release(
 ) -> Result<Step, IssuerError> {
     non_empty("scope", scope)?;
     non_empty("holder", holder)?;
-    check_not_behind(state, scope, lease_id)?;
-    match presented(state, scope, lease_id, holder) {
+    match presented_checked(state, scope, lease_id, holder)? {
         Presented::Current(_) => Ok(Step {
             result: IssuerResult::Released {
                 released: true,

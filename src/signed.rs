@@ -525,7 +525,9 @@ fn wipe(bytes: &mut [MaybeUninit<u8>]) {
     bytes.zeroize();
 }
 
-/// Zeroes a byte buffer, its spare capacity included (see [`wipe`]).
+/// Zeroes a byte buffer, its spare capacity included (see [`wipe`]). Used by
+/// the resource-side binding only (the issuer-side module holds no keys).
+#[cfg_attr(not(feature = "resource"), allow(dead_code))]
 pub(crate) fn wipe_vec(v: &mut Vec<u8>) {
     // SAFETY: a `u8` is a valid `MaybeUninit<u8>`, and only zeros are written.
     let len = v.len();

@@ -31,8 +31,8 @@ export interface EtcdKeyValue {
 /** Structural type of the etcd3 `Etcd3` client used: its raw KV service. */
 export interface EtcdClient {
   readonly kv: {
-    txn(request: object): Promise<{ succeeded: boolean; responses: Array<{ response_range?: { kvs: EtcdKeyValue[] } }> }>;
-    range(request: object): Promise<{ kvs: EtcdKeyValue[] }>;
+    txn(request: object): Promise<{ header?: { revision: string }; succeeded: boolean; responses: Array<{ response_range?: { kvs: EtcdKeyValue[] } }> }>;
+    range(request: object): Promise<{ header?: { revision: string }; kvs: EtcdKeyValue[] }>;
   };
 }
 
@@ -57,4 +57,17 @@ export class EtcdStore<V = unknown> {
    * compacted during the check) carry `commitUnknown: true`.
    */
   commit(key: string, expectedVersion: unknown, nextState: object, change: { kind: string; value?: V; encoded?: string }): Promise<boolean>;
+  /**
+   * The commit of a gate's state cache (docs/stores.md "commitFrom"), one Txn:
+   * `mod_revision(s/key) == expected.version` AND `value(s/key) == expected.state`
+   * (`expected` null: `create_revision(s/key) == 0`, the key does not exist) →
+   * put `nextText` as is, put or delete the value, put the commit id.
+   * `{ version }`: the revision the Txn wrote (decimal text), which `load` returns
+   * next; `false`: the compare failed and no earlier attempt of this Txn landed.
+   * Errors as for `commit` (`commitUnknown: true` when it may have committed, also
+   * when more than 64 commits on the key since the store's last response hide
+   * whether a resent attempt landed). FencegateError INVALID_ARGUMENT, nothing
+   * sent: `expected.version` not a mod_revision, or `expected.state` not a string.
+   */
+  commitFrom(key: string, expected: { version: unknown; state: string } | null, nextText: string, change: { kind: string; value?: V; encoded?: string }): Promise<{ version: string } | false>;
 }

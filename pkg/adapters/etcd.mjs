@@ -12,6 +12,14 @@
 // load, decide again and retry (bounded). Loads read state and value in one
 // read-only Txn (one revision, linearizable).
 //
+// The gate's state cache (issue 14, docs/stores.md "commitFrom") commits with
+// `commitFrom`: the same one Txn, its compare being `mod_revision(s/key) ==
+// cached version AND value(s/key) == cached state text` (a new key:
+// `create_revision(s/key) == 0`), and it answers the revision the Txn wrote
+// (the response header's revision: every put of one Txn gets it, so it is the
+// state key's new mod_revision, what load returns next). One round trip per
+// uncontended write, no load.
+//
 // Lost replies: the etcd3 client retries a call whose reply was lost
 // (UNAVAILABLE, DEADLINE_EXCEEDED, …; by default 3 attempts), so a Txn that
 // did commit may be sent again, fail its compare against its own write, and
@@ -30,8 +38,10 @@ import { valueCodec } from '../lib/codec.mjs';
 import { FencegateError } from '../lib/errors.mjs';
 import { codecOf, encodeWith, encodedOf } from './support.mjs';
 
-// etcdserverpb Compare.CompareTarget.MOD and Compare.CompareResult.EQUAL.
+// etcdserverpb Compare.CompareTarget (CREATE, MOD, VALUE) and Compare.CompareResult.EQUAL.
+const COMPARE_CREATE = 1;
 const COMPARE_MOD = 2;
+const COMPARE_VALUE = 3;
 const COMPARE_EQUAL = 0;
 
 // How many commits since its load a failed compare-and-set inspects for its own commit id.
@@ -66,6 +76,15 @@ function unknown(e) {
   return e;
 }
 
+/** `version` as a mod_revision's decimal text, else INVALID_ARGUMENT (nothing sent). */
+function revisionOf(version, name) {
+  const text = String(version);
+  if (!/^(0|[1-9][0-9]{0,18})$/.test(text)) {
+    throw new FencegateError('INVALID_ARGUMENT', `${name} must be a mod_revision, got ${JSON.stringify(text)}`, { [name]: text });
+  }
+  return text;
+}
+
 function firstKv(response) {
   const r = response && response.response_range;
   return r && r.kvs && r.kvs.length > 0 ? r.kvs[0] : null;
@@ -81,6 +100,8 @@ export class EtcdStore {
   #prefix;
   #encode;
   #decode;
+  /** The highest revision any response of this store has reported (a response header), as a BigInt. */
+  #clock = 0n;
 
   constructor(client, options = {}) {
     if (client === null || typeof client !== 'object' || client.kv === null || typeof client.kv !== 'object' || typeof client.kv.txn !== 'function') {
@@ -117,6 +138,7 @@ export class EtcdStore {
       success: [{ request_range: { key: b.state } }, { request_range: { key: b.value } }],
       failure: [],
     });
+    this.#observe(r);
     const state = firstKv(r.responses[0]);
     const value = firstKv(r.responses[1]);
     if (state === null && value === null) return null;
@@ -130,12 +152,57 @@ export class EtcdStore {
   /** Writes state and change when the state key's mod_revision is still `expectedVersion`; true when it did. */
   async commit(key, expectedVersion, nextState, change) {
     const b = this.#buffers(key);
-    const expected = expectedVersion === null || expectedVersion === undefined || expectedVersion === '' ? '0' : String(expectedVersion);
-    if (!/^(0|[1-9][0-9]{0,18})$/.test(expected)) {
-      throw new FencegateError('INVALID_ARGUMENT', `expectedVersion must be a mod_revision, got ${JSON.stringify(expected)}`, { expectedVersion: expected });
+    const expected = revisionOf(expectedVersion === null || expectedVersion === undefined || expectedVersion === '' ? '0' : expectedVersion, 'expectedVersion');
+    const compare = [{ key: b.state, target: COMPARE_MOD, result: COMPARE_EQUAL, mod_revision: expected }];
+    return (await this.#txn(b, compare, JSON.stringify(nextState), change, expected)) !== null;
+  }
+
+  /**
+   * The gate's state-cache commit (docs/stores.md "commitFrom"): one Txn that
+   * writes `nextText` (the next state's JSON text, stored as is) and the change
+   * when the state key still has mod_revision `expected.version` AND the value
+   * `expected.state` (null: the state key does not exist, create_revision 0).
+   * Resolves to `{ version }` (the mod_revision it wrote, decimal text: what
+   * load returns next), or false when the compare failed.
+   */
+  async commitFrom(key, expected, nextText, change) {
+    const b = this.#buffers(key);
+    let compare;
+    let after;
+    if (expected === null) {
+      compare = [{ key: b.state, target: COMPARE_CREATE, result: COMPARE_EQUAL, create_revision: '0' }];
+      after = '0';
+    } else {
+      after = revisionOf(expected.version, 'expected.version');
+      if (typeof expected.state !== 'string') {
+        throw new FencegateError('INVALID_ARGUMENT', `expected.state must be the state text, got ${typeof expected.state}`, { state: typeof expected.state });
+      }
+      compare = [
+        { key: b.state, target: COMPARE_MOD, result: COMPARE_EQUAL, mod_revision: after },
+        { key: b.state, target: COMPARE_VALUE, result: COMPARE_EQUAL, value: Buffer.from(expected.state, 'utf8') },
+      ];
     }
+    const version = await this.#txn(b, compare, nextText, change, after);
+    if (version === null) return false;
+    if (!/^[1-9][0-9]{0,18}$/.test(version)) {
+      // committed, but the version the record now has is not known: the gate must not cache a guess
+      throw Object.assign(new Error(`EtcdStore: the Txn committed but its response carries no revision (${JSON.stringify(version)})`), { commitUnknown: true });
+    }
+    return { version };
+  }
+
+  /**
+   * One commit Txn: if `compare` holds, put the state text `stateText`, apply
+   * `change` to the value key and put a fresh commit id. Resolves to the
+   * revision the Txn wrote (decimal text), or null when the compare failed and
+   * no earlier attempt of this Txn (a resend by the client) committed after
+   * revision `after`. Transport errors that may have committed carry `commitUnknown`.
+   */
+  async #txn(b, compare, stateText, change, after) {
     const id = randomBytes(16).toString('hex');
-    const success = [{ request_put: { key: b.state, value: Buffer.from(JSON.stringify(nextState), 'utf8') } }];
+    // An attempt of this Txn that landed, landed after every response seen so far.
+    const floor = this.#clock > BigInt(after) ? this.#clock : BigInt(after);
+    const success = [{ request_put: { key: b.state, value: Buffer.from(stateText, 'utf8') } }];
     if (change.kind === 'set') {
       success.push({ request_put: { key: b.value, value: Buffer.from(encodedOf(this, change), 'utf8') } });
     } else if (change.kind === 'delete') {
@@ -144,37 +211,51 @@ export class EtcdStore {
     success.push({ request_put: { key: b.commit, value: Buffer.from(id, 'ascii') } });
     let r;
     try {
-      r = await this.#kv.txn({
-        compare: [{ key: b.state, target: COMPARE_MOD, result: COMPARE_EQUAL, mod_revision: expected }],
-        success,
-        failure: [{ request_range: { key: b.commit } }],
-      });
+      r = await this.#kv.txn({ compare, success, failure: [{ request_range: { key: b.commit } }] });
     } catch (e) {
       throw unknown(e);
     }
-    if (r.succeeded) return true;
+    this.#observe(r);
+    if (r.succeeded) {
+      // every put of the Txn has the revision the header reports: the state key's new mod_revision
+      const revision = r.header ? r.header.revision : undefined;
+      return revision === undefined || revision === null ? '' : String(revision);
+    }
     // The compare failed: another writer got there first, or this very Txn
     // committed on an earlier attempt whose reply was lost (client retry).
     try {
-      return await this.#committedEarlier(b.commit, firstKv(r.responses[0]), id, BigInt(expected));
+      return await this.#committedEarlier(b.commit, firstKv(r.responses[0]), id, floor);
     } catch (e) {
       throw unknown(e);
     }
   }
 
-  /** Whether commit id `id` was written to `commitKey` after revision `after` (walking back from `kv`). */
+  /** Moves the store's clock to the revision of a response's header (when it has one). */
+  #observe(r) {
+    const revision = r && r.header ? r.header.revision : undefined;
+    if (typeof revision === 'string' && /^[0-9]{1,19}$/.test(revision)) {
+      const rev = BigInt(revision);
+      if (rev > this.#clock) this.#clock = rev;
+    }
+  }
+
+  /**
+   * The revision at which commit id `id` was written to `commitKey` after
+   * revision `after` (walking back from `kv`), or null when it was not.
+   */
   async #committedEarlier(commitKey, kv, id, after) {
     for (let steps = 0; kv !== null && BigInt(kv.mod_revision) > after; steps++) {
-      if (kv.value.toString('ascii') === id) return true;
+      if (kv.value.toString('ascii') === id) return String(kv.mod_revision);
       if (steps >= MAX_WALK) {
         throw Object.assign(new Error(`EtcdStore: more than ${MAX_WALK} commits since the load; cannot tell whether this commit landed`), {
           commitUnknown: true,
         });
       }
       const r = await this.#kv.range({ key: commitKey, revision: String(BigInt(kv.mod_revision) - 1n) });
+      this.#observe(r);
       kv = r.kvs && r.kvs.length > 0 ? r.kvs[0] : null;
     }
-    return false;
+    return null;
   }
 
   /** The stored text of `value` (the codec's `encode`); INVALID_ARGUMENT when the codec refuses it. */

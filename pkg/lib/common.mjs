@@ -153,7 +153,7 @@ export function marksCommitUnknown(cause) {
   }
 }
 
-function isThenable(value) {
+export function isThenable(value) {
   return value !== null && (typeof value === 'object' || typeof value === 'function') && typeof value.then === 'function';
 }
 

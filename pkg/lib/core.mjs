@@ -19,9 +19,10 @@ export { mintToken, verifyToken, ed25519PublicKey, features } from './signed.mjs
 /**
  * Loads the WebAssembly module. Required once before use on the browser and
  * default entries; a no-op on Node and workerd, which load synchronously.
+ * `issuer`: where the issuer side's module is, fetched on first use.
  */
-export async function init(input) {
-  await initAsync(input);
+export async function init(input, issuer) {
+  await initAsync(input, issuer);
 }
 
 /** Parses header/JSON text with the canonical decimal grammar; throws MISSING_TOKEN / MALFORMED_TOKEN. */

@@ -25,7 +25,7 @@
 // of the decision itself (CORRUPT_STATE, …) is thrown as it is, nothing written.
 // What each failure says (message, details) is the caller's (`faults`): a gate
 // and an issuer describe the same failure to different readers.
-import { invalid, marksCommitUnknown, TIMED_OUT, withTimeout, describe, messageOf, MAX_TIMER_MS } from './common.mjs';
+import { invalid, isThenable, marksCommitUnknown, TIMED_OUT, withTimeout, describe, messageOf, MAX_TIMER_MS } from './common.mjs';
 
 const DEFAULT_MAX_RETRIES = 8;
 /** Default `stateCache`: keys whose last known state a driver keeps (0: none). */
@@ -77,11 +77,6 @@ const textOf = (d) => (d.nextText !== undefined ? d.nextText : d.next === null ?
 const settled = (p) => p.then(idle, idle);
 
 const noAnswer = (ms) => `no answer within ${ms} ms`;
-
-/** Whether a host callback answered a Promise (or another thenable) rather than its value. */
-function isThenable(value) {
-  return value !== null && (typeof value === 'object' || typeof value === 'function') && typeof value.then === 'function';
-}
 
 /**
  * A transaction store whose `transaction` writes `out.nextStateText` as it is
@@ -141,9 +136,17 @@ export class StoreDriver {
   /** key → { state (text), version, used } last loaded or committed, oldest first (LRU, second chance); null: no cache. */
   #cache = null;
   #cacheSize = 0;
+  /**
+   * `inline` (the Issuer's): a store that answers synchronously is not awaited,
+   * so its step runs load → decide → commit in one turn, without promise hops.
+   * Off for the Gate: its conformance cases interleave concurrent writers at
+   * those awaits even on a synchronous store (a lying host must be caught).
+   */
+  #inline = false;
 
-  constructor(store, { maxRetries, commitTimeoutMs, loadTimeoutMs, stateCache = 0 }, faults) {
+  constructor(store, { maxRetries, commitTimeoutMs, loadTimeoutMs, stateCache = 0, inline = false }, faults) {
     checkStore(store);
+    this.#inline = inline;
     this.#transactional = typeof store.transaction === 'function';
     this.#takesText = this.#transactional && store[TAKES_STATE_TEXT] === true;
     // Only a store that declares `commitFrom` (its commit checks version and state
@@ -214,11 +217,14 @@ export class StoreDriver {
     return typeof this.#store.load === 'function';
   }
 
-  /** The host's `load(key)` under the load timeout; STORE_ERROR when it throws or does not answer. */
-  async load(ctx, key) {
+  /**
+   * The host's `load(key)` under the load timeout; STORE_ERROR when it throws or does not answer.
+   * (`pending`: that load's promise, already started by `#loadNow`.)
+   */
+  async load(ctx, key, pending = undefined) {
     let record;
     try {
-      record = await withTimeout(this.#store.load(key), this.#loadTimeoutMs);
+      record = await withTimeout(pending ?? this.#store.load(key), this.#loadTimeoutMs);
     } catch (cause) {
       throw this.#faults.store(ctx, 'load', cause);
     }
@@ -226,9 +232,28 @@ export class StoreDriver {
     return record;
   }
 
+  /**
+   * `load` without a promise hop for a store that answers synchronously (the
+   * in-memory store), when `inline`: the record itself, or else `load`'s promise of it.
+   */
+  #loadNow(ctx, key) {
+    if (!this.#inline) return this.load(ctx, key);
+    let record;
+    try {
+      record = this.#store.load(key);
+    } catch (cause) {
+      throw this.#faults.store(ctx, 'load', cause);
+    }
+    return isThenable(record) ? this.load(ctx, key, record) : record;
+  }
+
   /** The stored state of `key` (null: no record): through `load`, or, without one, a transaction that writes nothing. */
   async state(ctx, key) {
-    if (this.canLoad) return this.#faults.record(ctx, await this.load(ctx, key));
+    if (this.canLoad) {
+      let record = this.#loadNow(ctx, key);
+      if (isThenable(record)) record = await record;
+      return this.#faults.record(ctx, record);
+    }
     let seen = null;
     let answer;
     try {
@@ -302,14 +327,17 @@ export class StoreDriver {
       const faults = this.#faults;
       const ms = this.#commitTimeoutMs;
       for (let attempt = 0; attempt <= this.#maxRetries; attempt++) {
-        const record = await this.load(ctx, key);
+        // (`inline`: a store that answers synchronously is not awaited)
+        let record = this.#loadNow(ctx, key);
+        if (isThenable(record)) record = await record;
         const d = decide(faults.record(ctx, record));
         if (writesNothing(d)) return d.result; // nothing changes: nothing to persist
         const expected = record === null || record === undefined ? null : record.version ?? null;
         let committed;
         const t0 = timing === null ? 0 : performance.now();
         try {
-          committed = await withTimeout(this.#store.commit(key, expected, d.next, d.change), ms);
+          committed = withTimeout(this.#store.commit(key, expected, d.next, d.change), ms);
+          if (!this.#inline || isThenable(committed)) committed = await committed;
         } catch (cause) {
           if (marksCommitUnknown(cause)) throw faults.unknown(ctx, 'commit', cause, messageOf(cause));
           throw faults.store(ctx, 'commit', cause);

@@ -20,9 +20,9 @@
 // The issuer's change is always `{ kind: 'none' }`: only the state is written.
 // Its records live under their own keys, `issuer:<scope>` by default
 // (`keyPrefix`), so one store can hold gate records and issuer records.
-import * as wasm from '../dist/fencegate.js';
+import * as wasm from '../dist/fencegate_issuer.js';
 import { FencegateError } from './errors.mjs';
-import { randomBytes, TABLES } from './runtime.mjs';
+import { randomBytes, TABLES, loadIssuerSide } from './runtime.mjs';
 import { invalid, checkReady, checkOptions, messageOf, wellFormed, describe, stateTextOf, checkStateText, MAX_KEY_BYTES, utf8Length, cut } from './common.mjs';
 import { StoreDriver, driverOptions, checkStore } from './driver.mjs';
 import { MemoryHostStore } from './memory.mjs';
@@ -102,18 +102,39 @@ function stateText(scope, key, state) {
  * One transition on one scope's stored state, decided in Wasm (`__issuerStep`:
  * the stored record, the operation and its options in — typed, in the order
  * of Rust's `StepOptions` — and one object out: the result, `ok`/`code`
- * decided in Rust, and the next record text): `{ result, nextState }`
+ * decided in Rust, and the next record in its object form, the object
+ * JSON.parse gives for the record's text): `{ result, nextState }`
  * (nextState null: write nothing).
  */
 function step(scope, key, state, o) {
   const text = stateText(scope, key, state);
   try {
     const { result, next } = wasm.__issuerStep(text, scope, o.op, o.holder, o.leaseId, o.ttlMs ?? 0, o.now ?? 0, o.requestId, o.bigint === true, o.atLeast, o.random);
-    return { result, nextState: next === null ? null : JSON.parse(next) };
+    return { result, nextState: next };
   } catch (e) {
     if (e instanceof FencegateError && e.key === undefined) e.key = key;
     throw e;
   }
+}
+
+// The random keys of lease ids come from the host's CSPRNG (`randomBytes`:
+// crypto.getRandomValues), drawn KEYS_PER_DRAW keys at a time and handed out
+// once each, in order: one draw of 16 bytes cost about as much as the rest of
+// an in-memory acquire (bench/issuer-ab.mjs, docs/design.md "Issue 12: Issuer
+// speed"). Node's crypto.randomUUID pools its randomness the same way.
+const KEYS_PER_DRAW = 256;
+let keyPool = null;
+let keyAt = 0;
+
+/** The next unused `leaseKeyBytes` (16) random bytes of the pool. */
+function leaseKey() {
+  const n = TABLES.leaseKeyBytes;
+  if (keyPool === null || keyAt + n > keyPool.length) {
+    keyPool = randomBytes(n * KEYS_PER_DRAW);
+    keyAt = 0;
+  }
+  keyAt += n;
+  return keyPool.subarray(keyAt - n, keyAt);
 }
 
 // Text limits, all in UTF-8 bytes (what Wasm and the stores see), as Rust
@@ -199,7 +220,11 @@ export class Issuer {
     if (typeof store !== 'object' && typeof store !== 'function') throw invalid('an Issuer needs a host store object', { store });
     checkStore(store);
     this.#o = parseOptions(options);
-    this.#driver = new StoreDriver(store, this.#o.driver, FAULTS);
+    // inline: the steps of a synchronous store (the in-memory one) run without promise hops
+    this.#driver = new StoreDriver(store, { ...this.#o.driver, inline: true }, FAULTS);
+    // The issuer side's module: loaded here on Node and workerd; in a browser
+    // the first operation awaits it (and reports a failure to load).
+    loadIssuerSide()?.catch(() => {});
   }
 
   /** `'transaction'` or `'compare-and-set'`: the callback shape this issuer drives. */
@@ -243,7 +268,7 @@ export class Issuer {
       now: checkMs('now', this.#now(now)),
       requestId: requestId === undefined || requestId === null ? undefined : checkText('requestId', requestId),
       bigint: this.#o.epochs === 'bigint',
-      random: randomBytes(TABLES.leaseKeyBytes), // the random part of a lease id (128 bits)
+      random: leaseKey(), // the random part of a lease id (128 bits)
     });
   }
 
@@ -301,6 +326,8 @@ export class Issuer {
   async current(scope) {
     const key = this.keyOf(scope);
     const state = await this.#driver.state({ scope, key }, key);
+    const loading = loadIssuerSide();
+    if (loading !== null) await loading;
     try {
       return wasm.__issuerDecode(stateText(scope, key, state), scope);
     } catch (e) {
@@ -310,6 +337,8 @@ export class Issuer {
   }
 
   #apply(scope, op) {
+    const loading = loadIssuerSide();
+    if (loading !== null) return loading.then(() => this.#apply(scope, op));
     const key = this.#o.keyPrefix + scope;
     return this.#driver.run({ scope, key }, key, (state) => {
       const { result, nextState } = step(scope, key, state, op);

@@ -9,7 +9,8 @@
 // reports the plan and writes nothing. It never lowers anything and a second
 // run changes nothing. The mapping from scopes to resource keys is the
 // caller's: fencegate cannot know which keys a scope's tokens are used on.
-import * as wasm from '../dist/fencegate.js';
+import * as wasm from '../dist/fencegate_issuer.js';
+import { loadIssuerSide } from './runtime.mjs';
 import { FencegateError } from './errors.mjs';
 import { invalid, checkKey, listOf } from './common.mjs';
 import { checkScope } from './issuer.mjs';
@@ -98,6 +99,7 @@ export async function reconcile(options) {
   if (!Number.isSafeInteger(now) || now < 0) throw invalid('now must be a safe integer ≥ 0 (host ms)', { now });
   const list = scopeList(options.scopes);
 
+  await loadIssuerSide(); // the planner is on the issuer side
   const bigint = issuer.epochs === 'bigint';
   const changes = [];
   const scopes = [];

@@ -1,6 +1,7 @@
 // Loads the WebAssembly module once per realm. Entry files call initSync()
 // (Node, workerd) or core.init() calls initAsync() (browsers).
 import glueInit, { initSync as glueInitSync, __setErrorClass, __tables, __marksPtr, __inputBuffer } from '../dist/fencegate.js';
+import issuerGlueInit, { initSync as issuerGlueInitSync, __setErrorClass as __setIssuerErrorClass } from '../dist/fencegate_issuer.js';
 import { FencegateError } from './errors.mjs';
 
 /**
@@ -138,8 +139,63 @@ export function initSync(module) {
   attach(glueInitSync({ module }));
 }
 
-/** Instantiates from a URL, Response, bytes or Module (default: the packaged `.wasm` beside the glue). */
-export async function initAsync(input) {
+/**
+ * Instantiates from a URL, Response, bytes or Module (default: the packaged
+ * `.wasm` beside the glue). `issuer`: where the issuer side is (the same
+ * kinds; default: `fencegate_issuer_bg.wasm` beside its glue), loaded only
+ * when an `Issuer` or `reconcile` is first used.
+ */
+export async function initAsync(input, issuer) {
+  if (issuer !== undefined && !issuerReady) issuerInput = issuer;
   if (ready) return;
   attach(await glueInit(input === undefined ? undefined : { module_or_path: input }));
+}
+
+// The issuer side: a second WebAssembly module (`fencegate_issuer_bg.wasm`:
+// `__issuerStep`, `__issuerDecode`, `__reconcilePlan`; docs/design.md "Issue 12:
+// two .wasm modules"), so a resource that only gates never downloads, compiles or
+// instantiates the issuer's code. Node and workerd register a synchronous source
+// at import; the browser entry fetches it on first use.
+let issuerSource = null;
+let issuerInput;
+let issuerLoading = null;
+/** True once the issuer side is instantiated. */
+export let issuerReady = false;
+
+/** Registers how to get the issuer side synchronously: `() => WebAssembly.Module | bytes` (Node, workerd). */
+export function setIssuerSource(source) {
+  issuerSource = source;
+}
+
+function attachIssuer() {
+  __setIssuerErrorClass(FencegateError);
+  issuerReady = true;
+}
+
+function issuerFailed(e) {
+  return new FencegateError('NOT_INITIALIZED', `the issuer side (fencegate_issuer_bg.wasm) could not be loaded: ${e?.message ?? e}`, { cause: e });
+}
+
+/**
+ * Loads the issuer side if it is not loaded yet: null when it is ready on
+ * return (always on Node and workerd), else a promise that settles when it is
+ * (the browser's first Issuer or reconcile call). Rejects with NOT_INITIALIZED
+ * when it cannot be loaded; a later call tries again.
+ */
+export function loadIssuerSide() {
+  if (issuerReady) return null;
+  if (issuerSource !== null) {
+    try {
+      issuerGlueInitSync({ module: issuerSource() });
+    } catch (e) {
+      throw issuerFailed(e);
+    }
+    attachIssuer();
+    return null;
+  }
+  issuerLoading ??= issuerGlueInit(issuerInput === undefined ? undefined : { module_or_path: issuerInput }).then(attachIssuer, (e) => {
+    issuerLoading = null;
+    throw issuerFailed(e);
+  });
+  return issuerLoading;
 }

@@ -3,16 +3,17 @@
 //! One call per issuer step, the same shape as the gate's: it takes the stored
 //! record, the operation and its options, and answers one object — the result
 //! the JS `Issuer` class (`pkg/lib/issuer.mjs`) resolves to, and the next
-//! record text. The class loads the record from the host store, calls in, and
+//! record. The class loads the record from the host store, calls in, and
 //! commits the next record before it returns the result to anyone. Nothing
 //! here stores anything. Options cross as typed arguments ([`StepOptions`]),
 //! the answer as one object (serde-wasm-bindgen); which result carries which
 //! code is decided here ([`crate::issuer::IssuerResult::code`]), not in JS.
 //!
-//! The state crosses the boundary as JSON text, both ways (the JS side
-//! stringifies an object a store returned, and parses the next state for the
-//! store): one string instead of a dozen property reads and writes, and the
-//! same strict decoder ([`IssuerState::from_json`]) as the native tests.
+//! The stored state comes in as JSON text (the JS side stringifies an object
+//! a store returned): one string instead of a dozen property reads, and the
+//! same strict decoder ([`IssuerState::from_json`]) as the native tests. The
+//! next state goes out in its object form ([`WireIssuerState`], the object
+//! `JSON.parse` gives for its text), which is what the stores are handed.
 
 use serde::Serialize;
 use wasm_bindgen::prelude::*;
@@ -21,7 +22,7 @@ use super::{epoch_to_js, error, message_of, token_from_js};
 use crate::error::Code;
 use crate::issuer::{
     acquire, ms_from_f64, raise, raise_floor, raise_revoking, release, renew, AcquireRequest,
-    EpochLimit, IssuerError, IssuerState, ScopedResult, LEASE_KEY_BYTES,
+    EpochLimit, IssuerError, IssuerState, ScopedResult, WireIssuerState, LEASE_KEY_BYTES,
 };
 
 fn issuer_error(e: &IssuerError, scope: &str) -> JsValue {
@@ -95,8 +96,12 @@ pub struct StepOptions {
 pub struct StepAnswer<'a> {
     /// `{ ok, code, scope, … }` ([`ScopedResult`]).
     pub result: ScopedResult<'a>,
-    /// The JSON text to commit, or `None` (null) when nothing changes.
-    pub next: Option<String>,
+    /// The record to commit in its object form (the object `JSON.parse` gives
+    /// for its text: the same members in the same order), or `None` (null)
+    /// when nothing changes. The object, not the text: the `Issuer` hands the
+    /// host store an object, and building it here saves writing the text,
+    /// copying it out and parsing it in JS (docs/design.md "Issue 12: Issuer speed").
+    pub next: Option<WireIssuerState>,
 }
 
 /// Serializes an answer object (`None` as `null`).
@@ -124,7 +129,8 @@ fn floor_of(at_least: &JsValue, limit: EpochLimit) -> Result<u64, IssuerError> {
 ///
 /// Answers `{ result, next }` ([`StepAnswer`]): `result` is the `Issuer`'s
 /// result object (`ok`/`code` from [`crate::issuer::IssuerResult::code`]);
-/// `next` the JSON text to commit before the result is handed out, or `null`.
+/// `next` the record to commit before the result is handed out (its object
+/// form, [`WireIssuerState`]), or `null`.
 /// Throws INVALID_ARGUMENT, CORRUPT_STATE, EPOCH_OVERFLOW (nothing changes on any).
 #[allow(clippy::too_many_arguments)]
 #[wasm_bindgen(js_name = "__issuerStep")]
@@ -205,7 +211,7 @@ pub fn issuer_step(
             scope,
             result: &step.result,
         },
-        next: step.next.map(|n| n.to_json()),
+        next: step.next.map(IssuerState::into_wire),
     })
 }
 

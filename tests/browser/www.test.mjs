@@ -93,8 +93,9 @@ test('first load: navigation → first verdict, bytes transferred (HTML + JS + C
     sum[k].bytes += b.bytes;
     sum[k].gzip += b.gzip;
   }
-  // The preloaded .wasm is fetched once (the preload is used, not a second download).
-  assert.equal(bodies.filter((b) => b.url.endsWith('.wasm')).length, 1);
+  // Each preloaded .wasm (the resource side, and the issuer side the demo's Issuer
+  // uses) is fetched once: the preload is used, not a second download.
+  assert.deepEqual(bodies.filter((b) => b.url.endsWith('.wasm')).map((b) => new URL(b.url).pathname.split('/').pop()).sort(), ['fencegate_bg.wasm', 'fencegate_issuer_bg.wasm']);
   assert.deepEqual(warnings.filter((w) => /preload/i.test(w)), []);
   // Every module the page loads is modulepreloaded (no import waterfall), and every preload is used.
   const preloads = await page.$$eval('link[rel=modulepreload]', (ls) => ls.map((l) => l.href));

@@ -12,7 +12,7 @@ import { execFileSync, spawn } from 'node:child_process';
 import { cpSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { createRequire } from 'node:module';
 import { tmpdir } from 'node:os';
-import { join } from 'node:path';
+import { basename, join } from 'node:path';
 import { root, scratchProject, request as rawRequest, stopGroup, waitFor, fencedBody as fenced, withoutDetail, twentyRacingWrites } from './helpers.mjs';
 
 // every answer with a problem body's prose `detail` taken out (checked to be there)
@@ -57,7 +57,7 @@ test('Vercel edge: edge-light resolves to the module-import entry; the example f
     name: 'wasm-as-host-module',
     setup(b) {
       b.onResolve({ filter: /\.wasm$/ }, (a) => ({ path: join(a.resolveDir, a.path), namespace: 'wasm' }));
-      b.onLoad({ filter: /.*/, namespace: 'wasm' }, () => ({ contents: 'export default globalThis.__hostWasmModule;', loader: 'js' }));
+      b.onLoad({ filter: /.*/, namespace: 'wasm' }, (a) => ({ contents: `export default globalThis.__hostWasmModules[${JSON.stringify(basename(a.path))}];`, loader: 'js' }));
     },
   };
   const built = await esbuild.build({
@@ -71,7 +71,6 @@ test('Vercel edge: edge-light resolves to the module-import entry; the example f
 
   const { EdgeRuntime } = require(require.resolve('edge-runtime', { paths: [root] }));
   const bytes = readFileSync(join(project, 'node_modules/fencegate/dist/fencegate_bg.wasm'));
-  const compiled = new WebAssembly.Module(bytes);
   const runtime = new EdgeRuntime({
     codeGeneration: { strings: false, wasm: false }, // as on Vercel: no eval, no Wasm compiled from bytes
     extend(ctx) {
@@ -79,9 +78,14 @@ test('Vercel edge: edge-light resolves to the module-import entry; the example f
       return ctx;
     },
   });
-  // a Module belonging to the function's realm, as the host's `?module` import gives
-  Object.setPrototypeOf(compiled, runtime.evaluate('WebAssembly.Module.prototype'));
-  runtime.context.__hostWasmModule = compiled;
+  // Modules belonging to the function's realm, as the host's `?module` import gives
+  // (both of the package's: the resource side and the issuer side).
+  runtime.context.__hostWasmModules = {};
+  for (const f of ['fencegate_bg.wasm', 'fencegate_issuer_bg.wasm']) {
+    const compiled = new WebAssembly.Module(readFileSync(join(project, 'node_modules/fencegate/dist', f)));
+    Object.setPrototypeOf(compiled, runtime.evaluate('WebAssembly.Module.prototype'));
+    runtime.context.__hostWasmModules[f] = compiled;
+  }
   assert.equal(runtime.evaluate('typeof EdgeRuntime'), 'string');
   assert.throws(() => runtime.evaluate('new WebAssembly.Module(__bytes)'), /Wasm code generation disallowed/);
   runtime.evaluate(built.outputFiles[0].text);

@@ -42,12 +42,23 @@ export async function bundleWorker(entry, name = 'worker') {
     conditions: ['workerd', 'worker', 'browser'], mainFields: ['module', 'main'], external: ['*.wasm', 'node:*', 'cloudflare:*'],
     nodePaths: [join(dir, 'node_modules')], plugins: [forCases], define: { 'import.meta.url': '"file:///worker/"' }, logLevel: 'warning', absWorkingDir: dir,
   });
-  copyFileSync(join(root, 'pkg/dist/fencegate_bg.wasm'), join(out, 'dist/fencegate_bg.wasm'));
   const modules = [
     { type: 'ESModule', path: join(out, 'worker.mjs'), contents: readFileSync(join(out, 'worker.mjs'), 'utf8') },
-    { type: 'CompiledWasm', path: join(out, 'dist/fencegate_bg.wasm'), contents: readFileSync(join(out, 'dist/fencegate_bg.wasm')) },
+    ...wasmModules(join(root, 'pkg'), out),
   ];
   return { dir, out, modules };
+}
+
+/**
+ * The package's two .wasm files (the resource side and the issuer side, which
+ * workerd.mjs imports as modules), copied from `pkg` into `out/dist` and listed
+ * as Miniflare CompiledWasm modules, as wrangler's default rule bundles them.
+ */
+export function wasmModules(pkg, out) {
+  return ['fencegate_bg.wasm', 'fencegate_issuer_bg.wasm'].map((f) => {
+    copyFileSync(join(pkg, 'dist', f), join(out, 'dist', f));
+    return { type: 'CompiledWasm', path: join(out, 'dist', f), contents: readFileSync(join(out, 'dist', f)) };
+  });
 }
 
 export async function miniflare(bundle, options) {
@@ -70,13 +81,12 @@ export async function installedWorker(project, src, out, options = {}) {
     entryPoints: [src], bundle: true, format: 'esm', platform: 'neutral', outfile: join(out, 'worker.mjs'),
     conditions: ['workerd', 'worker', 'browser'], mainFields: ['module', 'main'], external: ['*.wasm'], logLevel: 'warning', absWorkingDir: project,
   });
-  copyFileSync(join(project, 'node_modules/fencegate/dist/fencegate_bg.wasm'), join(out, 'dist/fencegate_bg.wasm'));
   const { Miniflare } = await import(join(root, 'node_modules/miniflare/dist/src/index.js'));
   return new Miniflare({
     modulesRoot: out,
     modules: [
       { type: 'ESModule', path: join(out, 'worker.mjs'), contents: readFileSync(join(out, 'worker.mjs'), 'utf8') },
-      { type: 'CompiledWasm', path: join(out, 'dist/fencegate_bg.wasm'), contents: readFileSync(join(out, 'dist/fencegate_bg.wasm')) },
+      ...wasmModules(join(project, 'node_modules/fencegate'), out),
     ],
     compatibilityDate: '2026-04-01',
     ...options,

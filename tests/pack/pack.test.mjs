@@ -81,18 +81,24 @@ test('Node CJS: require("fencegate")', () => {
   assert.equal(execFileSync('node', ['cjs.cjs'], { cwd: project, encoding: 'utf8' }).trim(), EXPECTED);
 });
 
-test('browser entry without init() throws NOT_INITIALIZED, with init() works', () => {
+test('browser entry without init() throws NOT_INITIALIZED, with init() works; the issuer side loads on first use, and again after a failed load', () => {
   const dir = join(project, 'node_modules', 'fencegate');
   writeFileSync(join(project, 'browser.mjs'), `
-import { MemoryGate, init, FencegateError } from './node_modules/fencegate/browser.mjs';
+import { MemoryGate, Issuer, init, FencegateError } from './node_modules/fencegate/browser.mjs';
 import { readFileSync } from 'node:fs';
 const out = [];
 try { new MemoryGate(); } catch (e) { out.push(e instanceof FencegateError ? e.code : String(e)); }
 await init(readFileSync(${JSON.stringify(join(dir, 'dist/fencegate_bg.wasm'))}));
 out.push(new MemoryGate().write('k', 1, 'v').outcome);
+// The issuer side loads on first use: here from a URL Node cannot fetch, so
+// NOT_INITIALIZED; after init(…, issuer) names its bytes, the next call loads it.
+const issuer = new Issuer();
+try { await issuer.acquire({ scope: 's', holder: 'A', ttlMs: 1000, now: 0 }); } catch (e) { out.push(e instanceof FencegateError ? e.code : String(e)); }
+await init(undefined, readFileSync(${JSON.stringify(join(dir, 'dist/fencegate_issuer_bg.wasm'))}));
+out.push((await issuer.acquire({ scope: 's', holder: 'A', ttlMs: 1000, now: 0 })).epoch);
 console.log(JSON.stringify(out));
 `);
-  assert.equal(execFileSync('node', ['browser.mjs'], { cwd: project, encoding: 'utf8' }).trim(), '["NOT_INITIALIZED","advance"]');
+  assert.equal(execFileSync('node', ['browser.mjs'], { cwd: project, encoding: 'utf8' }).trim(), '["NOT_INITIALIZED","advance","NOT_INITIALIZED",1]');
 });
 
 test('TypeScript: every export type-checks with tsc --noEmit --strict', () => {

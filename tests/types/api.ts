@@ -353,13 +353,14 @@ export async function useEtcd(client: EtcdClient): Promise<void> {
   const record = await store.load('orders/1');
   const version: string | undefined = record?.version;
   const applied: boolean = await store.commit('orders/1', version ?? '0', { v: 1 }, { kind: 'set', value: { n: 2 } });
+  const cached: { version: string } | false = await store.commitFrom('orders/1', version === undefined ? null : { version, state: '{"v":1,"mark":"1"}' }, '{"v":1,"mark":"2"}', { kind: 'set', value: { n: 3 } });
   const cas: CasStore<{ n: number }> = store;
   const gate = new Gate(store);
   const issuer = new Issuer(new EtcdStore(client, { prefix: 'issuer/' }));
   const kv: EtcdKeyValue | undefined = (await client.kv.range({})).kvs[0];
   // @ts-expect-error prefix is a string
   new EtcdStore(client, { prefix: 1 });
-  void [keys, text, applied, cas, gate, issuer, kv?.mod_revision];
+  void [keys, text, applied, cached, cas, gate, issuer, kv?.mod_revision];
 }
 
 // Issue 15: the runtime adapters (fencegate/durable-object, /indexeddb, /deno-kv).

@@ -1,13 +1,14 @@
 // Issue 14: one round trip per fenced write. A cached Gate's uncontended write
-// is one statement on PostgreSQL and one script call (EVALSHA) on Redis,
-// counted at the client (the statements and commands it sends).
+// is one statement on PostgreSQL and one script call (EVALSHA) on Redis, one
+// Txn on etcd, counted at the client (the statements and commands it sends).
 import { describe, test } from 'node:test';
 import assert from 'node:assert/strict';
 import { Gate } from '../../../pkg/node.mjs';
 import { RedisStore } from '../../../pkg/adapters/redis.mjs';
 import { PostgresStore } from '../../../pkg/adapters/postgres.mjs';
 import { MysqlStore } from '../../../pkg/adapters/mysql.mjs';
-import { redisClient, nodeRedisClient, pgPool, mysqlPool, REDIS_URL, PG_URL, MYSQL_URL, uniqueKey } from './targets.mjs';
+import { EtcdStore } from '../../../pkg/adapters/etcd.mjs';
+import { redisClient, nodeRedisClient, pgPool, mysqlPool, etcdClient, REDIS_URL, PG_URL, MYSQL_URL, ETCD_URLS, uniqueKey } from './targets.mjs';
 
 const N = 100;
 
@@ -99,6 +100,39 @@ describe('one round trip per cached write', () => {
       assert.deepEqual(counts, { SELECT: 1, INSERT: 1, UPDATE: N - 1 });
     } finally {
       await pool.end();
+    }
+  });
+
+  test(`etcd (etcd3): ${N} writes on one key = 1 load Txn + ${N} commit Txns, no range; with stateCache: 0, ${N} load Txns + ${N}`, { skip: !ETCD_URLS && 'FENCEGATE_ETCD_URLS is not set' }, async () => {
+    const client = await etcdClient();
+    const prefix = `${uniqueKey('rt-etcd')}/`;
+    try {
+      // every request the store sends goes through client.kv: a Txn without compares is a load
+      const sent = [];
+      const kv = {
+        txn: (req) => (sent.push(req.compare.length === 0 ? 'load' : 'commit'), client.kv.txn(req)),
+        range: (req) => (sent.push('range'), client.kv.range(req)),
+      };
+      const store = new EtcdStore({ kv }, { prefix });
+      for (const [options, loads] of [[{}, 1], [{ stateCache: 0 }, N]]) {
+        const gate = new Gate(store, options);
+        const key = uniqueKey('k');
+        sent.length = 0;
+        for (let i = 1; i <= N; i++) assert.equal((await gate.write(key, 7, `v${i}`)).ok, true);
+        const counts = {};
+        for (const s of sent) counts[s] = (counts[s] ?? 0) + 1;
+        assert.deepEqual(counts, { load: loads, commit: N }, JSON.stringify(options));
+        assert.deepEqual(await gate.read(key), { mark: 7, value: `v${N}`, hasValue: true });
+        // the version the cache holds is the state key's mod_revision, what load answers: the next cached write is one Txn again
+        const rev = (await client.get(store.etcdKeys(key).state).exec()).kvs[0].mod_revision;
+        assert.equal((await store.load(key)).version, rev);
+        sent.length = 0;
+        assert.equal((await gate.write(key, 8, 'last')).outcome, 'advance');
+        assert.deepEqual(sent, options.stateCache === 0 ? ['load', 'commit'] : ['commit']);
+      }
+    } finally {
+      await client.delete().prefix(prefix);
+      client.close();
     }
   });
 });
