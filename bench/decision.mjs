@@ -4,10 +4,17 @@
 // the .wasm size raw and gzipped. Run: npm run bench (after scripts/build.sh);
 // `--json` adds one final line of JSON with the figures and ratios (issue 14
 // item 4 targets: number ≤ 1.3×, bigint ≤ 1.6× the plain-JS gate, op id ≤ 1.5×
-// the plain fenced write).
+// the plain fenced write). `--against DIR` adds another build's MemoryGate to the same rounds.
 import { readFileSync } from 'node:fs';
 import { gzipSync } from 'node:zlib';
+import { pathToFileURL } from 'node:url';
+import { join, resolve } from 'node:path';
 import { MemoryGate } from '../pkg/node.mjs';
+
+// `--against DIR`: another build's package directory (e.g. an earlier commit's pkg/),
+// measured in the same process and the same rounds, for a before/after table.
+const againstAt = process.argv.indexOf('--against');
+const OtherGate = againstAt > 0 ? (await import(pathToFileURL(join(resolve(process.argv[againstAt + 1]), 'node.mjs')).href)).MemoryGate : null;
 
 const MAX_U64 = 2n ** 64n - 1n;
 
@@ -74,6 +81,10 @@ const cases = [
   ['number + opId', () => new MemoryGate(), numTokens, true],
   ['number + onVerdict', () => new MemoryGate({ onVerdict: () => { audited++; } }), numTokens],
 ];
+const OTHER = [['fencegate number', 'other number'], ['fencegate bigint', 'other bigint'], ['number + opId', 'other + opId']];
+if (OtherGate !== null) {
+  cases.push(['other number', () => new OtherGate(), numTokens], ['other bigint', () => new OtherGate(), bigTokens], ['other + opId', () => new OtherGate(), numTokens, true]);
+}
 const samples = Object.fromEntries(cases.map(([n]) => [n, []]));
 for (let r = 0; r < ROUNDS; r++) {
   for (const [name, make, tokens, withOpIds] of cases) {
@@ -90,6 +101,14 @@ console.log(`  ratio number  fencegate/plain = ${(med['fencegate number'] / med[
 console.log(`  ratio bigint  fencegate/plain = ${(med['fencegate bigint'] / med['plain JS bigint']).toFixed(2)}x`);
 console.log(`  operation ids: ${med['number + opId'].toFixed(1)} ns, ${(med['number + opId'] / med['fencegate number']).toFixed(2)}x the plain fenced write`);
 console.log(`  audit callback: ${med['number + onVerdict'].toFixed(1)} ns, ${(med['number + onVerdict'] / med['fencegate number']).toFixed(2)}x the plain fenced write (${audited} records)`);
+const against = {};
+if (OtherGate !== null) {
+  console.log(`against ${process.argv[againstAt + 1]} (same rounds; this / other):`);
+  for (const [mine, other] of OTHER) {
+    against[mine] = { thisNs: med[mine], otherNs: med[other], ratio: med[mine] / med[other] };
+    console.log(`  ${mine.padEnd(18)} ${med[mine].toFixed(1).padStart(8)} ns vs ${med[other].toFixed(1).padStart(8)} ns = ${(med[mine] / med[other]).toFixed(3)}`);
+  }
+}
 const wasm = readFileSync(new URL('../pkg/dist/fencegate_bg.wasm', import.meta.url));
 const gzip = gzipSync(wasm, { level: 9 }).length;
 console.log(`wasm size: ${wasm.length} bytes raw, ${gzip} bytes gzip -9`);
@@ -106,5 +125,6 @@ if (process.argv.includes('--json')) {
       onVerdict: r2(med['number + onVerdict'] / med['fencegate number']),
     },
     wasm: { raw: wasm.length, gzip },
+    ...(OtherGate === null ? {} : { against }),
   }));
 }

@@ -15,11 +15,11 @@ if [ "$OUT" != pkg ]; then
   rm -rf "$OUT" && mkdir -p "$OUT" && cp -r pkg/. "$OUT"/ && rm -rf "$OUT/dist"
 fi
 
-# Size (issue 14, docs/design.md): LLVM inlines less than its opt-level 3 default (225).
-# Measured on bench/decision.mjs in one process against the default: about 5 % slower
-# writes for 3.3 KB gzip less (7.5 KB with Ed25519); opt-level "s" / "z" cost 25-55 %.
-# Only the wasm32 build sees this flag (cargo test and clippy build for the host).
-export CARGO_TARGET_WASM32_UNKNOWN_UNKNOWN_RUSTFLAGS="${CARGO_TARGET_WASM32_UNKNOWN_UNKNOWN_RUSTFLAGS:--C llvm-args=-inline-threshold=40}"
+# LLVM's default inlining (issue 12's speed must-hold): `-C llvm-args=-inline-threshold=40`
+# took 2.3 KB gzip off the resource side but made MemoryGate writes 6-12 % slower
+# (number 109 -> 116-126 ns, bigint 137-151 -> 147-169 ns, op id 314 -> 331-356 ns,
+# alternating runs of bench/decision.mjs); since the two-module split the resource side
+# is 8 KB under its size before issue 12 without it (docs/design.md "Issue 12: two .wasm modules").
 # Two modules from one crate (src/wasm/mod.rs; docs/design.md "Issue 12: two .wasm modules"):
 # the resource side, which every entry loads at start-up, and the issuer side (Issuer steps,
 # the reconcile planner), loaded on first use. The issuer side never needs the variant features

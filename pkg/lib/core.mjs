@@ -4,8 +4,8 @@ import * as wasm from '../dist/fencegate.js';
 import { FencegateError } from './errors.mjs';
 import { ready, initAsync, CODES } from './runtime.mjs';
 import { policyFromOptions, refreshCeiling, setPolicyCeiling, addPolicyKey, retirePolicyKey, freePolicy } from './signed.mjs';
-import { metaOf, windowOf, auditOf, Observer, pack, plainPolicy, verdictOut, claimsOut, marksOut, ESTABLISH } from './verdict.mjs';
-import { invalid, notReady, checkKey, checkOptions, GATE_OPTIONS, describe, stateTextOf, checkStateText } from './common.mjs';
+import { metaOf, windowOf, auditOf, Observer, pack, plainPolicy, verdictOut, claimsOut, marksOut, ESTABLISH, EXACT } from './verdict.mjs';
+import { invalid, notReady, checkKey, checkOptions, GATE_OPTIONS, describe, stateTextOf, checkStateText, MAX_U64 } from './common.mjs';
 
 export { FencegateError };
 export { Gate } from './gate.mjs';
@@ -180,6 +180,9 @@ export class MemoryGate {
     let status;
     if (p === null && meta === null && typeof token === 'number') {
       status = this.#raw.apply(plainPolicy(), slot, write ? 0 : ESTABLISH, token, 0n, 0, 0, 0, 0, 0, this.#window, 0);
+    } else if (p === null && meta === null && typeof token === 'bigint' && token >= 0n && token <= MAX_U64) {
+      // The same lane for a bigint in 0..=2^64−1 (what `pack` would make of it, without packing).
+      status = this.#raw.apply(plainPolicy(), slot, write ? EXACT : ESTABLISH | EXACT, 0, token, 0, 0, 0, 0, 0, this.#window, 0);
     } else {
       let scope = null;
       if (p !== null) {

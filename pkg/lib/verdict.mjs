@@ -12,6 +12,7 @@ export const STRICT = FLAG.strict;
 const { state: STATE, exact: EXACT, text: TEXT, other: OTHER, opId: OP_ID, holder: HOLDER } = FLAG;
 const { ceiling: CEILING, ceilingExact: CEILING_EXACT, fingerprint: FINGERPRINT } = FLAG;
 export const HOST_VERIFIED = FLAG.hostVerified;
+export { EXACT };
 
 /**
  * `token`, with strings longer than any valid fg1 text (src/signed.rs
