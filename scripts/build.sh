@@ -50,6 +50,11 @@ cp node_modules/devalue/LICENSE "$OUT/dist/devalue.LICENSE"
 npx --no-install esbuild "$OUT/lib/cjs-entry.mjs" --bundle --format=cjs --platform=node \
   --log-override:empty-import-meta=silent --outfile="$OUT/dist/fencegate.cjs" --log-level=warning
 cp "$OUT/index.d.ts" "$OUT/dist/index.d.cts"
+# The Node ESM entry as one file (docs/design.md "Issue 14: cold start"): the "node" import
+# condition of "." points here, so `import 'fencegate'` on Node loads one JS module instead of
+# about fifteen. lib/node-entry.mjs reaches the .wasm as '../dist/…', which holds from dist/ too.
+npx --no-install esbuild "$OUT/lib/node-entry.mjs" --bundle --format=esm --platform=node \
+  --outfile="$OUT/dist/node.mjs" --log-level=warning
 # CommonJS copies of the store adapters (fencegate/memory, /sqlite, /redis, /postgres, /mysql, /etcd), with
 # adapters/support.mjs inlined. From lib/ they import only the codec, the error class and the memory store,
 # which the CommonJS bundle exports: one FencegateError (and MemoryHostStore) class for require() users.
@@ -64,9 +69,21 @@ for a in memory sqlite redis postgres mysql etcd; do
   fi
   cp "$OUT/adapters/$a.d.ts" "$OUT/dist/adapters/$a.d.cts"
 done
+# The same for ESM on Node (and Deno and Bun, which match the "node" condition): their "node"
+# import condition points at these copies, which import lib/ through the ESM bundle, so a program
+# mixing `fencegate` and `fencegate/sqlite` has one FencegateError class and one Wasm instance.
+for a in memory sqlite redis postgres mysql etcd deno-kv indexeddb; do
+  npx --no-install esbuild "$OUT/adapters/$a.mjs" --bundle '--external:../lib/*' --format=esm --platform=node \
+    --outfile="$OUT/dist/adapters/$a.mjs" --log-level=warning
+  sed -i -E 's#from "\.\./lib/(codec|errors|memory)\.mjs"#from "../node.mjs"#' "$OUT/dist/adapters/$a.mjs"
+  if grep -q '"\.\./lib/' "$OUT/dist/adapters/$a.mjs"; then
+    echo "build: $OUT/dist/adapters/$a.mjs imports a module the ESM bundle does not provide" >&2; exit 1
+  fi
+done
 # The license texts and the changelog ship in the tarball; their one copy lives at the root.
 cp LICENSE-MIT LICENSE-APACHE CHANGELOG.md "$OUT"/
-# CommonJS copies of the integrations (fencegate/http, /hono, /express, /otel, /prometheus).
+# CommonJS copies of the integrations (fencegate/http, /hono, /express, /otel, /prometheus), and
+# ESM copies for Node that import the core through dist/node.mjs.
 node scripts/build-integrations.mjs "$OUT"
 for m in fencegate fencegate_issuer; do
   raw=$(wc -c < "$OUT/dist/${m}_bg.wasm")
