@@ -76,6 +76,42 @@ test('Node ESM: import { … } from "fencegate"', () => {
   assert.equal(execFileSync('node', ['esm.mjs'], { cwd: project, encoding: 'utf8' }).trim(), EXPECTED);
 });
 
+test('Node ESM: "fencegate" is the one-file bundle dist/node.mjs, and every subpath shares its classes and Wasm instance', () => {
+  // (docs/design.md "Issue 14: cold start": the "node" import condition of each subpath points at a
+  // dist/ copy that imports the core through dist/node.mjs, never a second copy of lib/.)
+  writeFileSync(join(project, 'one-instance.mjs'), `
+import { FencegateError, MemoryHostStore, Gate, parseToken } from 'fencegate';
+import { MemoryHostStore as FromMemory } from 'fencegate/memory';
+import { readFencing } from 'fencegate/http';
+import { fencing as honoFencing } from 'fencegate/hono';
+import { DenoKvStore } from 'fencegate/deno-kv';
+import { IndexedDbStore } from 'fencegate/indexeddb';
+import { SqliteStore } from 'fencegate/sqlite';
+import { EtcdStore } from 'fencegate/etcd';
+const err = (f) => { try { f(); return 'no error'; } catch (e) { return e instanceof FencegateError ? e.code : 'another class: ' + e; } };
+const at = (spec) => import.meta.resolve(spec).split('/node_modules/fencegate/')[1];
+const subpaths = ['memory', 'sqlite', 'redis', 'postgres', 'mysql', 'etcd', 'deno-kv', 'indexeddb', 'http', 'hono', 'express', 'otel', 'prometheus'];
+const gate = new Gate(new FromMemory());
+const v = await gate.write('k', parseToken('3'), 'x');
+console.log(JSON.stringify([
+  at('fencegate'), subpaths.map((s) => at('fencegate/' + s)),
+  FromMemory === MemoryHostStore, v.outcome, readFencing({ 'fencing-token': '7' }).token,
+  err(() => readFencing({ 'fencing-token': '7', 'fencing-op-id': 'a,b' })), typeof honoFencing,
+  err(() => new DenoKvStore(null)), err(() => new IndexedDbStore(null)), err(() => new SqliteStore({})), err(() => new EtcdStore(null)),
+]));
+`);
+  assert.equal(execFileSync('node', ['one-instance.mjs'], { cwd: project, encoding: 'utf8' }).trim(), JSON.stringify([
+    'dist/node.mjs',
+    ['memory', 'sqlite', 'redis', 'postgres', 'mysql', 'etcd', 'deno-kv', 'indexeddb'].map((s) => `dist/adapters/${s}.mjs`)
+      .concat(['http', 'hono', 'express', 'otel', 'prometheus'].map((s) => `dist/integrations/${s}.mjs`)),
+    true, 'advance', 7, 'INVALID_ARGUMENT', 'function',
+    'INVALID_ARGUMENT', 'INVALID_ARGUMENT', 'INVALID_ARGUMENT', 'INVALID_ARGUMENT',
+  ]));
+  // The bundle imports no other module of the package (only node:module, for Node < 20.16).
+  const bundle = readFileSync(join(project, 'node_modules/fencegate/dist/node.mjs'), 'utf8');
+  assert.deepEqual([...bundle.matchAll(/\bfrom\s*"([^"]+)"/g)].map((m) => m[1]), ['node:module']);
+});
+
 test('Node CJS: require("fencegate")', () => {
   writeFileSync(join(project, 'cjs.cjs'), `const { MemoryGate, parseToken, FencegateError } = require('fencegate');\n${SCRIPT_BODY}`);
   assert.equal(execFileSync('node', ['cjs.cjs'], { cwd: project, encoding: 'utf8' }).trim(), EXPECTED);
