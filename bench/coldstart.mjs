@@ -1,15 +1,18 @@
 // Benchmark (a command, not a test): cold start, from `import` to the first verdict in a
 // fresh Node process, on top of Node's own start-up (issue 14, target ≤ 5 ms).
 //
-// It spawns `node -e` many times, alternating a baseline process (the same kind of
-// script, without fencegate) with a process that imports the package, makes a
-// MemoryGate and writes once; the figure is the median wall time of the second minus
-// the median of the first. Each process also reports its own in-process time from just
-// before the import to the first verdict (performance.now()), a less noisy view of the
-// same cost. ESM (`import 'fencegate'`) and CommonJS (`require('fencegate')`) are
-// measured alike, by package name from a scratch directory whose node_modules/fencegate
-// links to the package, so the figures include resolving the package's "exports" and
-// load exactly the files a user's program loads (on Node: dist/node.mjs, node.cjs).
+// It spawns Node many times, alternating a baseline process (a one-line program file, the
+// same kind as the measured one, without fencegate) with a process whose program file imports
+// the package, makes a MemoryGate and writes once; the figure is the median wall time of the
+// second minus the median of the first. Both run a program file (ESM: main.mjs, CommonJS:
+// main.cjs), not `node -e`: every real program is a file, and the first file module a process
+// loads warms Node's ESM loader (about 1 ms) whether or not it imports fencegate. Each process
+// also reports its own in-process time from just before the import to the first verdict
+// (performance.now()), a less noisy view of the same cost. ESM (`await import('fencegate')`)
+// and CommonJS (`require('fencegate')`) are measured alike, by package name from a scratch
+// directory whose node_modules/fencegate links to the package, so the figures include
+// resolving the package's "exports" and load exactly the files a user's program loads (on
+// Node: dist/node.mjs, node.cjs).
 //
 // Then the phases, in-process in fresh processes (medians): reading the resource .wasm,
 // compiling it (`new WebAssembly.Module`), instantiating it (with stub imports), loading
@@ -19,7 +22,7 @@
 // Run: node bench/coldstart.mjs [--runs N] [--pkg DIR] [--json]   (after scripts/build.sh;
 // --pkg measures another built copy of the package, e.g. build/pkg-ed25519)
 import { spawnSync } from 'node:child_process';
-import { mkdtempSync, mkdirSync, symlinkSync, rmSync } from 'node:fs';
+import { mkdtempSync, mkdirSync, symlinkSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
 import { fileURLToPath, pathToFileURL } from 'node:url';
@@ -39,29 +42,38 @@ process.on('exit', () => rmSync(scratch, { recursive: true, force: true }));
 
 const WRITE = `const v = new MemoryGate().write('orders/1', 1, 'v');
 if (!v.ok || v.outcome !== 'advance') process.exit(1);`;
-// Every script prints the in-process milliseconds from before the import to the verdict.
-const scripts = {
-  esmBase: ['--input-type=module', '-e', 'const t0 = performance.now(); const v = { ok: true }; if (!v.ok) process.exit(1); console.log(performance.now() - t0);'],
-  esm: ['--input-type=module', '-e', `const t0 = performance.now();\nconst { MemoryGate } = await import('fencegate');\n${WRITE}\nconsole.log(performance.now() - t0);`],
-  cjsBase: ['-e', 'const t0 = performance.now(); const v = { ok: true }; if (!v.ok) process.exit(1); console.log(performance.now() - t0);'],
-  cjs: ['-e', `const t0 = performance.now();\nconst { MemoryGate } = require('fencegate');\n${WRITE}\nconsole.log(performance.now() - t0);`],
+const BASE = "const t0 = performance.now(); const v = { ok: true }; if (!v.ok) process.exit(1); console.log(performance.now() - t0);\n";
+// Every program prints the in-process milliseconds from before the import to the verdict.
+const programs = {
+  esmBase: ['base.mjs', BASE],
+  esm: ['main.mjs', `const t0 = performance.now();\nconst { MemoryGate } = await import('fencegate');\n${WRITE}\nconsole.log(performance.now() - t0);\n`],
+  cjsBase: ['base.cjs', BASE],
+  cjs: ['main.cjs', `const t0 = performance.now();\nconst { MemoryGate } = require('fencegate');\n${WRITE}\nconsole.log(performance.now() - t0);\n`],
 };
+const scripts = {};
+for (const [name, [file, source]] of Object.entries(programs)) {
+  writeFileSync(join(scratch, file), source);
+  scripts[name] = [file];
+}
 
 // The phases. The .wasm compile is cached per process by its bytes, so the import after
 // the explicit compile pays only the JS side, instantiation and attach.
 const wasmUrl = pathToFileURL(join(pkgDir, 'dist', 'fencegate_bg.wasm')).href;
-const phaseScript = (kind) => `const marks = [performance.now()];
-const fs = process.getBuiltinModule ? process.getBuiltinModule('node:fs') : (await import('node:fs')).default;
+const phaseScript = (kind) => `import fs from 'node:fs';
+import { createRequire } from 'node:module';
+const require = createRequire(import.meta.url);
+const marks = [performance.now()];
 const bytes = fs.readFileSync(new URL(${JSON.stringify(wasmUrl)})); marks.push(performance.now());
 const module = new WebAssembly.Module(bytes); marks.push(performance.now());
 const stub = () => {};
 const imports = {};
 for (const { module: m, name } of WebAssembly.Module.imports(module)) (imports[m] ??= {})[name] = stub;
 new WebAssembly.Instance(module, imports); marks.push(performance.now());
-const { MemoryGate } = ${kind === 'esm' ? "await import('fencegate')" : "(await import('node:module')).createRequire(process.cwd() + '/x.js')('fencegate')"}; marks.push(performance.now());
+const { MemoryGate } = ${kind === 'esm' ? "await import('fencegate')" : "require('fencegate')"}; marks.push(performance.now());
 ${WRITE} marks.push(performance.now());
 console.log(JSON.stringify(marks.slice(1).map((t, i) => t - marks[i])));`;
 const PHASES = ['read', 'compile', 'instantiate', 'jsLoad', 'firstWrite'];
+for (const kind of ['esm', 'cjs']) writeFileSync(join(scratch, `phases-${kind}.mjs`), phaseScript(kind));
 
 function once(argv) {
   const t0 = process.hrtime.bigint();
@@ -92,7 +104,7 @@ const PHASE_RUNS = Math.max(1, Math.ceil(RUNS / 2));
 const phaseSamples = { esm: PHASES.map(() => []), cjs: PHASES.map(() => []) };
 for (let i = 0; i < PHASE_RUNS; i++) {
   for (const kind of ['esm', 'cjs']) {
-    const ms = JSON.parse(once(['--input-type=module', '-e', phaseScript(kind)]).out);
+    const ms = JSON.parse(once([`phases-${kind}.mjs`]).out);
     ms.forEach((m, j) => phaseSamples[kind][j].push(m));
   }
 }
