@@ -118,6 +118,9 @@ for (const kind of ['esm', 'cjs']) {
     nodeMs: round(median(base.wall)),
     withFencegateMs: round(median(with_.wall)),
     coldStartMs: round(median(with_.wall) - median(base.wall)),
+    // the median of the per-pair differences (run i with fencegate minus baseline run i):
+    // less sensitive to load that drifts during the run than the difference of medians
+    coldStartPairedMs: round(median(with_.wall.map((w, i) => w - base.wall[i]))),
     importToVerdictMs: round(median(with_.inside) - median(base.inside)),
     phasesMs: Object.fromEntries(PHASES.map((p, j) => [p, round(median(phaseSamples[kind][j]))])),
   };
@@ -127,7 +130,7 @@ console.log(`cold start, median of ${RUNS} fresh processes each (Node ${process.
 for (const [kind, f] of Object.entries(figures)) {
   console.log(
     `  ${kind}: node alone ${f.nodeMs} ms, with import + first write ${f.withFencegateMs} ms` +
-      ` -> +${f.coldStartMs} ms (in-process import to first verdict ${f.importToVerdictMs} ms)`,
+      ` -> +${f.coldStartMs} ms (paired +${f.coldStartPairedMs} ms; in-process import to first verdict ${f.importToVerdictMs} ms)`,
   );
 }
 console.log(`phases, in-process, median of ${PHASE_RUNS} fresh processes (ms; jsLoad = the import with the .wasm compile cached):`);
