@@ -112,6 +112,17 @@ console.log(JSON.stringify([
   assert.deepEqual([...bundle.matchAll(/\bfrom\s*"([^"]+)"/g)].map((m) => m[1]), ['node:module']);
 });
 
+test('Node ESM and CJS as on Node 18 (no process.getBuiltinModule, no global crypto): the fallbacks load the .wasm and draw lease ids', () => {
+  // dist/node.mjs reads the .wasm through createRequire where getBuiltinModule is missing, and both
+  // entries load node:crypto's webcrypto on the Issuer's first lease id (docs/design.md "Issue 14: cold start").
+  const body = `const lease = await new Issuer(new MemoryHostStore()).acquire({ scope: 's', holder: 'h', ttlMs: 10, now: 0 });
+console.log(JSON.stringify([typeof process.getBuiltinModule, typeof globalThis.crypto, new MemoryGate().write('k', 1, 'v').outcome, lease.epoch, /^1\\.BDpxh3TF[A-Za-z0-9_-]{21}[AQgw]$/.test(lease.leaseId)]));`;
+  writeFileSync(join(project, 'old-node.mjs'), `delete process.getBuiltinModule;\ndelete globalThis.crypto;\nconst { MemoryGate, Issuer, MemoryHostStore } = await import('fencegate');\n${body}`);
+  writeFileSync(join(project, 'old-node.cjs'), `delete globalThis.crypto;\nconst { MemoryGate, Issuer, MemoryHostStore } = require('fencegate');\n(async () => {\n${body}\n})();`);
+  assert.equal(execFileSync('node', ['old-node.mjs'], { cwd: project, encoding: 'utf8' }).trim(), JSON.stringify(['undefined', 'undefined', 'advance', 1, true]));
+  assert.equal(execFileSync('node', ['old-node.cjs'], { cwd: project, encoding: 'utf8' }).trim(), JSON.stringify([typeof process.getBuiltinModule, 'undefined', 'advance', 1, true]));
+});
+
 test('Node CJS: require("fencegate")', () => {
   writeFileSync(join(project, 'cjs.cjs'), `const { MemoryGate, parseToken, FencegateError } = require('fencegate');\n${SCRIPT_BODY}`);
   assert.equal(execFileSync('node', ['cjs.cjs'], { cwd: project, encoding: 'utf8' }).trim(), EXPECTED);
