@@ -51,14 +51,9 @@ npx --no-install esbuild "$OUT/lib/cjs-entry.mjs" --bundle --format=cjs --platfo
   --minify-whitespace --minify-syntax \
   --log-override:empty-import-meta=silent --outfile="$OUT/dist/fencegate.cjs" --log-level=warning
 cp "$OUT/index.d.ts" "$OUT/dist/index.d.cts"
-# The Node ESM entry as one file (docs/design.md "Issue 14: cold start"): the "node" import
-# condition of "." points here, so `import 'fencegate'` on Node loads one JS module instead of
-# about fifteen. lib/node-entry.mjs reaches the .wasm as '../dist/…', which holds from dist/ too.
-# --minify-whitespace --minify-syntax (names kept, for stack traces) drop the comments: esbuild
-# keeps some verbatim, and one non-ASCII character in them makes V8 hold and scan the whole
-# source as two-byte text (parse 4.4 → 3.6 ms; measured in docs/design.md).
-npx --no-install esbuild "$OUT/lib/node-entry.mjs" --bundle --format=esm --platform=node \
-  --minify-whitespace --minify-syntax --outfile="$OUT/dist/node.mjs" --log-level=warning
+# The Node ESM entry as one file, dist/node.mjs, with devalue and the issuer side's glue in
+# CommonJS files it requires on first use (docs/design.md "Issue 14: cold start").
+node scripts/build-node-esm.mjs "$OUT"
 # CommonJS copies of the store adapters (fencegate/memory, /sqlite, /redis, /postgres, /mysql, /etcd), with
 # adapters/support.mjs inlined. From lib/ they import only the codec, the error class and the memory store,
 # which the CommonJS bundle exports: one FencegateError (and MemoryHostStore) class for require() users.

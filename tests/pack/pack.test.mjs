@@ -107,9 +107,30 @@ console.log(JSON.stringify([
     true, 'advance', 7, 'INVALID_ARGUMENT', 'function',
     'INVALID_ARGUMENT', 'INVALID_ARGUMENT', 'INVALID_ARGUMENT', 'INVALID_ARGUMENT',
   ]));
-  // The bundle imports no other module of the package (only node:module, for Node < 20.16).
+  // The bundle imports no other module of the package (only node:module: createRequire, for Node < 20.16
+  // and for the two parts it requires on first use, below).
   const bundle = readFileSync(join(project, 'node_modules/fencegate/dist/node.mjs'), 'utf8');
-  assert.deepEqual([...bundle.matchAll(/\bfrom\s*"([^"]+)"/g)].map((m) => m[1]), ['node:module']);
+  assert.deepEqual([...new Set([...bundle.matchAll(/\bfrom\s*"([^"]+)"/g)].map((m) => m[1]))], ['node:module']);
+});
+
+test('Node ESM: devalue and the issuer side\'s glue are required on first use, not at import', () => {
+  writeFileSync(join(project, 'lazy-parts.mjs'), `
+import { createRequire } from 'node:module';
+import { MemoryGate, Gate, Issuer, MemoryHostStore, valueCodec, reconcile } from 'fencegate';
+const loaded = () => Object.keys(createRequire(import.meta.url).cache).map((f) => f.split('/dist/')[1]).filter(Boolean).sort();
+const out = [new MemoryGate().write('k', 1, 'v').outcome, loaded()];
+const text = valueCodec.encode(new Map([['a', 1n]]));
+out.push(text, valueCodec.decode(text).get('a') === 1n, loaded());
+const store = new MemoryHostStore();
+const issuer = new Issuer(store);
+const lease = await issuer.acquire({ scope: 's', holder: 'h', ttlMs: 10, now: 0 });
+const plan = await reconcile({ issuer, gate: new Gate(store), scopes: { s: ['k'] }, now: 1 });
+out.push(lease.epoch, plan.changed, loaded());
+console.log(JSON.stringify(out));
+`);
+  assert.equal(execFileSync('node', ['lazy-parts.mjs'], { cwd: project, encoding: 'utf8' }).trim(), JSON.stringify([
+    'advance', [], 'devalue:[["Map",1,2],"a",["BigInt","1"]]', true, ['devalue.cjs'], 1, true, ['devalue.cjs', 'fencegate_issuer_node.cjs'],
+  ]));
 });
 
 test('Node ESM and CJS as on Node 18 (no process.getBuiltinModule, no global crypto): the fallbacks load the .wasm and draw lease ids', () => {
