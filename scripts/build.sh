@@ -45,15 +45,11 @@ module issuer target "" fencegate_issuer
 npx --no-install esbuild node_modules/devalue/src/index.js --bundle --format=esm --platform=neutral \
   --outfile="$OUT/dist/devalue.mjs" --log-level=warning
 cp node_modules/devalue/LICENSE "$OUT/dist/devalue.LICENSE"
-# CommonJS copy of the API for require(); the ESM glue's import.meta is unused there
-# because node.cjs instantiates synchronously from bytes.
-npx --no-install esbuild "$OUT/lib/cjs-entry.mjs" --bundle --format=cjs --platform=node \
-  --minify-whitespace --minify-syntax \
-  --log-override:empty-import-meta=silent --outfile="$OUT/dist/fencegate.cjs" --log-level=warning
+# The Node bundles: dist/node.mjs, the Node ESM entry as one file, and dist/fencegate.cjs, the
+# API for require() (node.cjs instantiates it from bytes); devalue and the issuer side's glue
+# in CommonJS files they require on first use (docs/design.md "Issue 14: cold start").
+node scripts/build-node.mjs "$OUT"
 cp "$OUT/index.d.ts" "$OUT/dist/index.d.cts"
-# The Node ESM entry as one file, dist/node.mjs, with devalue and the issuer side's glue in
-# CommonJS files it requires on first use (docs/design.md "Issue 14: cold start").
-node scripts/build-node-esm.mjs "$OUT"
 # CommonJS copies of the store adapters (fencegate/memory, /sqlite, /redis, /postgres, /mysql, /etcd), with
 # adapters/support.mjs inlined. From lib/ they import only the codec, the error class and the memory store,
 # which the CommonJS bundle exports: one FencegateError (and MemoryHostStore) class for require() users.

@@ -113,7 +113,7 @@ console.log(JSON.stringify([
   assert.deepEqual([...new Set([...bundle.matchAll(/\bfrom\s*"([^"]+)"/g)].map((m) => m[1]))], ['node:module']);
 });
 
-test('Node ESM: devalue and the issuer side\'s glue are required on first use, not at import', () => {
+test('Node ESM and CJS: devalue and the issuer side\'s glue are required on first use, not at import', () => {
   writeFileSync(join(project, 'lazy-parts.mjs'), `
 import { createRequire } from 'node:module';
 import { MemoryGate, Gate, Issuer, MemoryHostStore, valueCodec, reconcile } from 'fencegate';
@@ -130,6 +130,22 @@ console.log(JSON.stringify(out));
 `);
   assert.equal(execFileSync('node', ['lazy-parts.mjs'], { cwd: project, encoding: 'utf8' }).trim(), JSON.stringify([
     'advance', [], 'devalue:[["Map",1,2],"a",["BigInt","1"]]', true, ['devalue.cjs'], 1, true, ['devalue.cjs', 'fencegate_issuer_node.cjs'],
+  ]));
+  // CommonJS: its own copy of the glue (an error class per copy), devalue shared.
+  writeFileSync(join(project, 'lazy-parts.cjs'), `
+const { MemoryGate, Issuer, MemoryHostStore, valueCodec } = require('fencegate');
+const loaded = () => Object.keys(require.cache).map((f) => f.split('/node_modules/fencegate/')[1]).filter(Boolean).sort();
+const out = [new MemoryGate().write('k', 1, 'v').outcome, loaded()];
+const text = valueCodec.encode(new Set([1n]));
+out.push(text, valueCodec.decode(text).has(1n), loaded());
+new Issuer(new MemoryHostStore()).acquire({ scope: 's', holder: 'h', ttlMs: 10, now: 0 }).then((lease) => {
+  out.push(lease.epoch, loaded());
+  console.log(JSON.stringify(out));
+});
+`);
+  assert.equal(execFileSync('node', ['lazy-parts.cjs'], { cwd: project, encoding: 'utf8' }).trim(), JSON.stringify([
+    'advance', ['dist/fencegate.cjs', 'node.cjs'], 'devalue:[["Set",1],["BigInt","1"]]', true, ['dist/devalue.cjs', 'dist/fencegate.cjs', 'node.cjs'],
+    1, ['dist/devalue.cjs', 'dist/fencegate.cjs', 'dist/fencegate_issuer_cjs.cjs', 'node.cjs'],
   ]));
 });
 
