@@ -1,16 +1,29 @@
 // Benchmark (a command, not a test): cold start, from `import` to the first verdict in a
 // fresh Node process, on top of Node's own start-up (issue 14, target ≤ 5 ms).
 //
-// It spawns `node -e` many times, alternating a baseline process (the same kind of
-// script, without fencegate) with a process that imports the package, makes a
-// MemoryGate and writes once; the figure is the median wall time of the second minus
-// the median of the first. Each process also reports its own in-process time from just
-// before the import to the first verdict (performance.now()), a less noisy view of the
-// same cost. ESM (pkg/node.mjs) and CommonJS (pkg/node.cjs) are measured alike.
+// It spawns Node many times, alternating a baseline process (a one-line program file, the
+// same kind as the measured one, without fencegate) with a process whose program file imports
+// the package, makes a MemoryGate and writes once; the figure is the median wall time of the
+// second minus the median of the first. Both run a program file (ESM: main.mjs, CommonJS:
+// main.cjs), not `node -e`: every real program is a file, and the first file module a process
+// loads warms Node's ESM loader (about 1 ms) whether or not it imports fencegate. Each process
+// also reports its own in-process time from just before the import to the first verdict
+// (performance.now()), a less noisy view of the same cost. ESM (`await import('fencegate')`)
+// and CommonJS (`require('fencegate')`) are measured alike, by package name from a scratch
+// directory whose node_modules/fencegate links to the package, so the figures include
+// resolving the package's "exports" and load exactly the files a user's program loads (on
+// Node: dist/node.mjs, node.cjs).
+//
+// Then the phases, in-process in fresh processes (medians): reading the resource .wasm,
+// compiling it (`new WebAssembly.Module`), instantiating it (with stub imports), loading
+// the JS (the import, the .wasm compile then being served from V8's in-process cache, so
+// this is the JS modules plus instantiation and attach), and the first write.
 //
 // Run: node bench/coldstart.mjs [--runs N] [--pkg DIR] [--json]   (after scripts/build.sh;
 // --pkg measures another built copy of the package, e.g. build/pkg-ed25519)
 import { spawnSync } from 'node:child_process';
+import { mkdtempSync, mkdirSync, symlinkSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
 import { fileURLToPath, pathToFileURL } from 'node:url';
 
@@ -22,38 +35,52 @@ if (!Number.isInteger(RUNS) || RUNS < 1) throw new Error('--runs takes a positiv
 
 const pkgAt = args.indexOf('--pkg');
 const pkgDir = pkgAt >= 0 ? resolve(args[pkgAt + 1]) : fileURLToPath(new URL('../pkg', import.meta.url));
-const esmUrl = pathToFileURL(join(pkgDir, 'node.mjs')).href;
-const cjsPath = join(pkgDir, 'node.cjs');
+const scratch = mkdtempSync(join(tmpdir(), 'fencegate-coldstart-'));
+mkdirSync(join(scratch, 'node_modules'));
+symlinkSync(pkgDir, join(scratch, 'node_modules', 'fencegate'), 'dir');
+process.on('exit', () => rmSync(scratch, { recursive: true, force: true }));
 
-// Every script prints the in-process milliseconds from before the import to the verdict.
-const scripts = {
-  esmBase: ['--input-type=module', '-e', 'const t0 = performance.now(); const v = { ok: true }; if (!v.ok) process.exit(1); console.log(performance.now() - t0);'],
-  esm: [
-    '--input-type=module',
-    '-e',
-    `const t0 = performance.now();
-const { MemoryGate } = await import(${JSON.stringify(esmUrl)});
-const v = new MemoryGate().write('orders/1', 1, 'v');
-if (!v.ok || v.outcome !== 'advance') process.exit(1);
-console.log(performance.now() - t0);`,
-  ],
-  cjsBase: ['-e', 'const t0 = performance.now(); const v = { ok: true }; if (!v.ok) process.exit(1); console.log(performance.now() - t0);'],
-  cjs: [
-    '-e',
-    `const t0 = performance.now();
-const { MemoryGate } = require(${JSON.stringify(cjsPath)});
-const v = new MemoryGate().write('orders/1', 1, 'v');
-if (!v.ok || v.outcome !== 'advance') process.exit(1);
-console.log(performance.now() - t0);`,
-  ],
+const WRITE = `const v = new MemoryGate().write('orders/1', 1, 'v');
+if (!v.ok || v.outcome !== 'advance') process.exit(1);`;
+const BASE = "const t0 = performance.now(); const v = { ok: true }; if (!v.ok) process.exit(1); console.log(performance.now() - t0);\n";
+// Every program prints the in-process milliseconds from before the import to the verdict.
+const programs = {
+  esmBase: ['base.mjs', BASE],
+  esm: ['main.mjs', `const t0 = performance.now();\nconst { MemoryGate } = await import('fencegate');\n${WRITE}\nconsole.log(performance.now() - t0);\n`],
+  cjsBase: ['base.cjs', BASE],
+  cjs: ['main.cjs', `const t0 = performance.now();\nconst { MemoryGate } = require('fencegate');\n${WRITE}\nconsole.log(performance.now() - t0);\n`],
 };
+const scripts = {};
+for (const [name, [file, source]] of Object.entries(programs)) {
+  writeFileSync(join(scratch, file), source);
+  scripts[name] = [file];
+}
+
+// The phases. The .wasm compile is cached per process by its bytes, so the import after
+// the explicit compile pays only the JS side, instantiation and attach.
+const wasmUrl = pathToFileURL(join(pkgDir, 'dist', 'fencegate_bg.wasm')).href;
+const phaseScript = (kind) => `import fs from 'node:fs';
+import { createRequire } from 'node:module';
+const require = createRequire(import.meta.url);
+const marks = [performance.now()];
+const bytes = fs.readFileSync(new URL(${JSON.stringify(wasmUrl)})); marks.push(performance.now());
+const module = new WebAssembly.Module(bytes); marks.push(performance.now());
+const stub = () => {};
+const imports = {};
+for (const { module: m, name } of WebAssembly.Module.imports(module)) (imports[m] ??= {})[name] = stub;
+new WebAssembly.Instance(module, imports); marks.push(performance.now());
+const { MemoryGate } = ${kind === 'esm' ? "await import('fencegate')" : "require('fencegate')"}; marks.push(performance.now());
+${WRITE} marks.push(performance.now());
+console.log(JSON.stringify(marks.slice(1).map((t, i) => t - marks[i])));`;
+const PHASES = ['read', 'compile', 'instantiate', 'jsLoad', 'firstWrite'];
+for (const kind of ['esm', 'cjs']) writeFileSync(join(scratch, `phases-${kind}.mjs`), phaseScript(kind));
 
 function once(argv) {
   const t0 = process.hrtime.bigint();
-  const r = spawnSync(process.execPath, argv, { encoding: 'utf8' });
+  const r = spawnSync(process.execPath, argv, { encoding: 'utf8', cwd: scratch });
   const wall = Number(process.hrtime.bigint() - t0) / 1e6;
   if (r.status !== 0) throw new Error(`coldstart: a child process failed (${r.status}): ${r.stderr}`);
-  return { wall, inside: Number(r.stdout.trim()) };
+  return { wall, out: r.stdout.trim() };
 }
 
 const median = (xs) => {
@@ -67,9 +94,18 @@ for (const name of Object.keys(scripts)) once(scripts[name]); // warm the file c
 for (let i = 0; i < RUNS; i++) {
   // Interleaved, so that load on the machine falls on baseline and measured runs alike.
   for (const name of Object.keys(scripts)) {
-    const { wall, inside } = once(scripts[name]);
+    const { wall, out } = once(scripts[name]);
     samples[name].wall.push(wall);
-    samples[name].inside.push(inside);
+    samples[name].inside.push(Number(out));
+  }
+}
+
+const PHASE_RUNS = Math.max(1, Math.ceil(RUNS / 2));
+const phaseSamples = { esm: PHASES.map(() => []), cjs: PHASES.map(() => []) };
+for (let i = 0; i < PHASE_RUNS; i++) {
+  for (const kind of ['esm', 'cjs']) {
+    const ms = JSON.parse(once([`phases-${kind}.mjs`]).out);
+    ms.forEach((m, j) => phaseSamples[kind][j].push(m));
   }
 }
 
@@ -82,7 +118,11 @@ for (const kind of ['esm', 'cjs']) {
     nodeMs: round(median(base.wall)),
     withFencegateMs: round(median(with_.wall)),
     coldStartMs: round(median(with_.wall) - median(base.wall)),
+    // the median of the per-pair differences (run i with fencegate minus baseline run i):
+    // less sensitive to load that drifts during the run than the difference of medians
+    coldStartPairedMs: round(median(with_.wall.map((w, i) => w - base.wall[i]))),
     importToVerdictMs: round(median(with_.inside) - median(base.inside)),
+    phasesMs: Object.fromEntries(PHASES.map((p, j) => [p, round(median(phaseSamples[kind][j]))])),
   };
 }
 
@@ -90,7 +130,11 @@ console.log(`cold start, median of ${RUNS} fresh processes each (Node ${process.
 for (const [kind, f] of Object.entries(figures)) {
   console.log(
     `  ${kind}: node alone ${f.nodeMs} ms, with import + first write ${f.withFencegateMs} ms` +
-      ` -> +${f.coldStartMs} ms (in-process import to first verdict ${f.importToVerdictMs} ms)`,
+      ` -> +${f.coldStartMs} ms (paired +${f.coldStartPairedMs} ms; in-process import to first verdict ${f.importToVerdictMs} ms)`,
   );
+}
+console.log(`phases, in-process, median of ${PHASE_RUNS} fresh processes (ms; jsLoad = the import with the .wasm compile cached):`);
+for (const [kind, f] of Object.entries(figures)) {
+  console.log(`  ${kind}: ${PHASES.map((p) => `${p} ${f.phasesMs[p]}`).join(', ')}`);
 }
 if (json) console.log(JSON.stringify({ bench: 'coldstart', runs: RUNS, node: process.version, ...figures }));

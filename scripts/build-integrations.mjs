@@ -4,6 +4,8 @@
 // require('./NAME.cjs'), the core (../lib/core.mjs) becomes require('../../node.cjs'),
 // so a CommonJS program shares one core (and one FencegateError class) with
 // require('fencegate'); packages (@opentelemetry/api, prom-client) stay external.
+// ESM copies beside them (NAME.mjs) do the same for Node's "node" import condition, with
+// the core from dist/node.mjs, the ESM bundle.
 // Usage: node scripts/build-integrations.mjs <package dir>
 import { build } from 'esbuild';
 import { mkdirSync, readdirSync, readFileSync, writeFileSync } from 'node:fs';
@@ -28,7 +30,27 @@ const redirect = {
   },
 };
 
+// The ESM copies for Node (the "node" import condition): the core is the ESM bundle
+// dist/node.mjs, the one `import 'fencegate'` loads there; siblings stay ESM.
+const redirectEsm = {
+  name: 'fencegate-node-esm-paths',
+  setup(b) {
+    b.onResolve({ filter: /.*/ }, (args) => {
+      if (args.kind === 'entry-point') return undefined;
+      if (args.path === '../lib/core.mjs') return { path: '../node.mjs', external: true };
+      if (/^\.\/[a-z]+\.mjs$/.test(args.path)) return { path: args.path, external: true };
+      if (args.path.startsWith('.')) throw new Error(`${args.importer}: unexpected relative import ${args.path}`);
+      return { path: args.path, external: true };
+    });
+  },
+};
+
 for (const file of readdirSync(src).filter((f) => f.endsWith('.mjs'))) {
+  await build({
+    entryPoints: [join(src, file)], bundle: true, format: 'esm', platform: 'node', target: 'node18',
+    outfile: join(dest, file), plugins: [redirectEsm], logLevel: 'warning',
+  });
+
   const name = file.slice(0, -4);
   await build({
     entryPoints: [join(src, file)], bundle: true, format: 'cjs', platform: 'node', target: 'node18',

@@ -45,10 +45,10 @@ module issuer target "" fencegate_issuer
 npx --no-install esbuild node_modules/devalue/src/index.js --bundle --format=esm --platform=neutral \
   --outfile="$OUT/dist/devalue.mjs" --log-level=warning
 cp node_modules/devalue/LICENSE "$OUT/dist/devalue.LICENSE"
-# CommonJS copy of the API for require(); the ESM glue's import.meta is unused there
-# because node.cjs instantiates synchronously from bytes.
-npx --no-install esbuild "$OUT/lib/cjs-entry.mjs" --bundle --format=cjs --platform=node \
-  --log-override:empty-import-meta=silent --outfile="$OUT/dist/fencegate.cjs" --log-level=warning
+# The Node bundles: dist/node.mjs, the Node ESM entry as one file, and dist/fencegate.cjs, the
+# API for require() (node.cjs instantiates it from bytes); devalue and the issuer side's glue
+# in CommonJS files they require on first use (docs/design.md "Issue 14: cold start").
+node scripts/build-node.mjs "$OUT"
 cp "$OUT/index.d.ts" "$OUT/dist/index.d.cts"
 # CommonJS copies of the store adapters (fencegate/memory, /sqlite, /redis, /postgres, /mysql, /etcd), with
 # adapters/support.mjs inlined. From lib/ they import only the codec, the error class and the memory store,
@@ -64,9 +64,21 @@ for a in memory sqlite redis postgres mysql etcd; do
   fi
   cp "$OUT/adapters/$a.d.ts" "$OUT/dist/adapters/$a.d.cts"
 done
+# The same for ESM on Node (and Deno and Bun, which match the "node" condition): their "node"
+# import condition points at these copies, which import lib/ through the ESM bundle, so a program
+# mixing `fencegate` and `fencegate/sqlite` has one FencegateError class and one Wasm instance.
+for a in memory sqlite redis postgres mysql etcd deno-kv indexeddb; do
+  npx --no-install esbuild "$OUT/adapters/$a.mjs" --bundle '--external:../lib/*' --format=esm --platform=node \
+    --outfile="$OUT/dist/adapters/$a.mjs" --log-level=warning
+  sed -i -E 's#from "\.\./lib/(codec|errors|memory)\.mjs"#from "../node.mjs"#' "$OUT/dist/adapters/$a.mjs"
+  if grep -q '"\.\./lib/' "$OUT/dist/adapters/$a.mjs"; then
+    echo "build: $OUT/dist/adapters/$a.mjs imports a module the ESM bundle does not provide" >&2; exit 1
+  fi
+done
 # The license texts and the changelog ship in the tarball; their one copy lives at the root.
 cp LICENSE-MIT LICENSE-APACHE CHANGELOG.md "$OUT"/
-# CommonJS copies of the integrations (fencegate/http, /hono, /express, /otel, /prometheus).
+# CommonJS copies of the integrations (fencegate/http, /hono, /express, /otel, /prometheus), and
+# ESM copies for Node that import the core through dist/node.mjs.
 node scripts/build-integrations.mjs "$OUT"
 for m in fencegate fencegate_issuer; do
   raw=$(wc -c < "$OUT/dist/${m}_bg.wasm")

@@ -123,7 +123,7 @@ console.log(JSON.stringify(out));
 `);
   const out = execFileSync(deno, ['run', '--allow-read', 'deno-smoke.mjs'], { cwd: project, encoding: 'utf8', env: { ...process.env, NO_COLOR: '1' } });
   assert.deepEqual(JSON.parse(out), [
-    'fencegate/node.mjs', 'object', 'advance', 'STALE_TOKEN', '18446744073709551615', 'MALFORMED_TOKEN', 'advance', 'STALE_TOKEN', '{"v":1,"mark":"5"}',
+    'fencegate/dist/node.mjs', 'object', 'advance', 'STALE_TOKEN', '18446744073709551615', 'MALFORMED_TOKEN', 'advance', 'STALE_TOKEN', '{"v":1,"mark":"5"}',
   ]);
 });
 

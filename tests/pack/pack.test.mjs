@@ -76,6 +76,90 @@ test('Node ESM: import { … } from "fencegate"', () => {
   assert.equal(execFileSync('node', ['esm.mjs'], { cwd: project, encoding: 'utf8' }).trim(), EXPECTED);
 });
 
+test('Node ESM: "fencegate" is the one-file bundle dist/node.mjs, and every subpath shares its classes and Wasm instance', () => {
+  // (docs/design.md "Issue 14: cold start": the "node" import condition of each subpath points at a
+  // dist/ copy that imports the core through dist/node.mjs, never a second copy of lib/.)
+  writeFileSync(join(project, 'one-instance.mjs'), `
+import { FencegateError, MemoryHostStore, Gate, parseToken } from 'fencegate';
+import { MemoryHostStore as FromMemory } from 'fencegate/memory';
+import { readFencing } from 'fencegate/http';
+import { fencing as honoFencing } from 'fencegate/hono';
+import { DenoKvStore } from 'fencegate/deno-kv';
+import { IndexedDbStore } from 'fencegate/indexeddb';
+import { SqliteStore } from 'fencegate/sqlite';
+import { EtcdStore } from 'fencegate/etcd';
+const err = (f) => { try { f(); return 'no error'; } catch (e) { return e instanceof FencegateError ? e.code : 'another class: ' + e; } };
+const at = (spec) => import.meta.resolve(spec).split('/node_modules/fencegate/')[1];
+const subpaths = ['memory', 'sqlite', 'redis', 'postgres', 'mysql', 'etcd', 'deno-kv', 'indexeddb', 'http', 'hono', 'express', 'otel', 'prometheus'];
+const gate = new Gate(new FromMemory());
+const v = await gate.write('k', parseToken('3'), 'x');
+console.log(JSON.stringify([
+  at('fencegate'), subpaths.map((s) => at('fencegate/' + s)),
+  FromMemory === MemoryHostStore, v.outcome, readFencing({ 'fencing-token': '7' }).token,
+  err(() => readFencing({ 'fencing-token': '7', 'fencing-op-id': 'a,b' })), typeof honoFencing,
+  err(() => new DenoKvStore(null)), err(() => new IndexedDbStore(null)), err(() => new SqliteStore({})), err(() => new EtcdStore(null)),
+]));
+`);
+  assert.equal(execFileSync('node', ['one-instance.mjs'], { cwd: project, encoding: 'utf8' }).trim(), JSON.stringify([
+    'dist/node.mjs',
+    ['memory', 'sqlite', 'redis', 'postgres', 'mysql', 'etcd', 'deno-kv', 'indexeddb'].map((s) => `dist/adapters/${s}.mjs`)
+      .concat(['http', 'hono', 'express', 'otel', 'prometheus'].map((s) => `dist/integrations/${s}.mjs`)),
+    true, 'advance', 7, 'INVALID_ARGUMENT', 'function',
+    'INVALID_ARGUMENT', 'INVALID_ARGUMENT', 'INVALID_ARGUMENT', 'INVALID_ARGUMENT',
+  ]));
+  // The bundle imports no other module of the package (only node:module: createRequire, for Node < 20.16
+  // and for the two parts it requires on first use, below).
+  const bundle = readFileSync(join(project, 'node_modules/fencegate/dist/node.mjs'), 'utf8');
+  assert.deepEqual([...new Set([...bundle.matchAll(/\bfrom\s*"([^"]+)"/g)].map((m) => m[1]))], ['node:module']);
+});
+
+test('Node ESM and CJS: devalue and the issuer side\'s glue are required on first use, not at import', () => {
+  writeFileSync(join(project, 'lazy-parts.mjs'), `
+import { createRequire } from 'node:module';
+import { MemoryGate, Gate, Issuer, MemoryHostStore, valueCodec, reconcile } from 'fencegate';
+const loaded = () => Object.keys(createRequire(import.meta.url).cache).map((f) => f.split('/dist/')[1]).filter(Boolean).sort();
+const out = [new MemoryGate().write('k', 1, 'v').outcome, loaded()];
+const text = valueCodec.encode(new Map([['a', 1n]]));
+out.push(text, valueCodec.decode(text).get('a') === 1n, loaded());
+const store = new MemoryHostStore();
+const issuer = new Issuer(store);
+const lease = await issuer.acquire({ scope: 's', holder: 'h', ttlMs: 10, now: 0 });
+const plan = await reconcile({ issuer, gate: new Gate(store), scopes: { s: ['k'] }, now: 1 });
+out.push(lease.epoch, plan.changed, loaded());
+console.log(JSON.stringify(out));
+`);
+  assert.equal(execFileSync('node', ['lazy-parts.mjs'], { cwd: project, encoding: 'utf8' }).trim(), JSON.stringify([
+    'advance', [], 'devalue:[["Map",1,2],"a",["BigInt","1"]]', true, ['devalue.cjs'], 1, true, ['devalue.cjs', 'fencegate_issuer_node.cjs'],
+  ]));
+  // CommonJS: its own copy of the glue (an error class per copy), devalue shared.
+  writeFileSync(join(project, 'lazy-parts.cjs'), `
+const { MemoryGate, Issuer, MemoryHostStore, valueCodec } = require('fencegate');
+const loaded = () => Object.keys(require.cache).map((f) => f.split('/node_modules/fencegate/')[1]).filter(Boolean).sort();
+const out = [new MemoryGate().write('k', 1, 'v').outcome, loaded()];
+const text = valueCodec.encode(new Set([1n]));
+out.push(text, valueCodec.decode(text).has(1n), loaded());
+new Issuer(new MemoryHostStore()).acquire({ scope: 's', holder: 'h', ttlMs: 10, now: 0 }).then((lease) => {
+  out.push(lease.epoch, loaded());
+  console.log(JSON.stringify(out));
+});
+`);
+  assert.equal(execFileSync('node', ['lazy-parts.cjs'], { cwd: project, encoding: 'utf8' }).trim(), JSON.stringify([
+    'advance', ['dist/fencegate.cjs', 'node.cjs'], 'devalue:[["Set",1],["BigInt","1"]]', true, ['dist/devalue.cjs', 'dist/fencegate.cjs', 'node.cjs'],
+    1, ['dist/devalue.cjs', 'dist/fencegate.cjs', 'dist/fencegate_issuer_cjs.cjs', 'node.cjs'],
+  ]));
+});
+
+test('Node ESM and CJS as on Node 18 (no process.getBuiltinModule, no global crypto): the fallbacks load the .wasm and draw lease ids', () => {
+  // dist/node.mjs reads the .wasm through createRequire where getBuiltinModule is missing, and both
+  // entries load node:crypto's webcrypto on the Issuer's first lease id (docs/design.md "Issue 14: cold start").
+  const body = `const lease = await new Issuer(new MemoryHostStore()).acquire({ scope: 's', holder: 'h', ttlMs: 10, now: 0 });
+console.log(JSON.stringify([typeof process.getBuiltinModule, typeof globalThis.crypto, new MemoryGate().write('k', 1, 'v').outcome, lease.epoch, /^1\\.BDpxh3TF[A-Za-z0-9_-]{21}[AQgw]$/.test(lease.leaseId)]));`;
+  writeFileSync(join(project, 'old-node.mjs'), `delete process.getBuiltinModule;\ndelete globalThis.crypto;\nconst { MemoryGate, Issuer, MemoryHostStore } = await import('fencegate');\n${body}`);
+  writeFileSync(join(project, 'old-node.cjs'), `delete globalThis.crypto;\nconst { MemoryGate, Issuer, MemoryHostStore } = require('fencegate');\n(async () => {\n${body}\n})();`);
+  assert.equal(execFileSync('node', ['old-node.mjs'], { cwd: project, encoding: 'utf8' }).trim(), JSON.stringify(['undefined', 'undefined', 'advance', 1, true]));
+  assert.equal(execFileSync('node', ['old-node.cjs'], { cwd: project, encoding: 'utf8' }).trim(), JSON.stringify([typeof process.getBuiltinModule, 'undefined', 'advance', 1, true]));
+});
+
 test('Node CJS: require("fencegate")', () => {
   writeFileSync(join(project, 'cjs.cjs'), `const { MemoryGate, parseToken, FencegateError } = require('fencegate');\n${SCRIPT_BODY}`);
   assert.equal(execFileSync('node', ['cjs.cjs'], { cwd: project, encoding: 'utf8' }).trim(), EXPECTED);
