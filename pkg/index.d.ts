@@ -264,6 +264,12 @@ export interface GateCounters {
 /** The one error class fencegate throws; `code` is stable. */
 export class FencegateError extends Error {
   constructor(code: ErrorCode, message: string, details?: Record<string, unknown>);
+  /**
+   * True for an error from any copy of this class in the process (the ESM and
+   * the CommonJS bundles are two copies): it tests a brand every instance
+   * carries (`Symbol.for('fencegate.FencegateError')`), not the prototype chain.
+   */
+  static [Symbol.hasInstance](value: unknown): value is FencegateError;
   readonly name: 'FencegateError';
   /** Stable code, see {@link ErrorCode}. */
   readonly code: ErrorCode;

@@ -1,6 +1,18 @@
 /**
+ * The brand every FencegateError carries, a registered symbol: the same in
+ * every copy of this file (the ESM bundle, the CommonJS bundle, an unbundled
+ * import, another version of the package), so `instanceof` holds across them.
+ */
+const BRAND = Symbol.for('fencegate.FencegateError');
+
+/**
  * The one error class fencegate throws. `code` is a stable string (see the
  * README's error table); other fields (token, mark, key, cause…) depend on the code.
+ *
+ * `err instanceof FencegateError` is true for an error from any copy of the
+ * class in the process: a program that both imports and requires the package
+ * (two module systems, two copies of the class) sees one error type. It tests
+ * the brand, not the prototype chain (`Symbol.hasInstance`).
  */
 export class FencegateError extends Error {
   constructor(code, message, details) {
@@ -13,4 +25,9 @@ export class FencegateError extends Error {
       }
     }
   }
+
+  static [Symbol.hasInstance](value) {
+    return typeof value === 'object' && value !== null && value[BRAND] === true;
+  }
 }
+Object.defineProperty(FencegateError.prototype, BRAND, { value: true });

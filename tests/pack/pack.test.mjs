@@ -160,6 +160,33 @@ console.log(JSON.stringify([typeof process.getBuiltinModule, typeof globalThis.c
   assert.equal(execFileSync('node', ['old-node.cjs'], { cwd: project, encoding: 'utf8' }).trim(), JSON.stringify([typeof process.getBuiltinModule, 'undefined', 'advance', 1, true]));
 });
 
+test('Node ESM and CJS in one process: an error from either copy is instanceof both FencegateError classes', () => {
+  writeFileSync(join(project, 'dual.mjs'), `
+import { createRequire } from 'node:module';
+import { MemoryGate as EsmGate, FencegateError as EsmError, parseToken as esmParse } from 'fencegate';
+const { FencegateError: CjsError, parseToken: cjsParse } = createRequire(import.meta.url)('fencegate');
+const caught = (f) => { try { f(); } catch (e) { return e; } };
+const fromEsm = caught(() => new EsmGate({ sameEpoch: 'nope' }));
+const fromCjs = caught(() => cjsParse('07'));
+console.log(JSON.stringify([
+  EsmError === CjsError,
+  fromEsm.code, fromEsm instanceof EsmError, fromEsm instanceof CjsError,
+  fromCjs.code, fromCjs instanceof EsmError, fromCjs instanceof CjsError,
+  caught(() => esmParse('x')) instanceof CjsError,
+  new Error('x') instanceof EsmError, Object.assign(new Error('y'), { code: 'STALE_TOKEN' }) instanceof CjsError, null instanceof EsmError,
+  fromCjs instanceof Error,
+]));
+`);
+  assert.deepEqual(JSON.parse(execFileSync('node', ['dual.mjs'], { cwd: project, encoding: 'utf8' })), [
+    false,
+    'INVALID_ARGUMENT', true, true,
+    'MALFORMED_TOKEN', true, true,
+    true,
+    false, false, false,
+    true,
+  ]);
+});
+
 test('Node CJS: require("fencegate")', () => {
   writeFileSync(join(project, 'cjs.cjs'), `const { MemoryGate, parseToken, FencegateError } = require('fencegate');\n${SCRIPT_BODY}`);
   assert.equal(execFileSync('node', ['cjs.cjs'], { cwd: project, encoding: 'utf8' }).trim(), EXPECTED);
