@@ -260,10 +260,8 @@ export class Gate {
     let meta;
     let change;
     try {
-      this.#live();
-      checkKey(key);
+      meta = this.#checked(key, options);
       if (value === undefined) throw invalid('value must not be undefined; use delete() to clear a value', { key });
-      meta = metaOf(options);
       change = setChange(this.#store, key, value);
     } catch (e) {
       return Promise.reject(e);
@@ -273,15 +271,7 @@ export class Gate {
 
   /** Raises the mark to `token` with no data change (a new owner's barrier). */
   establish(key, token, options) {
-    let meta;
-    try {
-      this.#live();
-      checkKey(key);
-      meta = metaOf(options);
-    } catch (e) {
-      return Promise.reject(e);
-    }
-    return this.#run(key, token, true, NONE, meta, 'establish');
+    return this.#fence(key, token, options, true, NONE, 'establish');
   }
 
   /**
@@ -289,15 +279,25 @@ export class Gate {
    * fence record stays, so an older epoch cannot write afterwards.
    */
   delete(key, token, options) {
+    return this.#fence(key, token, options, false, DELETE, 'delete');
+  }
+
+  /** A live gate, a valid key and valid operation options: the operation's metadata (throws otherwise). */
+  #checked(key, options) {
+    this.#live();
+    checkKey(key);
+    return metaOf(options);
+  }
+
+  /** `establish` / `delete`: checked, then run; an argument error is a rejected promise. */
+  #fence(key, token, options, establish, change, kind) {
     let meta;
     try {
-      this.#live();
-      checkKey(key);
-      meta = metaOf(options);
+      meta = this.#checked(key, options);
     } catch (e) {
       return Promise.reject(e);
     }
-    return this.#run(key, token, false, DELETE, meta, 'delete');
+    return this.#run(key, token, establish, change, meta, kind);
   }
 
   /** Fenced delete of several keys, one after another; each key is fenced on its own. */
