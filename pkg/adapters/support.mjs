@@ -6,6 +6,41 @@ function invalid(message, details) {
   return new FencegateError('INVALID_ARGUMENT', message, details);
 }
 
+function kindOf(v) {
+  if (v === null) return 'null';
+  if (Array.isArray(v)) return 'an array';
+  return typeof v;
+}
+
+/**
+ * A store's constructor options checked before anything is done with them:
+ * `undefined` gives `{}`; anything but an object, an unknown name (a typo
+ * must not silently keep a default) or a member of the wrong type (`types`:
+ * name → 'string' | 'boolean' | 'function' | 'array', unset = any) is
+ * INVALID_ARGUMENT naming the member (`option`) and listing the known ones.
+ */
+export function storeOptions(options, what, types) {
+  if (options === undefined) return {};
+  const known = Object.keys(types);
+  if (options === null || typeof options !== 'object' || Array.isArray(options)) {
+    throw invalid(`${what} options must be an object { ${known.join(', ')} }, got ${kindOf(options)}`, { options });
+  }
+  for (const name in options) {
+    if (!Object.prototype.hasOwnProperty.call(types, name)) {
+      throw invalid(`unknown ${what} option ${JSON.stringify(name)} (known: ${known.join(', ')})`, { option: name });
+    }
+    const want = types[name];
+    const v = options[name];
+    if (want === null || v === undefined) continue;
+    const ok = want === 'array' ? Array.isArray(v) : typeof v === want;
+    if (!ok) throw invalid(`${what} option ${name} must be ${want === 'array' ? 'an array' : `a ${want}`}, got ${kindOf(v)}`, { option: name, [name]: v });
+  }
+  return options;
+}
+
+/** The codec members every store's options have. */
+export const CODEC_OPTIONS = { encode: 'function', decode: 'function' };
+
 /** `[encode, decode]` from a store's options: both given, or neither (then `fallback`'s). */
 export function codecOf(options, fallback) {
   const { encode, decode } = options;

@@ -5,6 +5,31 @@
 // operation inside the handler and sends the status and body of docs/http.md.
 // Express is an optional peer dependency: this module does not import it.
 import { readFencing, verdictReply, errorReply, tokenProblemReply } from './http.mjs';
+import { FencegateError } from '../lib/core.mjs';
+
+/**
+ * `options` checked at the call: an object whose every name is one of `types`
+ * (name → 'object' | 'function' | 'string' | 'number' | 'boolean' | 'array';
+ * an unset member is not checked), else a FencegateError INVALID_ARGUMENT
+ * naming the member (`option`) and listing the known ones.
+ */
+function checked(options, what, types) {
+  const known = Object.keys(types).join(', ');
+  if (options === null || typeof options !== 'object' || Array.isArray(options)) {
+    throw new FencegateError('INVALID_ARGUMENT', `${what} takes an options object { ${known} }`, { options });
+  }
+  for (const name in options) {
+    if (!Object.prototype.hasOwnProperty.call(types, name)) {
+      throw new FencegateError('INVALID_ARGUMENT', `unknown ${what} option ${JSON.stringify(name)} (known: ${known})`, { option: name });
+    }
+    const want = types[name];
+    const v = options[name];
+    if (v === undefined) continue;
+    const ok = want === 'array' ? Array.isArray(v) : want === 'object' ? v !== null && typeof v === 'object' : typeof v === want;
+    if (!ok) throw new FencegateError('INVALID_ARGUMENT', `${what}: ${name} must be ${/^[aeiou]/.test(want) ? 'an' : 'a'} ${want}`, { option: name, [name]: v });
+  }
+  return options;
+}
 
 function send(res, reply) {
   res.status(reply.status);
@@ -18,11 +43,12 @@ function send(res, reply) {
  * `key(req)` names the resource key (e.g. `(req) => req.params.key`);
  * `gate` (MemoryGate or Gate) supplies the mark for those answers.
  */
-export function fencing({ gate, key, ...options }) {
+export function fencing(fencingOptions) {
+  const { gate, key, ...options } = checked(fencingOptions, 'fencing', { gate: 'object', key: 'function', headers: 'object', typeBase: 'string', retryAfter: 'number' });
   if (gate === null || typeof gate !== 'object' || typeof gate.mark !== 'function') {
-    throw new TypeError('fencing({ gate, key }): gate must be a fencegate MemoryGate or Gate');
+    throw new FencegateError('INVALID_ARGUMENT', 'fencing({ gate, key }): gate must be a fencegate MemoryGate or Gate', { option: 'gate' });
   }
-  if (typeof key !== 'function') throw new TypeError('fencing({ gate, key }): key must be a function of the request');
+  if (typeof key !== 'function') throw new FencegateError('INVALID_ARGUMENT', 'fencing({ gate, key }): key must be a function of the request', { option: 'key' });
   return async function fencingMiddleware(req, res, next) {
     const k = key(req);
     let input;
