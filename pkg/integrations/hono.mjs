@@ -39,6 +39,7 @@ function checked(options, what, types) {
  */
 export function fencing(fencingOptions) {
   const { gate, key, ...options } = checked(fencingOptions, 'fencing', { gate: 'object', key: 'function', headers: 'object', typeBase: 'string', retryAfter: 'number' });
+  if (options.headers !== undefined) checked(options.headers, 'fencing headers', { token: 'string', opId: 'string', holder: 'string' });
   if (gate === null || typeof gate !== 'object' || typeof gate.mark !== 'function') {
     throw new FencegateError('INVALID_ARGUMENT', 'fencing({ gate, key }): gate must be a fencegate MemoryGate or Gate', { option: 'gate' });
   }
