@@ -13,29 +13,35 @@ function kindOf(v) {
 }
 
 /**
- * A store's constructor options checked before anything is done with them:
- * `undefined` gives `{}`; anything but an object, an unknown name (a typo
- * must not silently keep a default) or a member of the wrong type (`types`:
- * name → 'string' | 'boolean' | 'function' | 'array', unset = any) is
+ * `options` checked before anything is done with it (shared by the store
+ * adapters and the integrations): anything but an object, an unknown name (a
+ * typo must not silently keep a default or turn a check off) or a member of
+ * the wrong type (`types`: name → 'string' | 'number' | 'boolean' | 'function'
+ * | 'object' | 'array', null = any; an undefined member is not checked) is
  * INVALID_ARGUMENT naming the member (`option`) and listing the known ones.
+ * Every enumerable name is checked, own or inherited (`for…in`).
  */
-export function storeOptions(options, what, types) {
-  if (options === undefined) return {};
-  const known = Object.keys(types);
+export function checkMembers(options, what, types) {
+  const known = Object.keys(types).join(', ');
   if (options === null || typeof options !== 'object' || Array.isArray(options)) {
-    throw invalid(`${what} options must be an object { ${known.join(', ')} }, got ${kindOf(options)}`, { options });
+    throw invalid(`${what} options must be an object { ${known} }, got ${kindOf(options)}`, { options });
   }
   for (const name in options) {
     if (!Object.prototype.hasOwnProperty.call(types, name)) {
-      throw invalid(`unknown ${what} option ${JSON.stringify(name)} (known: ${known.join(', ')})`, { option: name });
+      throw invalid(`unknown ${what} option ${JSON.stringify(name)} (known: ${known})`, { option: name });
     }
     const want = types[name];
     const v = options[name];
     if (want === null || v === undefined) continue;
-    const ok = want === 'array' ? Array.isArray(v) : typeof v === want;
-    if (!ok) throw invalid(`${what} option ${name} must be ${want === 'array' ? 'an array' : `a ${want}`}, got ${kindOf(v)}`, { option: name, [name]: v });
+    const ok = want === 'array' ? Array.isArray(v) : want === 'object' ? v !== null && typeof v === 'object' : typeof v === want;
+    if (!ok) throw invalid(`${what} option ${name} must be ${/^[aeiou]/.test(want) ? 'an' : 'a'} ${want}, got ${kindOf(v)}`, { option: name, [name]: v });
   }
   return options;
+}
+
+/** A store's constructor options: `undefined` gives `{}`; else {@link checkMembers}. */
+export function storeOptions(options, what, types) {
+  return options === undefined ? {} : checkMembers(options, what, types);
 }
 
 /** The codec members every store's options have. */

@@ -6,30 +6,7 @@
 // Hono is an optional peer dependency: this module does not import it.
 import { readFencing, verdictReply, errorReply, tokenProblemReply, toResponse } from './http.mjs';
 import { FencegateError } from '../lib/core.mjs';
-
-/**
- * `options` checked at the call: an object whose every name is one of `types`
- * (name → 'object' | 'function' | 'string' | 'number' | 'boolean' | 'array';
- * an unset member is not checked), else a FencegateError INVALID_ARGUMENT
- * naming the member (`option`) and listing the known ones.
- */
-function checked(options, what, types) {
-  const known = Object.keys(types).join(', ');
-  if (options === null || typeof options !== 'object' || Array.isArray(options)) {
-    throw new FencegateError('INVALID_ARGUMENT', `${what} takes an options object { ${known} }`, { options });
-  }
-  for (const name in options) {
-    if (!Object.prototype.hasOwnProperty.call(types, name)) {
-      throw new FencegateError('INVALID_ARGUMENT', `unknown ${what} option ${JSON.stringify(name)} (known: ${known})`, { option: name });
-    }
-    const want = types[name];
-    const v = options[name];
-    if (v === undefined) continue;
-    const ok = want === 'array' ? Array.isArray(v) : want === 'object' ? v !== null && typeof v === 'object' : typeof v === want;
-    if (!ok) throw new FencegateError('INVALID_ARGUMENT', `${what}: ${name} must be ${/^[aeiou]/.test(want) ? 'an' : 'a'} ${want}`, { option: name, [name]: v });
-  }
-  return options;
-}
+import { checkMembers } from '../adapters/support.mjs';
 
 /**
  * Middleware: sets `c.var.fencing` = `{ key, token, header, problem, options }`
@@ -38,8 +15,8 @@ function checked(options, what, types) {
  * `gate` (MemoryGate or Gate) supplies the mark for those answers.
  */
 export function fencing(fencingOptions) {
-  const { gate, key, ...options } = checked(fencingOptions, 'fencing', { gate: 'object', key: 'function', headers: 'object', typeBase: 'string', retryAfter: 'number' });
-  if (options.headers !== undefined) checked(options.headers, 'fencing headers', { token: 'string', opId: 'string', holder: 'string' });
+  const { gate, key, ...options } = checkMembers(fencingOptions, 'fencing', { gate: 'object', key: 'function', headers: 'object', typeBase: 'string', retryAfter: 'number' });
+  if (options.headers !== undefined) checkMembers(options.headers, 'fencing headers', { token: 'string', opId: 'string', holder: 'string' });
   if (gate === null || typeof gate !== 'object' || typeof gate.mark !== 'function') {
     throw new FencegateError('INVALID_ARGUMENT', 'fencing({ gate, key }): gate must be a fencegate MemoryGate or Gate', { option: 'gate' });
   }

@@ -5,30 +5,7 @@
 // reasons: docs/http.md. Framework middleware (fencegate/hono,
 // fencegate/express) is built on the neutral functions here.
 import { parseToken, FencegateError } from '../lib/core.mjs';
-
-/**
- * `options` checked at the call: an object whose every name is one of `types`
- * (name → 'object' | 'function' | 'string' | 'number' | 'boolean' | 'array';
- * an unset member is not checked), else a FencegateError INVALID_ARGUMENT
- * naming the member (`option`) and listing the known ones.
- */
-function checked(options, what, types) {
-  const known = Object.keys(types).join(', ');
-  if (options === null || typeof options !== 'object' || Array.isArray(options)) {
-    throw new FencegateError('INVALID_ARGUMENT', `${what} takes an options object { ${known} }`, { options });
-  }
-  for (const name in options) {
-    if (!Object.prototype.hasOwnProperty.call(types, name)) {
-      throw new FencegateError('INVALID_ARGUMENT', `unknown ${what} option ${JSON.stringify(name)} (known: ${known})`, { option: name });
-    }
-    const want = types[name];
-    const v = options[name];
-    if (v === undefined) continue;
-    const ok = want === 'array' ? Array.isArray(v) : want === 'object' ? v !== null && typeof v === 'object' : typeof v === want;
-    if (!ok) throw new FencegateError('INVALID_ARGUMENT', `${what}: ${name} must be ${/^[aeiou]/.test(want) ? 'an' : 'a'} ${want}`, { option: name, [name]: v });
-  }
-  return options;
-}
+import { checkMembers } from '../adapters/support.mjs';
 
 /** The names of {@link FenceOptions} and of its `headers`. */
 const FENCE_OPTIONS = { headers: 'object', typeBase: 'string', retryAfter: 'number' };
@@ -36,8 +13,8 @@ const HEADER_NAMES = { token: 'string', opId: 'string', holder: 'string' };
 
 /** Reply/fence options checked (unknown names and wrong types are INVALID_ARGUMENT). */
 function fenceOptions(options, what) {
-  checked(options, what, FENCE_OPTIONS);
-  if (options.headers !== undefined) checked(options.headers, `${what} headers`, HEADER_NAMES);
+  checkMembers(options, what, FENCE_OPTIONS);
+  if (options.headers !== undefined) checkMembers(options.headers, `${what} headers`, HEADER_NAMES);
   return options;
 }
 
@@ -154,7 +131,7 @@ function badHeader(name, value, what) {
  *   present but not 1..128 (holder 1..256) visible ASCII characters without commas.
  */
 export function readFencing(source, names = {}) {
-  checked(names, 'readFencing header names', HEADER_NAMES);
+  checkMembers(names, 'readFencing header names', HEADER_NAMES);
   const tokenName = names.token ?? TOKEN_HEADER;
   const opIdName = names.opId ?? OP_ID_HEADER;
   const holderName = names.holder ?? HOLDER_HEADER;

@@ -8,31 +8,7 @@
 // bounded (3 operations × 4 outcomes × the fixed codes): never the key, the
 // token or the holder.
 import { metrics, trace } from '@opentelemetry/api';
-import { FencegateError } from '../lib/core.mjs';
-
-/**
- * `options` checked at the call: an object whose every name is one of `types`
- * (name → 'object' | 'function' | 'string' | 'number' | 'boolean' | 'array';
- * an unset member is not checked), else a FencegateError INVALID_ARGUMENT
- * naming the member (`option`) and listing the known ones.
- */
-function checked(options, what, types) {
-  const known = Object.keys(types).join(', ');
-  if (options === null || typeof options !== 'object' || Array.isArray(options)) {
-    throw new FencegateError('INVALID_ARGUMENT', `${what} takes an options object { ${known} }`, { options });
-  }
-  for (const name in options) {
-    if (!Object.prototype.hasOwnProperty.call(types, name)) {
-      throw new FencegateError('INVALID_ARGUMENT', `unknown ${what} option ${JSON.stringify(name)} (known: ${known})`, { option: name });
-    }
-    const want = types[name];
-    const v = options[name];
-    if (v === undefined) continue;
-    const ok = want === 'array' ? Array.isArray(v) : want === 'object' ? v !== null && typeof v === 'object' : typeof v === want;
-    if (!ok) throw new FencegateError('INVALID_ARGUMENT', `${what}: ${name} must be ${/^[aeiou]/.test(want) ? 'an' : 'a'} ${want}`, { option: name, [name]: v });
-  }
-  return options;
-}
+import { checkMembers } from '../adapters/support.mjs';
 
 const SCOPE = 'fencegate';
 
@@ -42,7 +18,7 @@ const SCOPE = 'fencegate';
  * `spanEvents` (default true), `next` (another audit callback, called after).
  */
 export function otelAudit(options = {}) {
-  checked(options, 'otelAudit', { meter: 'object', spanEvents: 'boolean', next: 'function' });
+  checkMembers(options, 'otelAudit', { meter: 'object', spanEvents: 'boolean', next: 'function' });
   const meter = options.meter ?? metrics.getMeter(SCOPE);
   const spanEvents = options.spanEvents ?? true;
   const next = options.next ?? null;

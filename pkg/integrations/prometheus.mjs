@@ -5,31 +5,7 @@
 //   fencegate_commit_duration_seconds{operation,outcome}        histogram: the host's commit/transaction (only when one ran)
 // Label values are bounded: never the key, the token or the holder.
 import { Counter, Histogram, register as defaultRegistry } from 'prom-client';
-import { FencegateError } from '../lib/core.mjs';
-
-/**
- * `options` checked at the call: an object whose every name is one of `types`
- * (name → 'object' | 'function' | 'string' | 'number' | 'boolean' | 'array';
- * an unset member is not checked), else a FencegateError INVALID_ARGUMENT
- * naming the member (`option`) and listing the known ones.
- */
-function checked(options, what, types) {
-  const known = Object.keys(types).join(', ');
-  if (options === null || typeof options !== 'object' || Array.isArray(options)) {
-    throw new FencegateError('INVALID_ARGUMENT', `${what} takes an options object { ${known} }`, { options });
-  }
-  for (const name in options) {
-    if (!Object.prototype.hasOwnProperty.call(types, name)) {
-      throw new FencegateError('INVALID_ARGUMENT', `unknown ${what} option ${JSON.stringify(name)} (known: ${known})`, { option: name });
-    }
-    const want = types[name];
-    const v = options[name];
-    if (v === undefined) continue;
-    const ok = want === 'array' ? Array.isArray(v) : want === 'object' ? v !== null && typeof v === 'object' : typeof v === want;
-    if (!ok) throw new FencegateError('INVALID_ARGUMENT', `${what}: ${name} must be ${/^[aeiou]/.test(want) ? 'an' : 'a'} ${want}`, { option: name, [name]: v });
-  }
-  return options;
-}
+import { checkMembers } from '../adapters/support.mjs';
 
 /** Default histogram buckets (seconds): 50 µs … 2.5 s. */
 export const DURATION_BUCKETS = [0.00005, 0.0001, 0.00025, 0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5];
@@ -45,7 +21,7 @@ function metric(registry, name, make) {
  * it twice with the same registry and prefix shares the metrics.
  */
 export function prometheusAudit(options = {}) {
-  checked(options, 'prometheusAudit', { registry: 'object', prefix: 'string', buckets: 'array', next: 'function' });
+  checkMembers(options, 'prometheusAudit', { registry: 'object', prefix: 'string', buckets: 'array', next: 'function' });
   const registry = options.registry ?? defaultRegistry;
   const prefix = options.prefix ?? 'fencegate_';
   const buckets = options.buckets ?? DURATION_BUCKETS;
