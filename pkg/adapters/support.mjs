@@ -24,7 +24,7 @@ function kindOf(v) {
 export function checkMembers(options, what, types) {
   const known = Object.keys(types).join(', ');
   if (options === null || typeof options !== 'object' || Array.isArray(options)) {
-    throw invalid(`${what} options must be an object { ${known} }, got ${kindOf(options)}`, { options });
+    throw invalid(`${what} options must be an object`, { options });
   }
   for (const name in options) {
     if (!Object.prototype.hasOwnProperty.call(types, name)) {
@@ -44,8 +44,8 @@ export function storeOptions(options, what, types) {
   return options === undefined ? {} : checkMembers(options, what, types);
 }
 
-/** The codec members every store's options have. */
-export const CODEC_OPTIONS = { encode: 'function', decode: 'function' };
+/** The codec members every store's options have; `name` is a codec object's own (`{ ...jsonCodec, table }`), not used. */
+export const CODEC_OPTIONS = { encode: 'function', decode: 'function', name: null };
 
 /** `[encode, decode]` from a store's options: both given, or neither (then `fallback`'s). */
 export function codecOf(options, fallback) {

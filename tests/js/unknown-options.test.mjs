@@ -9,7 +9,7 @@ import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { createRequire } from 'node:module';
-import { MemoryGate, Gate, Issuer, MemoryHostStore, reconcile, mintToken, verifyToken, FencegateError } from '../../pkg/node.mjs';
+import { MemoryGate, Gate, Issuer, MemoryHostStore, reconcile, mintToken, verifyToken, jsonCodec, FencegateError } from '../../pkg/node.mjs';
 import { SqliteStore } from '../../pkg/adapters/sqlite.mjs';
 import { RedisStore } from '../../pkg/adapters/redis.mjs';
 import { PostgresStore } from '../../pkg/adapters/postgres.mjs';
@@ -144,6 +144,8 @@ test('SqliteStore: options {foo}, 5 and {createTable: "no"} are INVALID_ARGUMENT
   assert.deepEqual(tables(), []);
   new SqliteStore(db, { table: 't2', createTable: true });
   assert.deepEqual(tables(), ['t2']);
+  new SqliteStore(db, { ...jsonCodec, table: 't3' }); // a codec object spread in: its `name` is a known member
+  assert.deepEqual(tables().sort(), ['t2', 't3']);
   db.close();
 });
 
