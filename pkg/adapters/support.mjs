@@ -44,6 +44,21 @@ export function storeOptions(options, what, types) {
   return options === undefined ? {} : checkMembers(options, what, types);
 }
 
+/**
+ * The options of the hono/express `fencing()` middleware checked at the call:
+ * `{ gate, key, options }` (`options`: the reply options, headers checked too).
+ * `keyOf`: what `key` is a function of, for the message.
+ */
+export function fencingOptions(fencing, keyOf) {
+  const { gate, key, ...options } = checkMembers(fencing, 'fencing', { gate: 'object', key: 'function', headers: 'object', typeBase: 'string', retryAfter: 'number' });
+  if (options.headers !== undefined) checkMembers(options.headers, 'fencing headers', { token: 'string', opId: 'string', holder: 'string' });
+  if (gate === null || typeof gate !== 'object' || typeof gate.mark !== 'function') {
+    throw invalid('fencing({ gate, key }): gate must be a fencegate MemoryGate or Gate', { option: 'gate' });
+  }
+  if (typeof key !== 'function') throw invalid(`fencing({ gate, key }): key must be a function of ${keyOf}`, { option: 'key' });
+  return { gate, key, options };
+}
+
 /** The codec members every store's options have; `name` is a codec object's own (`{ ...jsonCodec, table }`), not used. */
 export const CODEC_OPTIONS = { encode: 'function', decode: 'function', name: null };
 

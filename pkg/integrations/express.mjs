@@ -5,8 +5,7 @@
 // operation inside the handler and sends the status and body of docs/http.md.
 // Express is an optional peer dependency: this module does not import it.
 import { readFencing, verdictReply, errorReply, tokenProblemReply } from './http.mjs';
-import { FencegateError } from '../lib/core.mjs';
-import { checkMembers } from '../adapters/support.mjs';
+import { fencingOptions } from '../adapters/support.mjs';
 
 function send(res, reply) {
   res.status(reply.status);
@@ -20,13 +19,8 @@ function send(res, reply) {
  * `key(req)` names the resource key (e.g. `(req) => req.params.key`);
  * `gate` (MemoryGate or Gate) supplies the mark for those answers.
  */
-export function fencing(fencingOptions) {
-  const { gate, key, ...options } = checkMembers(fencingOptions, 'fencing', { gate: 'object', key: 'function', headers: 'object', typeBase: 'string', retryAfter: 'number' });
-  if (options.headers !== undefined) checkMembers(options.headers, 'fencing headers', { token: 'string', opId: 'string', holder: 'string' });
-  if (gate === null || typeof gate !== 'object' || typeof gate.mark !== 'function') {
-    throw new FencegateError('INVALID_ARGUMENT', 'fencing({ gate, key }): gate must be a fencegate MemoryGate or Gate', { option: 'gate' });
-  }
-  if (typeof key !== 'function') throw new FencegateError('INVALID_ARGUMENT', 'fencing({ gate, key }): key must be a function of the request', { option: 'key' });
+export function fencing(fencing) {
+  const { gate, key, options } = fencingOptions(fencing, 'the request');
   return async function fencingMiddleware(req, res, next) {
     const k = key(req);
     let input;

@@ -5,8 +5,7 @@
 // inside the handler and answers with the status and body of docs/http.md.
 // Hono is an optional peer dependency: this module does not import it.
 import { readFencing, verdictReply, errorReply, tokenProblemReply, toResponse } from './http.mjs';
-import { FencegateError } from '../lib/core.mjs';
-import { checkMembers } from '../adapters/support.mjs';
+import { fencingOptions } from '../adapters/support.mjs';
 
 /**
  * Middleware: sets `c.var.fencing` = `{ key, token, header, problem, options }`
@@ -14,13 +13,8 @@ import { checkMembers } from '../adapters/support.mjs';
  * `key(c)` names the resource key (e.g. `(c) => c.req.param('key')`);
  * `gate` (MemoryGate or Gate) supplies the mark for those answers.
  */
-export function fencing(fencingOptions) {
-  const { gate, key, ...options } = checkMembers(fencingOptions, 'fencing', { gate: 'object', key: 'function', headers: 'object', typeBase: 'string', retryAfter: 'number' });
-  if (options.headers !== undefined) checkMembers(options.headers, 'fencing headers', { token: 'string', opId: 'string', holder: 'string' });
-  if (gate === null || typeof gate !== 'object' || typeof gate.mark !== 'function') {
-    throw new FencegateError('INVALID_ARGUMENT', 'fencing({ gate, key }): gate must be a fencegate MemoryGate or Gate', { option: 'gate' });
-  }
-  if (typeof key !== 'function') throw new FencegateError('INVALID_ARGUMENT', 'fencing({ gate, key }): key must be a function of the context', { option: 'key' });
+export function fencing(fencing) {
+  const { gate, key, options } = fencingOptions(fencing, 'the context');
   return async function fencingMiddleware(c, next) {
     const k = key(c);
     let input;
