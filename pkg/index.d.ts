@@ -199,7 +199,10 @@ export interface FenceRecord {
   quarantine: Epoch | null;
 }
 
-/** Per-operation options of `write` / `establish` / `delete`. */
+/**
+ * Per-operation options of `write` / `establish` / `delete`. Any other member
+ * name (a typo such as `opid`) is INVALID_ARGUMENT and nothing changes.
+ */
 export interface OperationOptions {
   /**
    * Operation id (1..=128 bytes, no control characters). A repeat within the
@@ -391,7 +394,7 @@ export type HigherEpochPolicy =
  * `leaseId` defaults to `''`, `generation` to `0`. HMAC tokens are deterministic.
  * @example mintToken({ scope: 'orders', epoch: 42, leaseId: 'L-7', generation: 1 }, { kid: 'k-2026-01', hmac: secret })
  * @throws FencegateError INVALID_ARGUMENT for a claim outside its range, a short secret, a bad key id,
- *   or an Ed25519 seed in a build without Ed25519.
+ *   an unknown member name in `claims` or `key`, or an Ed25519 seed in a build without Ed25519.
  */
 export function mintToken(
   claims: { scope: string; epoch: Epoch; leaseId?: string; generation?: Epoch },
@@ -403,7 +406,8 @@ export function mintToken(
  * text form (MALFORMED_TOKEN), the key id (KEY_RETIRED / UNKNOWN_KEY), algorithm
  * and signature (BAD_SIGNATURE, constant-time for HMAC), then the scope
  * (WRONG_SCOPE; `scope: null` skips it, for inspection tools only).
- * @throws FencegateError with those codes; MISSING_TOKEN for undefined/null; INVALID_ARGUMENT for bad keys.
+ * @throws FencegateError with those codes; MISSING_TOKEN for undefined/null; INVALID_ARGUMENT for bad keys
+ *   or an unknown option name.
  */
 export function verifyToken(text: string, options: KeyringOptions & { scope: string | null }): TokenClaims;
 
@@ -468,10 +472,13 @@ export class MemoryGate<V = unknown> {
   /**
    * Fenced write: `value` is stored on advance/accept; nothing changes on reject.
    * @param token a safe integer ≥ 1 or a bigint in 1..2^64−1; anything else is rejected with a code.
-   * @throws FencegateError INVALID_ARGUMENT when `key` is not a string.
+   * @throws FencegateError INVALID_ARGUMENT when `key` is not a string, or for bad or unknown `options` members.
    */
   write(key: string, token: unknown, value: V, options?: OperationOptions): Verdict;
-  /** Raises the mark to `token` with no data change (a new owner's barrier). Equal → accept. */
+  /**
+   * Raises the mark to `token` with no data change (a new owner's barrier). Equal → accept.
+   * @throws FencegateError INVALID_ARGUMENT for a bad key, or bad or unknown `options` members.
+   */
   establish(key: string, token: unknown, options?: OperationOptions): Verdict;
   /** Counters per outcome and code. */
   counters(): GateCounters;
@@ -822,7 +829,10 @@ export interface IssuerOptions {
   commitTimeoutMs?: number;
   /** Give up on a load after this many ms: STORE_ERROR. Default: wait. */
   loadTimeoutMs?: number;
-  /** Host time in ms used when a call omits `now` (e.g. `() => Date.now()`). fencegate reads no clock itself. */
+  /**
+   * Host time in ms used when a call omits `now` (e.g. `() => Date.now()`). fencegate reads no clock itself.
+   * A clock that throws is STORE_ERROR (`callback: 'clock'`, `cause`: its error), like a failing store callback; nothing is read or written.
+   */
   clock?: () => number;
 }
 
@@ -987,7 +997,8 @@ export interface IssuerRecord {
  * repeats. A holder gets a new epoch only by acquiring again. Issuing does not
  * inform resources: call `gate.establish(key, epoch)` before working.
  *
- * Thrown FencegateError codes (nothing was handed out): INVALID_ARGUMENT,
+ * Thrown FencegateError codes (nothing was handed out): INVALID_ARGUMENT (also
+ * for an unknown member name in an argument object, e.g. `requestID`),
  * CORRUPT_STATE, EPOCH_OVERFLOW, STORE_ERROR, COMMIT_UNKNOWN, COMMIT_CONFLICT,
  * NOT_INITIALIZED (also: a runtime without `crypto.getRandomValues`, which
  * lease ids are drawn from). After STORE_ERROR or COMMIT_UNKNOWN on acquire,
@@ -1163,6 +1174,7 @@ export interface ReconcileReport {
  * mark is below the issuer's epoch E is established at E for the live lease's
  * holder, or quarantined at E when no lease is live. Idempotent: a second run
  * reports no changes.
- * @throws FencegateError INVALID_ARGUMENT, STORE_ERROR, COMMIT_UNKNOWN, COMMIT_CONFLICT, CORRUPT_STATE (issuer record).
+ * @throws FencegateError INVALID_ARGUMENT (also an unknown option name such as `dryrun`: nothing is read or
+ *   written), STORE_ERROR, COMMIT_UNKNOWN, COMMIT_CONFLICT, CORRUPT_STATE (issuer record).
  */
 export function reconcile(options: ReconcileOptions): Promise<ReconcileReport>;

@@ -1,7 +1,8 @@
 // CommonJS copies of the integration subpaths (fencegate/http, /hono, /express,
 // /otel, /prometheus) for require(), with their .d.cts types. Each ESM module is
 // converted on its own: imports of the other integration modules become
-// require('./NAME.cjs'), the core (../lib/core.mjs) becomes require('../../node.cjs'),
+// require('./NAME.cjs'), the core (../lib/core.mjs; errors.mjs, imported by the inlined
+// option checks of ../adapters/support.mjs) becomes require('../../node.cjs'),
 // so a CommonJS program shares one core (and one FencegateError class) with
 // require('fencegate'); packages (@opentelemetry/api, prom-client) stay external.
 // ESM copies beside them (NAME.mjs) do the same for Node's "node" import condition, with
@@ -21,7 +22,8 @@ const redirect = {
   setup(b) {
     b.onResolve({ filter: /.*/ }, (args) => {
       if (args.kind === 'entry-point') return undefined;
-      if (args.path === '../lib/core.mjs') return { path: '../../node.cjs', external: true };
+      if (args.path === '../lib/core.mjs' || args.path === '../lib/errors.mjs') return { path: '../../node.cjs', external: true };
+      if (args.path === '../adapters/support.mjs') return undefined; // the shared option checks: inlined
       const sibling = /^\.\/([a-z]+)\.mjs$/.exec(args.path);
       if (sibling) return { path: `./${sibling[1]}.cjs`, external: true };
       if (args.path.startsWith('.')) throw new Error(`${args.importer}: unexpected relative import ${args.path}`);
@@ -37,7 +39,8 @@ const redirectEsm = {
   setup(b) {
     b.onResolve({ filter: /.*/ }, (args) => {
       if (args.kind === 'entry-point') return undefined;
-      if (args.path === '../lib/core.mjs') return { path: '../node.mjs', external: true };
+      if (args.path === '../lib/core.mjs' || args.path === '../lib/errors.mjs') return { path: '../node.mjs', external: true };
+      if (args.path === '../adapters/support.mjs') return undefined; // the shared option checks: inlined
       if (/^\.\/[a-z]+\.mjs$/.test(args.path)) return { path: args.path, external: true };
       if (args.path.startsWith('.')) throw new Error(`${args.importer}: unexpected relative import ${args.path}`);
       return { path: args.path, external: true };

@@ -31,6 +31,7 @@ export interface DenoKv {
 /**
  * @throws FencegateError INVALID_ARGUMENT when `kv` is not a Deno.Kv, `prefix` is not
  * a non-empty array of key parts, or `encode` comes without `decode` (or the reverse).
+ * An unknown option name or an option of the wrong type is INVALID_ARGUMENT too.
  */
 export class DenoKvStore<V = unknown> implements CasStore<V> {
   constructor(kv: DenoKv, options?: DenoKvStoreOptions<V>);

@@ -11,7 +11,7 @@
 // Values go through a codec (default `valueCodec`, docs/stores.md "Values").
 import { valueCodec } from '../lib/codec.mjs';
 import { FencegateError } from '../lib/errors.mjs';
-import { codecOf, encodeWith, encodedOf } from './support.mjs';
+import { codecOf, encodeWith, encodedOf, storeOptions, CODEC_OPTIONS } from './support.mjs';
 
 const invalid = (message, details) => new FencegateError('INVALID_ARGUMENT', message, details);
 const PART = (p) => ['string', 'number', 'bigint', 'boolean'].includes(typeof p) || p instanceof Uint8Array;
@@ -26,7 +26,7 @@ export class DenoKvStore {
     if (kv === null || typeof kv !== 'object' || typeof kv.atomic !== 'function' || typeof kv.get !== 'function') {
       throw invalid('DenoKvStore needs an open Deno.Kv (await Deno.openKv(path))');
     }
-    if (options === null || typeof options !== 'object') throw invalid('DenoKvStore options must be an object');
+    options = storeOptions(options, 'DenoKvStore', { prefix: null, ...CODEC_OPTIONS });
     const prefix = options.prefix ?? ['fencegate'];
     if (!Array.isArray(prefix) || prefix.length === 0 || !prefix.every(PART)) {
       throw invalid('prefix must be a non-empty Deno KV key prefix (an array of strings, numbers, bigints, booleans or Uint8Arrays)', {

@@ -28,6 +28,7 @@ export interface DurableObjectStorageLike {
 /**
  * @throws FencegateError INVALID_ARGUMENT when `storage` is not a Durable Object storage,
  * `prefix` is not a string, or `encode` comes without `decode` (or the reverse).
+ * An unknown option name or an option of the wrong type is INVALID_ARGUMENT too.
  */
 export class DurableObjectStore<V = unknown> implements TransactionStore<V> {
   constructor(storage: DurableObjectStorageLike, options?: DurableObjectStoreOptions<V>);

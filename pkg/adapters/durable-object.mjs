@@ -11,7 +11,7 @@
 //
 // Values go through a codec (default `valueCodec`, docs/stores.md "Values").
 import { Gate, FencegateError, valueCodec } from '../workerd.mjs';
-import { codecOf, encodeWith, encodedOf, stateTextOf } from './support.mjs';
+import { codecOf, encodeWith, encodedOf, stateTextOf, storeOptions, CODEC_OPTIONS } from './support.mjs';
 import { fence } from '../integrations/http.mjs';
 
 const invalid = (message, details) => new FencegateError('INVALID_ARGUMENT', message, details);
@@ -26,7 +26,7 @@ export class DurableObjectStore {
     if (storage === null || typeof storage !== 'object' || typeof storage.transaction !== 'function' || typeof storage.get !== 'function') {
       throw invalid('DurableObjectStore needs a Durable Object storage (ctx.storage)');
     }
-    if (options === null || typeof options !== 'object') throw invalid('DurableObjectStore options must be an object');
+    options = storeOptions(options, 'DurableObjectStore', { prefix: null, ...CODEC_OPTIONS });
     const prefix = options.prefix ?? 'fencegate:';
     if (typeof prefix !== 'string') throw invalid('prefix must be a string', { option: 'prefix' });
     this.#storage = storage;

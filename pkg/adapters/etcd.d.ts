@@ -40,6 +40,7 @@ export interface EtcdClient {
  * Versions are the state key's `mod_revision` as decimal text (`"0"`: no record).
  * @throws FencegateError INVALID_ARGUMENT when `client` is not an etcd3 client, `options`
  * is not an object, `prefix` is not a string, or `encode` comes without `decode` (or the reverse).
+ * An unknown option name or an option of the wrong type is INVALID_ARGUMENT too.
  */
 export class EtcdStore<V = unknown> {
   constructor(client: EtcdClient, options?: EtcdStoreOptions<V>);

@@ -36,7 +36,7 @@
 import { randomBytes } from 'node:crypto';
 import { valueCodec } from '../lib/codec.mjs';
 import { FencegateError } from '../lib/errors.mjs';
-import { codecOf, encodeWith, encodedOf } from './support.mjs';
+import { codecOf, encodeWith, encodedOf, storeOptions, CODEC_OPTIONS } from './support.mjs';
 
 // etcdserverpb Compare.CompareTarget (CREATE, MOD, VALUE) and Compare.CompareResult.EQUAL.
 const COMPARE_CREATE = 1;
@@ -109,9 +109,7 @@ export class EtcdStore {
         client: client === null ? 'null' : typeof client,
       });
     }
-    if (options === null || typeof options !== 'object') {
-      throw new FencegateError('INVALID_ARGUMENT', 'EtcdStore options must be an object', { options });
-    }
+    options = storeOptions(options, 'EtcdStore', { prefix: null, ...CODEC_OPTIONS });
     const prefix = options.prefix ?? 'fencegate/';
     if (typeof prefix !== 'string') throw new FencegateError('INVALID_ARGUMENT', 'prefix must be a string', { prefix });
     this.#kv = client.kv;

@@ -29,7 +29,7 @@ export interface OpenFenceDatabaseOptions {
 
 /**
  * Opens (creating if needed) a database with the fence object store.
- * @throws FencegateError INVALID_ARGUMENT for an empty name, storeName or a version below 1.
+ * @throws FencegateError INVALID_ARGUMENT for an empty name, storeName or a version below 1, or an unknown option name.
  */
 export function openFenceDatabase(name: string, options?: OpenFenceDatabaseOptions): Promise<IDBDatabase>;
 

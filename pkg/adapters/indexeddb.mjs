@@ -18,7 +18,7 @@
 // Values go through a codec (default `valueCodec`, docs/stores.md "Values").
 import { valueCodec } from '../lib/codec.mjs';
 import { FencegateError } from '../lib/errors.mjs';
-import { codecOf, encodeWith, encodedOf, stateTextOf } from './support.mjs';
+import { codecOf, encodeWith, encodedOf, stateTextOf, storeOptions, CODEC_OPTIONS } from './support.mjs';
 
 const invalid = (message, details) => new FencegateError('INVALID_ARGUMENT', message, details);
 
@@ -36,7 +36,7 @@ function done(tx) {
  */
 export function openFenceDatabase(name, options = {}) {
   if (typeof name !== 'string' || name === '') throw invalid('openFenceDatabase needs a database name', { option: 'name' });
-  const { storeName = 'fence', version = 1, upgrade } = options ?? {};
+  const { storeName = 'fence', version = 1, upgrade } = storeOptions(options ?? undefined, 'openFenceDatabase', { storeName: null, version: null, upgrade: null });
   if (typeof storeName !== 'string' || storeName === '') throw invalid('storeName must be a non-empty string', { option: 'storeName' });
   if (!Number.isSafeInteger(version) || version < 1) throw invalid('version must be a positive integer', { option: 'version' });
   if (upgrade !== undefined && typeof upgrade !== 'function') throw invalid('upgrade must be a function', { option: 'upgrade' });
@@ -63,7 +63,7 @@ export class IndexedDbStore {
     if (db === null || typeof db !== 'object' || typeof db.transaction !== 'function' || !db.objectStoreNames) {
       throw invalid('IndexedDbStore needs an open IDBDatabase (openFenceDatabase(name))');
     }
-    if (options === null || typeof options !== 'object') throw invalid('IndexedDbStore options must be an object');
+    options = storeOptions(options, 'IndexedDbStore', { storeName: null, ...CODEC_OPTIONS });
     const storeName = options.storeName ?? 'fence';
     if (typeof storeName !== 'string' || !db.objectStoreNames.contains(storeName)) {
       throw invalid(`storeName: the database has no object store ${JSON.stringify(String(storeName))}`, { option: 'storeName' });

@@ -41,6 +41,7 @@ export interface MysqlClient {
  * the latest committed row under any isolation level.
  * @throws FencegateError INVALID_ARGUMENT for a client that is not mysql2's,
  * a table name that is not a plain identifier, or `encode` without `decode`.
+ * An unknown option name or an option of the wrong type is INVALID_ARGUMENT too.
  */
 export class MysqlStore<V = unknown> {
   constructor(client: MysqlClient, options?: MysqlStoreOptions<V>);

@@ -23,7 +23,7 @@
 // API); this module imports only the codec.
 import { valueCodec } from '../lib/codec.mjs';
 import { FencegateError } from '../lib/errors.mjs';
-import { codecOf, encodeWith, encodedOf, tableOf } from './support.mjs';
+import { codecOf, encodeWith, encodedOf, tableOf, storeOptions, CODEC_OPTIONS } from './support.mjs';
 
 const IDENT = /^[A-Za-z_][A-Za-z0-9_]{0,63}$/;
 
@@ -86,7 +86,7 @@ export class MysqlStore {
 
   constructor(client, options = {}) {
     const db = promiseClient(client);
-    if (options === null || typeof options !== 'object') throw invalid('MysqlStore options must be an object', { options });
+    options = storeOptions(options, 'MysqlStore', { table: null, ...CODEC_OPTIONS });
     const table = tableOf(options, IDENT);
     this.#db = db;
     this.#table = `\`${table}\``;

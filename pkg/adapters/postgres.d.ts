@@ -51,7 +51,7 @@ export interface PostgresJsSql {
  * matched) and REPEATABLE READ / SERIALIZABLE (40001) both end as a lost
  * compare-and-set. @throws FencegateError INVALID_ARGUMENT for a client that is
  * neither pg's nor postgres.js's, a table name that is not a plain identifier,
- * or `encode` without `decode`.
+ * or `encode` without `decode`. An unknown option name or an option of the wrong type is INVALID_ARGUMENT too.
  */
 export class PostgresStore<V = unknown> {
   constructor(pg: PostgresClient | PostgresJsSql, options?: PostgresStoreOptions<V>);

@@ -24,7 +24,7 @@
 // same SQLSTATE in `code`.
 import { valueCodec } from '../lib/codec.mjs';
 import { FencegateError } from '../lib/errors.mjs';
-import { codecOf, encodeWith, encodedOf, tableOf } from './support.mjs';
+import { codecOf, encodeWith, encodedOf, tableOf, storeOptions, CODEC_OPTIONS } from './support.mjs';
 
 const IDENT = /^[A-Za-z_][A-Za-z0-9_]{0,62}$/;
 
@@ -105,9 +105,7 @@ export class PostgresStore {
         client: pg === null ? 'null' : typeof pg,
       });
     }
-    if (options === null || typeof options !== 'object') {
-      throw new FencegateError('INVALID_ARGUMENT', 'PostgresStore options must be an object', { options });
-    }
+    options = storeOptions(options, 'PostgresStore', { table: null, prepare: null, ...CODEC_OPTIONS });
     const table = tableOf(options, IDENT);
     const prepare = options.prepare ?? true;
     if (typeof prepare !== 'boolean') throw new FencegateError('INVALID_ARGUMENT', 'prepare must be true or false', { prepare });

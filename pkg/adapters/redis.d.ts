@@ -50,7 +50,7 @@ export interface NodeRedisClient {
  * Before its first operation the store checks `maxmemory-policy` (every master
  * of a Cluster) and refuses to run under an evicting or unreadable policy
  * unless `allowEviction: true`.
- * @throws FencegateError INVALID_ARGUMENT for bad options, or a client that is neither.
+ * @throws FencegateError INVALID_ARGUMENT for bad options (an unknown name included), or a client that is neither.
  */
 export class RedisStore<V = unknown> {
   constructor(redis: RedisClient | NodeRedisClient, options?: RedisStoreOptions<V>);

@@ -23,7 +23,7 @@
 // and any type mapping read the same.
 import { valueCodec } from '../lib/codec.mjs';
 import { FencegateError } from '../lib/errors.mjs';
-import { codecOf, encodeWith, encodedOf } from './support.mjs';
+import { codecOf, encodeWith, encodedOf, storeOptions, CODEC_OPTIONS } from './support.mjs';
 
 // KEYS[1] the hash; ARGV: expected version ('' = no record), state, change kind, value.
 const COMPARE_AND_SET = `
@@ -217,9 +217,7 @@ export class RedisStore {
     if (redis !== null && typeof redis === 'object' && typeof redis.sendCommand === 'function' && typeof redis.nodeClient === 'function') {
       throw new FencegateError('INVALID_ARGUMENT', 'RedisStore does not take a node-redis cluster (createCluster); use an ioredis Cluster', {});
     }
-    if (options === null || typeof options !== 'object') {
-      throw new FencegateError('INVALID_ARGUMENT', 'RedisStore options must be an object', { options });
-    }
+    options = storeOptions(options, 'RedisStore', { prefix: null, allowEviction: null, ...CODEC_OPTIONS });
     const prefix = options.prefix ?? 'fencegate:';
     if (typeof prefix !== 'string') throw new FencegateError('INVALID_ARGUMENT', 'prefix must be a string', { prefix });
     const driver = driverOf(redis);

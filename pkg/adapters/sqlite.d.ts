@@ -30,7 +30,10 @@ export interface SqliteDatabase {
  * SQLITE_BUSY* and SQLITE_LOCKED* errors (after better-sqlite3's `timeout`)
  * are thrown with `conflict: true`: the gate runs the transaction again, up to
  * `maxRetries` times, then answers COMMIT_CONFLICT; nothing was written.
- * @throws FencegateError INVALID_ARGUMENT for `encode` without `decode` (or the reverse).
+ * @throws FencegateError INVALID_ARGUMENT for options that are not an object, an unknown option name,
+ *   `createTable` that is not a boolean, or `encode` without `decode` (or the reverse);
+ *   STORE_ERROR (`cause`: the driver's error, `table`) when the table or its statements cannot be
+ *   set up (SQLITE_BUSY from CREATE TABLE under contention, no such table with `createTable: false`).
  */
 export class SqliteStore<V = unknown> {
   constructor(db: SqliteDatabase, options?: SqliteStoreOptions<V>);

@@ -16,7 +16,7 @@
 // The client is passed in (an open `Database`); this module imports only the codec.
 import { valueCodec } from '../lib/codec.mjs';
 import { FencegateError } from '../lib/errors.mjs';
-import { codecOf, encodeWith, encodedOf, tableOf, stateTextOf } from './support.mjs';
+import { codecOf, encodeWith, encodedOf, tableOf, stateTextOf, storeOptions, CODEC_OPTIONS } from './support.mjs';
 
 const IDENT = /^[A-Za-z_][A-Za-z0-9_]{0,62}$/;
 
@@ -65,19 +65,31 @@ export class SqliteStore {
     if (db === null || typeof db !== 'object' || typeof db.prepare !== 'function' || typeof db.transaction !== 'function') {
       throw new FencegateError('INVALID_ARGUMENT', 'SqliteStore needs an open better-sqlite3 Database');
     }
+    options = storeOptions(options, 'SqliteStore', { table: null, createTable: 'boolean', ...CODEC_OPTIONS });
     const table = tableOf(options, IDENT);
     this.#db = db;
     [this.#encode, this.#decode] = codecOf(options, valueCodec);
+    // The table and statements are made here: a failure (SQLITE_BUSY from CREATE TABLE
+    // under contention, "no such table" with createTable: false…) is STORE_ERROR with the
+    // driver's error as `cause`, not a raw SqliteError.
+    const sql = (f) => {
+      try {
+        return f();
+      } catch (e) {
+        throw new FencegateError('STORE_ERROR', `SqliteStore: setting up table ${JSON.stringify(table)} failed: ${e instanceof Error ? e.message : String(e)}`, { table, cause: e });
+      }
+    };
+    const prepare = (text) => sql(() => db.prepare(text));
     if (options.createTable !== false) {
-      db.exec(
+      sql(() => db.exec(
         `CREATE TABLE IF NOT EXISTS "${table}" (` +
           'key TEXT PRIMARY KEY NOT NULL, state TEXT NOT NULL, value TEXT, version INTEGER NOT NULL) WITHOUT ROWID',
-      );
+      ));
     }
-    this.#select = db.prepare(`SELECT state, value, version FROM "${table}" WHERE key = ?`);
+    this.#select = prepare(`SELECT state, value, version FROM "${table}" WHERE key = ?`);
     // Inside the transaction only the state is read, not the value: as a plain
     // string where the driver can pluck (better-sqlite3), else from the row (bun:sqlite)
-    const stateOnly = db.prepare(`SELECT state FROM "${table}" WHERE key = ?`);
+    const stateOnly = prepare(`SELECT state FROM "${table}" WHERE key = ?`);
     let selectState;
     if (typeof stateOnly.pluck === 'function') {
       const plucked = stateOnly.pluck();
@@ -88,7 +100,7 @@ export class SqliteStore {
         return row == null ? row : row.state;
       };
     }
-    this.#insert = db.prepare(`INSERT INTO "${table}" (key, state, value, version) VALUES (?, ?, ?, 1)`);
+    this.#insert = prepare(`INSERT INTO "${table}" (key, state, value, version) VALUES (?, ?, ?, 1)`);
     const updates = {
       set: `UPDATE "${table}" SET state = ?, value = ?, version = version + 1 WHERE key = ?`,
       delete: `UPDATE "${table}" SET state = ?, value = NULL, version = version + 1 WHERE key = ?`,
@@ -98,16 +110,16 @@ export class SqliteStore {
     // the same, answering the version written, for a gate with a state cache (it remembers it; see commitFrom)
     this.#updateVersion = {};
     for (const [kind, text] of Object.entries(updates)) {
-      const plain = db.prepare(text);
+      const plain = prepare(text);
       this.#update[kind] = plain.run.bind(plain);
-      this.#updateVersion[kind] = one(db.prepare(`${text} RETURNING version`));
+      this.#updateVersion[kind] = one(prepare(`${text} RETURNING version`));
     }
     // commitFrom: one conditional statement each (the precondition is the WHERE clause), answering the version written
     this.#from = {
-      insert: one(db.prepare(`INSERT INTO "${table}" (key, state, value, version) VALUES (?, ?, ?, 1) ON CONFLICT (key) DO NOTHING RETURNING version`)),
-      set: one(db.prepare(`UPDATE "${table}" SET state = ?, value = ?, version = version + 1 WHERE key = ? AND version = ? AND state = ? RETURNING version`)),
-      delete: one(db.prepare(`UPDATE "${table}" SET state = ?, value = NULL, version = version + 1 WHERE key = ? AND version = ? AND state = ? RETURNING version`)),
-      none: one(db.prepare(`UPDATE "${table}" SET state = ?, version = version + 1 WHERE key = ? AND version = ? AND state = ? RETURNING version`)),
+      insert: one(prepare(`INSERT INTO "${table}" (key, state, value, version) VALUES (?, ?, ?, 1) ON CONFLICT (key) DO NOTHING RETURNING version`)),
+      set: one(prepare(`UPDATE "${table}" SET state = ?, value = ?, version = version + 1 WHERE key = ? AND version = ? AND state = ? RETURNING version`)),
+      delete: one(prepare(`UPDATE "${table}" SET state = ?, value = NULL, version = version + 1 WHERE key = ? AND version = ? AND state = ? RETURNING version`)),
+      none: one(prepare(`UPDATE "${table}" SET state = ?, version = version + 1 WHERE key = ? AND version = ? AND state = ? RETURNING version`)),
     };
     const apply = (key, fn) => {
       const stored = selectState(key); // the state text; no row: undefined (better-sqlite3), null (bun:sqlite)

@@ -6,6 +6,62 @@ function invalid(message, details) {
   return new FencegateError('INVALID_ARGUMENT', message, details);
 }
 
+function kindOf(v) {
+  if (v === null) return 'null';
+  if (Array.isArray(v)) return 'an array';
+  return typeof v;
+}
+
+/**
+ * `options` checked before anything is done with it (shared by the store
+ * adapters and the integrations): anything but an object, an unknown name (a
+ * typo must not silently keep a default or turn a check off) or a member of
+ * the wrong type (`types`: name → 'string' | 'number' | 'boolean' | 'function'
+ * | 'object' | 'array', null = any; an undefined member is not checked) is
+ * INVALID_ARGUMENT naming the member (`option`) and listing the known ones.
+ * Every enumerable name is checked, own or inherited (`for…in`).
+ */
+export function checkMembers(options, what, types) {
+  const known = Object.keys(types).join(', ');
+  if (options === null || typeof options !== 'object' || Array.isArray(options)) {
+    throw invalid(`${what} options must be an object`, { options });
+  }
+  for (const name in options) {
+    if (!Object.prototype.hasOwnProperty.call(types, name)) {
+      throw invalid(`unknown ${what} option ${JSON.stringify(name)} (known: ${known})`, { option: name });
+    }
+    const want = types[name];
+    const v = options[name];
+    if (want === null || v === undefined) continue;
+    const ok = want === 'array' ? Array.isArray(v) : want === 'object' ? v !== null && typeof v === 'object' : typeof v === want;
+    if (!ok) throw invalid(`${what} option ${name} must be ${/^[aeiou]/.test(want) ? 'an' : 'a'} ${want}, got ${kindOf(v)}`, { option: name, [name]: v });
+  }
+  return options;
+}
+
+/** A store's constructor options: `undefined` gives `{}`; else {@link checkMembers}. */
+export function storeOptions(options, what, types) {
+  return options === undefined ? {} : checkMembers(options, what, types);
+}
+
+/**
+ * The options of the hono/express `fencing()` middleware checked at the call:
+ * `{ gate, key, options }` (`options`: the reply options, headers checked too).
+ * `keyOf`: what `key` is a function of, for the message.
+ */
+export function fencingOptions(fencing, keyOf) {
+  const { gate, key, ...options } = checkMembers(fencing, 'fencing', { gate: 'object', key: 'function', headers: 'object', typeBase: 'string', retryAfter: 'number' });
+  if (options.headers !== undefined) checkMembers(options.headers, 'fencing headers', { token: 'string', opId: 'string', holder: 'string' });
+  if (gate === null || typeof gate !== 'object' || typeof gate.mark !== 'function') {
+    throw invalid('fencing({ gate, key }): gate must be a fencegate MemoryGate or Gate', { option: 'gate' });
+  }
+  if (typeof key !== 'function') throw invalid(`fencing({ gate, key }): key must be a function of ${keyOf}`, { option: 'key' });
+  return { gate, key, options };
+}
+
+/** The codec members every store's options have; `name` is a codec object's own (`{ ...jsonCodec, table }`), not used. */
+export const CODEC_OPTIONS = { encode: 'function', decode: 'function', name: null };
+
 /** `[encode, decode]` from a store's options: both given, or neither (then `fallback`'s). */
 export function codecOf(options, fallback) {
   const { encode, decode } = options;

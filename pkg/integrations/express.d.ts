@@ -38,7 +38,8 @@ export interface FencingOptions<Req extends RequestLike = any> extends FenceOpti
  * Middleware: answers a missing token (428), a malformed one (400) or a bad
  * op-id/holder header (400) with a problem body; else sets
  * `res.locals.fencing` and calls `next()`.
- * @throws TypeError for a missing gate or key function.
+ * @throws FencegateError INVALID_ARGUMENT for missing options, a missing gate or key function,
+ *   an unknown option or header name, or a mistyped option.
  */
 export function fencing<Req extends RequestLike = any>(
   options: FencingOptions<Req>,

@@ -5,6 +5,7 @@
 // operation inside the handler and sends the status and body of docs/http.md.
 // Express is an optional peer dependency: this module does not import it.
 import { readFencing, verdictReply, errorReply, tokenProblemReply } from './http.mjs';
+import { fencingOptions } from '../adapters/support.mjs';
 
 function send(res, reply) {
   res.status(reply.status);
@@ -18,11 +19,8 @@ function send(res, reply) {
  * `key(req)` names the resource key (e.g. `(req) => req.params.key`);
  * `gate` (MemoryGate or Gate) supplies the mark for those answers.
  */
-export function fencing({ gate, key, ...options }) {
-  if (gate === null || typeof gate !== 'object' || typeof gate.mark !== 'function') {
-    throw new TypeError('fencing({ gate, key }): gate must be a fencegate MemoryGate or Gate');
-  }
-  if (typeof key !== 'function') throw new TypeError('fencing({ gate, key }): key must be a function of the request');
+export function fencing(fencing) {
+  const { gate, key, options } = fencingOptions(fencing, 'the request');
   return async function fencingMiddleware(req, res, next) {
     const k = key(req);
     let input;

@@ -5,6 +5,7 @@
 // inside the handler and answers with the status and body of docs/http.md.
 // Hono is an optional peer dependency: this module does not import it.
 import { readFencing, verdictReply, errorReply, tokenProblemReply, toResponse } from './http.mjs';
+import { fencingOptions } from '../adapters/support.mjs';
 
 /**
  * Middleware: sets `c.var.fencing` = `{ key, token, header, problem, options }`
@@ -12,11 +13,8 @@ import { readFencing, verdictReply, errorReply, tokenProblemReply, toResponse } 
  * `key(c)` names the resource key (e.g. `(c) => c.req.param('key')`);
  * `gate` (MemoryGate or Gate) supplies the mark for those answers.
  */
-export function fencing({ gate, key, ...options }) {
-  if (gate === null || typeof gate !== 'object' || typeof gate.mark !== 'function') {
-    throw new TypeError('fencing({ gate, key }): gate must be a fencegate MemoryGate or Gate');
-  }
-  if (typeof key !== 'function') throw new TypeError('fencing({ gate, key }): key must be a function of the context');
+export function fencing(fencing) {
+  const { gate, key, options } = fencingOptions(fencing, 'the context');
   return async function fencingMiddleware(c, next) {
     const k = key(c);
     let input;

@@ -27,7 +27,7 @@ export interface HeaderNames {
   holder?: string;
 }
 
-/** Options of the reply functions and middleware. */
+/** Options of the reply functions and middleware. Any other name (here or in `headers`) is INVALID_ARGUMENT at the call. */
 export interface FenceOptions {
   headers?: HeaderNames;
   /** Prefix of problem `type` URIs; default {@link PROBLEM_TYPE_BASE}. E.g. your docs URL. */
@@ -62,7 +62,8 @@ export interface FencingInput {
 /**
  * Reads the fencing headers of a request.
  * @throws FencegateError INVALID_ARGUMENT (`header`, `value`) when the op-id header is not
- *   1..128 (holder: 1..256) visible ASCII characters without commas.
+ *   1..128 (holder: 1..256) visible ASCII characters without commas; INVALID_ARGUMENT (`option`)
+ *   for an unknown name in `names`.
  */
 export function readFencing(source: HeaderSource, names?: HeaderNames): FencingInput;
 
@@ -142,6 +143,8 @@ export type FencedRun = (token: Epoch | string | undefined, options: OperationOp
  * Reads the headers, runs `run(token, options)` and returns the reply. A
  * FencegateError (from the headers or the gate) becomes a problem reply; any
  * other error is rethrown.
+ * @throws FencegateError INVALID_ARGUMENT (a rejected Promise) for an unknown or mistyped option, before the
+ *   request is read or `run` is called.
  */
 export function fenceReply(source: HeaderSource, key: string, run: FencedRun, options?: FenceOptions): Promise<Reply>;
 

@@ -5,6 +5,18 @@
 // reasons: docs/http.md. Framework middleware (fencegate/hono,
 // fencegate/express) is built on the neutral functions here.
 import { parseToken, FencegateError } from '../lib/core.mjs';
+import { checkMembers } from '../adapters/support.mjs';
+
+/** The names of {@link FenceOptions} and of its `headers`. */
+const FENCE_OPTIONS = { headers: 'object', typeBase: 'string', retryAfter: 'number' };
+const HEADER_NAMES = { token: 'string', opId: 'string', holder: 'string' };
+
+/** Reply/fence options checked (unknown names and wrong types are INVALID_ARGUMENT). */
+function fenceOptions(options, what) {
+  checkMembers(options, what, FENCE_OPTIONS);
+  if (options.headers !== undefined) checkMembers(options.headers, `${what} headers`, HEADER_NAMES);
+  return options;
+}
 
 /** The request header carrying the fencing token (decimal epoch or signed `fg1.` text). */
 export const TOKEN_HEADER = 'Fencing-Token';
@@ -119,6 +131,7 @@ function badHeader(name, value, what) {
  *   present but not 1..128 (holder 1..256) visible ASCII characters without commas.
  */
 export function readFencing(source, names = {}) {
+  checkMembers(names, 'readFencing header names', HEADER_NAMES);
   const tokenName = names.token ?? TOKEN_HEADER;
   const opIdName = names.opId ?? OP_ID_HEADER;
   const holderName = names.holder ?? HOLDER_HEADER;
@@ -195,6 +208,7 @@ function problemType(code, base) {
  * the header as received (null when absent) when it was not a valid epoch.
  */
 export function verdictReply(verdict, input = null, options = {}) {
+  fenceOptions(options, 'verdictReply');
   const v = verdict;
   const token = v.token === null ? input?.header ?? null : String(v.token);
   if (v.ok) {
@@ -229,6 +243,7 @@ export function verdictReply(verdict, input = null, options = {}) {
  * Returns `null` for anything that is not a FencegateError.
  */
 export function errorReply(error, key = null, options = {}) {
+  fenceOptions(options, 'errorReply');
   if (error === null || typeof error !== 'object' || error.name !== 'FencegateError' || typeof error.code !== 'string') return null;
   const code = error.code;
   const status = statusFor(code);
@@ -284,6 +299,7 @@ export function toResponse(reply) {
  * headers or the gate becomes a problem reply; any other error is rethrown.
  */
 export async function fenceReply(source, key, run, options = {}) {
+  fenceOptions(options, 'fence'); // before the request is read or the gate called
   let input;
   try {
     input = readFencing(source, options.headers);

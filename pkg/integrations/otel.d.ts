@@ -28,5 +28,6 @@ export interface OtelAuditOptions {
 /**
  * An `onVerdict` callback for `new MemoryGate({ onVerdict })` / `new Gate(store, { onVerdict })`.
  * @example new Gate(store, { onVerdict: otelAudit() })
+ * @throws FencegateError INVALID_ARGUMENT for options that are not an object, an unknown option name or a mistyped option.
  */
 export function otelAudit(options?: OtelAuditOptions): (record: AuditRecord) => void | Promise<void>;

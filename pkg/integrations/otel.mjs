@@ -8,6 +8,7 @@
 // bounded (3 operations × 4 outcomes × the fixed codes): never the key, the
 // token or the holder.
 import { metrics, trace } from '@opentelemetry/api';
+import { checkMembers } from '../adapters/support.mjs';
 
 const SCOPE = 'fencegate';
 
@@ -17,6 +18,7 @@ const SCOPE = 'fencegate';
  * `spanEvents` (default true), `next` (another audit callback, called after).
  */
 export function otelAudit(options = {}) {
+  checkMembers(options, 'otelAudit', { meter: 'object', spanEvents: 'boolean', next: 'function' });
   const meter = options.meter ?? metrics.getMeter(SCOPE);
   const spanEvents = options.spanEvents ?? true;
   const next = options.next ?? null;

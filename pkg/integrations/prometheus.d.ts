@@ -30,5 +30,6 @@ export interface PrometheusAuditOptions {
  * An `onVerdict` callback for `new MemoryGate({ onVerdict })` / `new Gate(store, { onVerdict })`.
  * Calling it twice with the same registry and prefix shares the metrics.
  * @example new Gate(store, { onVerdict: prometheusAudit() })
+ * @throws FencegateError INVALID_ARGUMENT for options that are not an object, an unknown option name or a mistyped option.
  */
 export function prometheusAudit(options?: PrometheusAuditOptions): (record: AuditRecord) => void | Promise<void>;

@@ -173,13 +173,28 @@ export function withTimeout(result, ms) {
 /** The longest timer Node and browsers honour (2^31−1 ms); longer ones fire at once. */
 export const MAX_TIMER_MS = 2 ** 31 - 1;
 
-/** Throws INVALID_ARGUMENT for an option name that is not in `known` (a typo must not silently turn a check off). */
+/**
+ * Throws INVALID_ARGUMENT for an option name that is not in `known` (a typo
+ * must not silently turn a check off). Every enumerable name is checked, own or
+ * inherited (`for…in`: no array is allocated). Call it before anything is read
+ * or written. The message names the unknown member and lists the known ones.
+ */
 export function checkOptions(options, known, what) {
-  for (const name of Object.keys(options)) {
+  for (const name in options) {
     if (!known.includes(name)) {
       throw invalid(`unknown ${what} option ${JSON.stringify(name)} (known: ${known.join(', ')})`, { option: name });
     }
   }
+}
+
+/** `options` when it is an object whose names are all in `known`; INVALID_ARGUMENT otherwise. `undefined`/`null` give `{}` when `optional`. */
+export function optionsOf(options, known, what, optional = true) {
+  if ((options === undefined || options === null) && optional) return {};
+  if (options === null || typeof options !== 'object') {
+    throw invalid(`${what} options must be an object { ${known.join(', ')} }, got ${describe(options)}`, { options });
+  }
+  checkOptions(options, known, what);
+  return options;
 }
 
 /** The options both gates take (`Gate` adds `maxRetries` and `commitTimeoutMs`). */

@@ -179,8 +179,17 @@ function checkMs(name, value) {
   return value;
 }
 
+/** The members each method's argument object may have (any other name is INVALID_ARGUMENT, before anything is read). */
+const ARGS = {
+  acquire: ['scope', 'holder', 'ttlMs', 'now', 'requestId'],
+  renew: ['scope', 'leaseId', 'holder', 'ttlMs', 'now'],
+  release: ['scope', 'leaseId', 'holder'],
+  raise: ['scope', 'atLeast', 'now', 'revoke'],
+};
+
 function argsObject(args, method) {
   if (args === null || typeof args !== 'object') throw invalid(`${method} takes one object argument`, { args });
+  checkOptions(args, ARGS[method], method);
   return args;
 }
 
@@ -245,7 +254,14 @@ export class Issuer {
 
   #now(now) {
     if (now !== undefined) return now;
-    if (this.#o.clock !== undefined) return this.#o.clock();
+    if (this.#o.clock !== undefined) {
+      try {
+        return this.#o.clock();
+      } catch (e) {
+        // A host callback that fails: STORE_ERROR with `cause`, as a failing store callback is; nothing was read or written.
+        throw new FencegateError('STORE_ERROR', `the Issuer's clock option threw (nothing was read or written): ${messageOf(e)}`, { callback: 'clock', cause: e });
+      }
+    }
     throw invalid('now (host time in ms) is required: pass it, or give the Issuer a clock option', { now });
   }
 

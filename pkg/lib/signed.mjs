@@ -4,7 +4,7 @@
 import { bounded, claimsOut } from './verdict.mjs';
 import * as wasm from '../dist/fencegate.js';
 import { ready, TABLES } from './runtime.mjs';
-import { invalid, notReady, wellFormed, describe, listOf } from './common.mjs';
+import { invalid, notReady, wellFormed, describe, listOf, checkOptions } from './common.mjs';
 
 // Mode and algorithm names and the longest token text come from Rust
 // (`TABLES`, read at instantiation).
@@ -262,6 +262,7 @@ function signingKey(key) {
   if (key === null || typeof key !== 'object') {
     throw invalid('key must be { kid, hmac: Uint8Array } or { kid, ed25519Seed: Uint8Array }');
   }
+  checkOptions(key, ['kid', 'hmac', 'ed25519Seed'], 'signing key');
   if (typeof key.kid !== 'string') throw invalid('key.kid must be a string', { kid: key.kid });
   if (isBytes(key.hmac) && key.ed25519Seed === undefined) return ['hmac-sha256', key.hmac];
   if (isBytes(key.ed25519Seed) && key.hmac === undefined) return ['ed25519-seed', key.ed25519Seed];
@@ -275,6 +276,7 @@ function signingKey(key) {
 export function mintToken(claims, key) {
   if (!ready) notReady();
   if (claims === null || typeof claims !== 'object') throw invalid('claims must be an object { scope, epoch, leaseId, generation }');
+  checkOptions(claims, ['scope', 'epoch', 'leaseId', 'generation'], 'claims');
   const { scope, epoch, leaseId = '', generation = 0 } = claims;
   checkText(scope, 'scope');
   checkText(leaseId, 'leaseId');
@@ -290,6 +292,7 @@ export function mintToken(claims, key) {
 export function verifyToken(text, options) {
   if (!ready) notReady();
   if (options === null || typeof options !== 'object') throw invalid('options must be { keys, retired?, scope }');
+  checkOptions(options, ['keys', 'retired', 'scope'], 'verifyToken');
   const { keys, retired, scope } = options;
   if (scope !== null) checkText(scope, 'scope');
   const raw = new wasm.RawPolicy(false, TABLES.higherEpochModes.indexOf('adopt'), undefined);

@@ -3,7 +3,10 @@
 // read from the output scratch; and the audit trail.
 import * as wasm from '../dist/fencegate.js';
 import { CODES, DUPLICATE, TABLES, REQUEST_FLAGS, lastMarks, exactMarks, wasmText, writeInput } from './runtime.mjs';
-import { MAX_U64, invalid, wellFormed } from './common.mjs';
+import { MAX_U64, invalid, wellFormed, checkOptions } from './common.mjs';
+
+/** The names of a write/establish/delete's options. */
+const OP_OPTIONS = ['opId', 'holder', 'fingerprint'];
 
 /** Request flag bits (src/wasm/mod.rs `REQUEST_FLAGS`, checked at start-up). */
 const FLAG = Object.fromEntries(REQUEST_FLAGS.map((name, i) => [name, 1 << i]));
@@ -236,6 +239,10 @@ function fingerprintOf(fingerprint) {
 export function metaOf(options) {
   if (options === undefined || options === null) return null;
   if (typeof options !== 'object') throw invalid('operation options must be an object { opId, holder, fingerprint }', { options });
+  // An unknown name (a typo such as `opid`) must not silently turn de-duplication or the holder check off.
+  for (const name in options) {
+    if (name !== 'opId' && name !== 'holder' && name !== 'fingerprint') checkOptions(options, OP_OPTIONS, 'operation');
+  }
   const { opId, holder } = options;
   if (opId !== undefined && !wellFormed(opId)) throw invalid('opId must be a well-formed string', { opId });
   if (holder !== undefined && !wellFormed(holder)) throw invalid('holder must be a well-formed string', { holder });
