@@ -379,7 +379,10 @@ export interface KeyringOptions {
  *   is `ceiling` (an epoch, or a function called before every operation, e.g.
  *   returning the issuer's current epoch; 0 allowed; it may return a Promise on a
  *   host-store {@link Gate}, not on a MemoryGate) or {@link MemoryGate.setCeiling};
- *   without one, writes can never raise the mark (only `establish` can).
+ *   without one, writes can never raise the mark (only `establish` can). A
+ *   ceiling function that throws (or whose promise rejects) fails the operation
+ *   with FencegateError STORE_ERROR (`callback: 'ceiling'`, `cause`: its error)
+ *   before the store is touched: nothing changes.
  */
 export type HigherEpochPolicy =
   | 'adopt'

@@ -4,7 +4,8 @@
 import { bounded, claimsOut } from './verdict.mjs';
 import * as wasm from '../dist/fencegate.js';
 import { ready, TABLES } from './runtime.mjs';
-import { invalid, notReady, wellFormed, describe, listOf, checkOptions } from './common.mjs';
+import { invalid, notReady, wellFormed, describe, listOf, checkOptions, messageOf } from './common.mjs';
+import { FencegateError } from './errors.mjs';
 
 // Mode and algorithm names and the longest token text come from Rust
 // (`TABLES`, read at instantiation).
@@ -211,11 +212,25 @@ export async function hostVerified(p, token) {
  */
 export function refreshCeiling(p) {
   if (p.ceilingFn === null) return;
-  const c = p.ceilingFn();
+  let c;
+  try {
+    c = p.ceilingFn();
+  } catch (e) {
+    throw ceilingFailed(e);
+  }
   if (c !== null && typeof c === 'object' && typeof c.then === 'function') {
     throw invalid('higherEpoch.ceiling() must return an epoch synchronously for a MemoryGate');
   }
   p.raw.set_ceiling(c);
+}
+
+/**
+ * A ceiling callback that threw (or whose promise rejected): STORE_ERROR with
+ * `callback: 'ceiling'` and the `cause`, as a failing store callback or the
+ * Issuer's clock is. It runs before the store is touched: nothing changed.
+ */
+function ceilingFailed(e) {
+  return new FencegateError('STORE_ERROR', `higherEpoch.ceiling() threw (nothing was read or written): ${messageOf(e)}`, { callback: 'ceiling', cause: e });
 }
 
 /**
@@ -225,7 +240,12 @@ export function refreshCeiling(p) {
  */
 export async function ceilingOf(p) {
   if (p.ceilingFn === null) return undefined;
-  const c = await p.ceilingFn();
+  let c;
+  try {
+    c = await p.ceilingFn();
+  } catch (e) {
+    throw ceilingFailed(e);
+  }
   p.raw.set_ceiling(c); // validates now, before the store is touched
   return c;
 }

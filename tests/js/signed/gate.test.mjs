@@ -2,7 +2,7 @@
 // callback shapes: refusals never reach commit, and never change state or value.
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
-import { Gate, mintToken } from '../../../pkg/node.mjs';
+import { Gate, mintToken, FencegateError } from '../../../pkg/node.mjs';
 import { MemoryCasStore, MemoryTxStore } from '../stores/memory-stores.mjs';
 
 const K1 = new Uint8Array(32).fill(1);
@@ -76,7 +76,12 @@ for (const [shape, Store] of [['compare-and-set', MemoryCasStore], ['transaction
     assert.equal((await gate.write('k', 6, 'b')).outcome, 'advance');
     assert.deepEqual(await gate.read('k'), { mark: 6, value: 'b', hasValue: true });
     const failing = new Gate(store, { higherEpoch: { mode: 'reject-future', ceiling: () => { throw new Error('issuer down'); } } });
-    await assert.rejects(failing.write('k', 7, 'c'), /issuer down/);
+    const e = await failing.write('k', 7, 'c').then(() => null, (x) => x);
+    assert.deepEqual([e instanceof FencegateError, e.code, e.callback, e.cause.message], [true, 'STORE_ERROR', 'ceiling', 'issuer down']);
+    assert.match(e.message, /issuer down/);
+    const rejecting = new Gate(store, { higherEpoch: { mode: 'reject-future', ceiling: async () => { throw new Error('issuer timeout'); } } });
+    const r2 = await rejecting.establish('k', 7).then(() => null, (x) => x);
+    assert.deepEqual([r2.code, r2.callback, r2.cause.message], ['STORE_ERROR', 'ceiling', 'issuer timeout']);
     assert.equal(await gate.mark('k'), 6);
   });
 }

@@ -277,9 +277,11 @@ test('reject-future: establish raises the ceiling, writes only accept; host ceil
   h.setCeiling(20);
   assert.equal(h.write('s', 20, 'v20').outcome, 'advance');
   refused(h, h.write('s', 21, 'v21'), 's', 'FUTURE_EPOCH', 20, 'v20');
-  // A throwing ceiling callback propagates and changes nothing.
+  // A throwing ceiling callback is STORE_ERROR with its cause (as a failing store callback is) and changes nothing.
   const t = new MemoryGate({ higherEpoch: { mode: 'reject-future', ceiling: () => { throw new Error('issuer down'); } } });
-  assert.throws(() => t.write('s', 1, 'x'), /issuer down/);
+  const e = caught(() => t.write('s', 1, 'x'));
+  assert.deepEqual([e.code, e.callback, e.cause.message], ['STORE_ERROR', 'ceiling', 'issuer down']);
+  assert.match(e.message, /issuer down/);
   assert.deepEqual([t.mark('s'), t.keys()], [0, []]);
   const bad = new MemoryGate({ higherEpoch: { mode: 'reject-future', ceiling: () => 'seven' } });
   assert.equal(caught(() => bad.write('s', 1, 'x')).code, 'INVALID_ARGUMENT');
