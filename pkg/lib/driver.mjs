@@ -301,13 +301,11 @@ export class StoreDriver {
       if (entry !== undefined) return (slot.p = this.#cachedNow(ctx, key, decide, timing, entry, slot));
     }
     // (each #via… waits for `prev` and releases `slot` itself: no extra async layer per step)
-    slot.p = this.#transactional
-      ? this.#cache === null
+    slot.p = this.#cache !== null
+      ? this.#viaCached(ctx, key, decide, timing, cached, prev, slot)
+      : this.#transactional
         ? this.#viaTransaction(ctx, key, decide, timing, prev, slot)
-        : this.#viaTxCache(ctx, key, decide, timing, cached, prev, slot)
-      : this.#cache === null
-        ? this.#viaCas(ctx, key, decide, timing, prev, slot)
-        : this.#viaCache(ctx, key, decide, timing, cached, prev, slot);
+        : this.#viaCas(ctx, key, decide, timing, prev, slot);
     return slot.p;
   }
 
@@ -380,19 +378,29 @@ export class StoreDriver {
   }
 
   /**
-   * The compare-and-set loop with the state cache: the first round may decide
-   * from the cached state (no load; `#cachedNow`); its commit's precondition is
-   * that state (version and text). Any failure drops the entry; a lost
-   * precondition drops it and loads, exactly like `#viaCas`. `first`: the
-   * round this starts at (1 after a lost optimistic commit: it was round 0).
+   * A step of a driver with the state cache, once the step before on this key
+   * has ended its turn: from the cached state (`#cachedNow`: one `commitFrom`,
+   * no load) when the step may use the cache and the key has an entry; else
+   * the entry goes and the step runs as `#after` says, from round 0.
    */
-  async #viaCache(ctx, key, decide, timing, cached, before = null, slot = null, first = 0) {
-    if (before !== null) await settled(before); // the step before on this key ends its turn first
+  async #viaCached(ctx, key, decide, timing, cached, before, slot) {
+    if (before !== null) await settled(before);
+    const entry = cached ? this.#cache.get(key) : undefined;
+    if (entry !== undefined) return await this.#cachedNow(ctx, key, decide, timing, entry, slot);
+    this.#cache.delete(key);
+    return await this.#after(ctx, key, decide, timing, 0, slot);
+  }
+
+  /**
+   * The compare-and-set loop with the state cache, after a step that could not
+   * use the cached state: each round loads, decides, and commits through
+   * `commitFrom` with the loaded state (version and text) as the precondition,
+   * remembering what it wrote. Any failure drops the entry; a lost precondition
+   * loads again, exactly like `#viaCas`. `first`: the round this starts at (1
+   * after a lost optimistic commit: it was round 0).
+   */
+  async #viaCache(ctx, key, decide, timing, slot, first) {
     const cache = this.#cache;
-    if (cached) {
-      const entry = cache.get(key);
-      if (entry !== undefined) return await this.#cachedNow(ctx, key, decide, timing, entry, slot);
-    }
     try {
       const faults = this.#faults;
       try {
@@ -433,24 +441,6 @@ export class StoreDriver {
     } finally {
       this.#release(key, slot);
     }
-  }
-
-  /**
-   * A transaction store with the state cache: a cached step is `#cachedNow`
-   * (one `commitFrom`). Anything else — no entry, a lost precondition, a
-   * decision that writes nothing (a refusal, a duplicate: decided again on the
-   * stored state), a step that may not use the cache — drops the entry and
-   * runs the transaction as `#viaTransaction` does, which then remembers what it wrote.
-   */
-  async #viaTxCache(ctx, key, decide, timing, cached, before = null, slot = null) {
-    if (before !== null) await settled(before); // the step before on this key ends its turn first
-    const cache = this.#cache;
-    if (cached) {
-      const entry = cache.get(key);
-      if (entry !== undefined) return await this.#cachedNow(ctx, key, decide, timing, entry, slot);
-    }
-    cache.delete(key);
-    return await this.#viaTransaction(ctx, key, decide, timing, null, slot, true);
   }
 
   /**
@@ -525,14 +515,17 @@ export class StoreDriver {
   }
 
   /**
-   * What follows a cached step that wrote nothing or lost its precondition: the
-   * transaction (a transaction store), or the compare-and-set rounds with a
-   * load, from round `first` (a lost optimistic commit was round 0).
+   * A cached driver's step that does not go (or no longer goes) through the
+   * cached state: no entry, a step that may not use it, a decision that writes
+   * nothing (a refusal, a duplicate: decided again on the stored state), a lost
+   * precondition. The transaction (a transaction store, which then remembers
+   * what it wrote), or the compare-and-set rounds with a load, from round
+   * `first` (a lost optimistic commit was round 0).
    */
   #after(ctx, key, decide, timing, first, slot) {
     return this.#transactional
       ? this.#viaTransaction(ctx, key, decide, timing, null, slot, true)
-      : this.#viaCache(ctx, key, decide, timing, false, null, slot, first);
+      : this.#viaCache(ctx, key, decide, timing, slot, first);
   }
 
   async #viaTransaction(ctx, key, decide, timing, before = null, slot = null, remember = false) {
