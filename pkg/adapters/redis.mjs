@@ -33,8 +33,8 @@ if ARGV[1] == '' then
 elseif current ~= ARGV[1] then
   return 0
 end
-redis.call('HSET', KEYS[1], 'state', ARGV[2])
 redis.call('HINCRBY', KEYS[1], 'version', 1)
+redis.call('HSET', KEYS[1], 'state', ARGV[2])
 if ARGV[3] == 'set' then
   redis.call('HSET', KEYS[1], 'value', ARGV[4])
 elseif ARGV[3] == 'delete' then
@@ -46,25 +46,44 @@ return 1
 const COMMAND = 'fencegateCompareAndSet';
 
 // The state-cache commit (commitFrom): the same write, with the state text also
-// in the precondition, answering the version it wrote (0: not written).
-// KEYS[1] the hash; ARGV: expected version ('' = no record), expected state, next state, change kind, value.
+// in the precondition, answering the version it wrote (0: not written). Three
+// arguments, not five: each argument of a script call costs about as much as a
+// small command's work here (docs/design.md "Issue 14: Redis commitFrom in three
+// arguments"). KEYS[1] the hash; ARGV[1] the expected version and state as
+// `<length of the version>:<version><state>` ('' = no record; the length makes the
+// split unambiguous whatever either holds); ARGV[2] the next state; ARGV[3] the
+// change: 's' followed by the value (set), 'd' (delete) or 'k' (keep).
 const COMMIT_FROM = `
 if ARGV[1] == '' then
   if redis.call('EXISTS', KEYS[1]) == 1 then return 0 end
 else
   local cur = redis.call('HMGET', KEYS[1], 'version', 'state')
-  if cur[1] ~= ARGV[1] or cur[2] ~= ARGV[2] then return 0 end
+  if not cur[1] or not cur[2] or #cur[1] .. ':' .. cur[1] .. cur[2] ~= ARGV[1] then return 0 end
 end
-if ARGV[4] == 'set' then
-  redis.call('HSET', KEYS[1], 'state', ARGV[3], 'value', ARGV[5])
+-- the version first: a version that is no integer fails here, before anything is written
+local version = redis.call('HINCRBY', KEYS[1], 'version', 1)
+local change = string.byte(ARGV[3])
+if change == 115 then
+  redis.call('HSET', KEYS[1], 'state', ARGV[2], 'value', string.sub(ARGV[3], 2))
 else
-  redis.call('HSET', KEYS[1], 'state', ARGV[3])
-  if ARGV[4] == 'delete' then redis.call('HDEL', KEYS[1], 'value') end
+  redis.call('HSET', KEYS[1], 'state', ARGV[2])
+  if change == 100 then redis.call('HDEL', KEYS[1], 'value') end
 end
-return redis.call('HINCRBY', KEYS[1], 'version', 1)
+return version
 `;
 
 const COMMAND_FROM = 'fencegateCommitFrom';
+
+/**
+ * The expected version and state as COMMIT_FROM's one argument: `<length>:<version><state>`.
+ * (The length counts UTF-16 units and Lua's `#` bytes: they agree on the ASCII digits every
+ * version this store writes is; any other version only ever fails to match, and then the
+ * record's HINCRBY would fail anyway.)
+ */
+function packed(expected) {
+  const version = String(expected.version);
+  return `${version.length}:${version}${expected.state}`;
+}
 
 /** A failed send: an error reply (the script did not run) as it is; anything else may have run (`commitUnknown`). */
 function sentError(e) {
@@ -118,7 +137,7 @@ function driverOf(redis) {
     return {
       hmget: (key) => redis.hmget(key, 'state', 'value', 'version'),
       cas: (key, args) => redis[COMMAND](key, ...args),
-      casFrom: (key, args) => redis[COMMAND_FROM](key, ...args),
+      casFrom: (key, expected, next, change) => redis[COMMAND_FROM](key, expected, next, change),
       nodes: () => (typeof redis.nodes === 'function' ? redis.nodes('master') : [redis]),
       nodeName: (node) => (node.options && node.options.host !== undefined ? `${node.options.host}:${node.options.port}` : 'redis'),
       configGet: (node) => node.config('GET', 'maxmemory-policy'),
@@ -148,7 +167,7 @@ function driverOf(redis) {
         return r.map((x) => (x === null || x === undefined ? null : String(x)));
       },
       cas: async (key, args) => Number(await script(key, args)),
-      casFrom: async (key, args) => Number(await scriptFrom(key, args)),
+      casFrom: async (key, expected, next, change) => Number(await scriptFrom(key, [expected, next, change])),
       nodes: () => [redis],
       nodeName: (node) => {
         // host:port as for ioredis: from `socket`, else from `url` (never its password)
@@ -346,17 +365,16 @@ export class RedisStore {
   commitFrom(key, expected, nextText, change) {
     // (a Promise chain, not an async function: no async frame per write once the policy is checked)
     if (this.#checked === null) return this.#commitFromChecked(key, expected, nextText, change);
-    let value;
+    let changed;
     try {
-      value = change.kind === 'set' ? encodedOf(this, change) : '';
+      changed = change.kind === 'set' ? 's' + encodedOf(this, change) : change.kind === 'delete' ? 'd' : 'k';
     } catch (e) {
       return Promise.reject(e); // the codec refused the value: nothing sent
     }
-    const args = expected === null ? ['', '', nextText, change.kind, value] : [String(expected.version), expected.state, nextText, change.kind, value];
     const closes = this.#closes;
     let sent;
     try {
-      sent = Promise.resolve(this.#driver.casFrom(this.#prefix + key, args));
+      sent = Promise.resolve(this.#driver.casFrom(this.#prefix + key, expected === null ? '' : packed(expected), nextText, changed));
     } catch (e) {
       return Promise.reject(sentError(e));
     }
