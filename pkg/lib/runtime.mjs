@@ -129,11 +129,21 @@ export function wasmText(ptr, bytes) {
   return utf8.decode(new Uint8Array(memory.buffer, ptr, bytes));
 }
 
+/**
+ * `__tables()` as read at build time from the same `.wasm` (the Node bundles:
+ * scripts/build-node.mjs writes it in place of this `null`), else null and
+ * read from Wasm at instantiation. The first `__tables()` call is about 0.8 ms
+ * of cold start (its object-building code compiled and run once), code a
+ * verdict never runs again (docs/design.md "Issue 14: cold start"). Either
+ * way it passes the check below.
+ */
+const BUILD_TABLES = null;
+
 function attach(exports) {
   memory = exports.memory;
   marksPtr = __marksPtr();
   __setErrorClass(FencegateError);
-  const t = __tables();
+  const t = BUILD_TABLES ?? __tables();
   // The hot path spells these as literals: they must be Rust's.
   const same =
     t.duplicateStatus === DUPLICATE && t.maxKeyBytes === MAX_KEY_BYTES &&
