@@ -421,7 +421,8 @@ pub fn parse(text: &str) -> Result<Parsed, SignedError> {
     if text.len() > MAX_TEXT_LEN {
         return Err(SignedError::Malformed("token text is too long"));
     }
-    let mut parts = text.split('.');
+    // A char predicate, not `split('.')`: the char searcher links memchr (1.2 KB before wasm-opt).
+    let mut parts = text.split(|c: char| c == '.');
     let (Some(version), Some(claims), Some(signature), None) =
         (parts.next(), parts.next(), parts.next(), parts.next())
     else {
