@@ -308,7 +308,11 @@ fn err(message: &str) -> StateError {
 pub(crate) fn cut(text: &str, max: usize) -> String {
     // `get`, not `&text[..i]`: `i` is a char boundary, but indexing would link
     // core's `slice_error_fail` and its formatting (about 2 KB before wasm-opt).
-    match text.char_indices().nth(max).and_then(|(i, _)| text.get(..i)) {
+    match text
+        .char_indices()
+        .nth(max)
+        .and_then(|(i, _)| text.get(..i))
+    {
         Some(head) => format!("{head}…"),
         None => text.to_owned(),
     }
