@@ -450,8 +450,14 @@ fn not_json(text: &[u8]) -> bool {
             (true, b'\\') => {
                 // text[i] is the escaped character; `\uD800`–`\uDBFF` must be
                 // followed by `\uDC00`–`\uDFFF`.
-                let high = matches!(text.get(i..i + 3), Some([b'u', b'd' | b'D', c]) if b"89abAB".contains(c));
-                let low = matches!(text.get(i + 5..i + 9), Some([b'\\', b'u', b'd' | b'D', c]) if b"cdefCDEF".contains(c));
+                let high = matches!(
+                    text.get(i..i + 3),
+                    Some([b'u', b'd' | b'D', b'8' | b'9' | b'a' | b'b' | b'A' | b'B'])
+                );
+                let low = matches!(
+                    text.get(i + 5..i + 9),
+                    Some([b'\\', b'u', b'd' | b'D', b'c'..=b'f' | b'C'..=b'F'])
+                );
                 if high && !low {
                     return true;
                 }

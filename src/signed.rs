@@ -421,7 +421,10 @@ pub fn parse(text: &str) -> Result<Parsed, SignedError> {
     if text.len() > MAX_TEXT_LEN {
         return Err(SignedError::Malformed("token text is too long"));
     }
-    let mut parts = text.split('.');
+    // A char predicate, not `split('.')`: the char searcher links memchr (1.2 KB before
+    // wasm-opt, 323 B gzip after; issue 14 item 5).
+    #[allow(clippy::manual_pattern_char_comparison)]
+    let mut parts = text.split(|c: char| c == '.');
     let (Some(version), Some(claims), Some(signature), None) =
         (parts.next(), parts.next(), parts.next(), parts.next())
     else {

@@ -306,8 +306,14 @@ fn err(message: &str) -> StateError {
 /// At most `max` characters of `text` (error messages never quote long input).
 #[inline(never)]
 pub(crate) fn cut(text: &str, max: usize) -> String {
-    match text.char_indices().nth(max) {
-        Some((i, _)) => format!("{}…", &text[..i]),
+    // `get`, not `&text[..i]`: `i` is a char boundary, but indexing would link
+    // core's `slice_error_fail` and its formatting (about 2 KB before wasm-opt).
+    match text
+        .char_indices()
+        .nth(max)
+        .and_then(|(i, _)| text.get(..i))
+    {
+        Some(head) => format!("{head}…"),
         None => text.to_owned(),
     }
 }
