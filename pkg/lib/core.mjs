@@ -2,9 +2,9 @@
 // into Wasm (numbers and bigints never go through serde) and shapes verdicts.
 import * as wasm from '../dist/fencegate.js';
 import { FencegateError } from './errors.mjs';
-import { ready, initAsync, CODES } from './runtime.mjs';
+import { ready, initAsync, CODES, lastMarks, exactMarks } from './runtime.mjs';
 import { policyFromOptions, refreshCeiling, setPolicyCeiling, addPolicyKey, retirePolicyKey, freePolicy } from './signed.mjs';
-import { metaOf, windowOf, auditOf, Observer, pack, plainPolicy, verdictOut, claimsOut, marksOut, ESTABLISH, EXACT } from './verdict.mjs';
+import { metaOf, windowOf, auditOf, Observer, pack, plainPolicy, verdictOut, claimsOut, marksOut, ESTABLISH } from './verdict.mjs';
 import { invalid, notReady, checkKey, checkOptions, GATE_OPTIONS, describe, stateTextOf, checkStateText, MAX_U64 } from './common.mjs';
 
 export { FencegateError };
@@ -92,6 +92,9 @@ function refused(meta, window) {
   throw new Error('fencegate: a refused request had valid options (pkg/lib does not match the Wasm build)');
 }
 
+/** The output scratch as f64 (runtime.mjs `lastMarks`), kept here; re-made when memory growth detached it. */
+let scratch = new Float64Array(0);
+
 /** Stands in for a freed gate's Wasm object: every use throws INVALID_ARGUMENT. */
 const FREED = new Proxy({}, {
   get() {
@@ -117,6 +120,10 @@ export class MemoryGate {
   #policy;
   #window;
   #observer;
+  /** No policy options: number and bigint tokens without options take the numeric lane. */
+  #plain;
+  /** Someone receives audit records (`onVerdict`): operations are timed and recorded, not only counted. */
+  #listening;
 
   constructor(options) {
     if (!ready) notReady();
@@ -124,6 +131,8 @@ export class MemoryGate {
     this.#window = windowOf(options);
     this.#observer = new Observer(auditOf(options));
     this.#policy = policyFromOptions(options);
+    this.#plain = this.#policy === null;
+    this.#listening = this.#observer.timed;
     this.#raw = new wasm.RawMemoryGate(this.#strict);
   }
 
@@ -167,38 +176,72 @@ export class MemoryGate {
   }
 
   /**
-   * One write (`write`: true) or establish: the decision (one Wasm call,
-   * `RawMemoryGate.apply`, whatever the token kind; a number token without
-   * policy or options takes the same entry with nothing to pack), then the
-   * value on advance/accept, then the audit record.
+   * One write (`write`: true) or establish: the decision (one Wasm call), then
+   * the value on advance/accept, then the audit record. A number token, or a
+   * bigint in 0..=2^64−1, with no policy and no operation options takes the
+   * numeric lane (`RawMemoryGate.fence` / `fence_exact`: slot, flags, token;
+   * the verdict read from the scratch here); everything else packs its
+   * request for `RawMemoryGate.apply`.
    */
   #fenced(key, token, options, write, value) {
     const slot = this.#slot(key);
     const meta = options === undefined ? null : metaOf(options);
-    const started = this.#observer.timed ? performance.now() : null;
-    const p = this.#policy;
-    let status;
-    if (p === null && meta === null && typeof token === 'number') {
-      status = this.#raw.apply(plainPolicy(), slot, write ? 0 : ESTABLISH, token, 0n, 0, 0, 0, 0, 0, this.#window, 0);
-    } else if (p === null && meta === null && typeof token === 'bigint' && token >= 0n && token <= MAX_U64) {
-      // The same lane for a bigint in 0..=2^64−1 (what `pack` would make of it, without packing).
-      status = this.#raw.apply(plainPolicy(), slot, write ? EXACT : ESTABLISH | EXACT, 0, token, 0, 0, 0, 0, 0, this.#window, 0);
-    } else {
-      let scope = null;
-      if (p !== null) {
-        // Policy callbacks (ceiling, scope) run before Wasm is entered.
-        refreshCeiling(p);
-        scope = typeof token === 'number' ? '' : p.scopeOf(key);
-      }
-      const r = pack(write ? 0 : ESTABLISH, token, scope, meta, null);
-      status = this.#raw.apply(p === null ? plainPolicy() : p.raw, slot, r.flags, r.number, r.exact, r.textBytes, r.tokenLen, r.scopeLen, r.opLen, r.holderLen, this.#window, r.fingerprintBytes);
-      if (status === REFUSED) refused(meta, this.#window);
+    const started = this.#listening ? performance.now() : null;
+    if (meta === null && this.#plain) {
+      let status;
+      if (typeof token === 'number') status = this.#raw.fence(slot, write ? 0 : ESTABLISH, token);
+      else if (typeof token === 'bigint' && token >= 0n && token <= MAX_U64) status = this.#raw.fence_exact(slot, write ? 0 : ESTABLISH, token);
+      if (status !== undefined) return this.#plainVerdict(key, slot, token, status, write, value, started);
     }
+    return this.#general(key, slot, token, meta, write, value, started);
+  }
+
+  /**
+   * The verdict of the numeric lane, built here in one object literal of the
+   * shape `verdictFor` makes (no duplicate: the lane has no operation id),
+   * from the scratch: marks (exact above 2^53−1) and the validated token
+   * (−2: none, −1: a bigint above 2^53−1, which is its own canonical form).
+   */
+  #plainVerdict(key, slot, token, status, write, value, started) {
+    let m = scratch;
+    if (m.length === 0) m = scratch = lastMarks(); // new, or detached by memory growth
+    const t = m[5];
+    const b = m[0];
+    const a = m[1];
+    const ok = status < 2;
+    const v = {
+      key,
+      ok,
+      outcome: status === 0 ? 'advance' : ok ? 'accept' : 'reject',
+      code: ok ? null : CODES[status - 2],
+      token: t >= 0 ? t : t === -1 ? token : null,
+      markBefore: b >= 0 ? b : exactMarks()[2],
+      markAfter: a >= 0 ? a : exactMarks()[3],
+    };
+    // Same synchronous step as the decision: nothing can run or throw in between.
+    if (ok && write) this.#values[slot] = value;
+    if (this.#listening) this.#observer.record(v, write ? 'write' : 'establish', null, started, null, status);
+    else this.#observer.count(status);
+    return v;
+  }
+
+  /** Every other request: packed for `RawMemoryGate.apply` (one call, whatever the token kind and options). */
+  #general(key, slot, token, meta, write, value, started) {
+    const p = this.#policy;
+    let scope = null;
+    if (p !== null) {
+      // Policy callbacks (ceiling, scope) run before Wasm is entered.
+      refreshCeiling(p);
+      scope = typeof token === 'number' ? '' : p.scopeOf(key);
+    }
+    const r = pack(write ? 0 : ESTABLISH, token, scope, meta, null);
+    const status = this.#raw.apply(p === null ? plainPolicy() : p.raw, slot, r.flags, r.number, r.exact, r.textBytes, r.tokenLen, r.scopeLen, r.opLen, r.holderLen, this.#window, r.fingerprintBytes);
+    if (status === REFUSED) refused(meta, this.#window);
     const v = verdictOut(key, status, token);
     if (p !== null) v.claims = claimsOut();
     // Same synchronous step as the decision: nothing can run or throw in between.
     if (write && status < 2) this.#values[slot] = value;
-    this.#observer.record(v, write ? 'write' : 'establish', meta, started);
+    this.#observer.record(v, write ? 'write' : 'establish', meta, started, null, status);
     return v;
   }
 

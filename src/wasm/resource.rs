@@ -557,6 +557,23 @@ impl RawMemoryGate {
         }
     }
 
+    /// The numeric lane of a gate without policy options: one write or
+    /// establish (`flags` bit `establish`) on `slot` with a number token and
+    /// no operation options, decided by the plain fence check (the verdict
+    /// [`GatePolicy::admit`](crate::policy::GatePolicy::admit) gives a plain
+    /// policy, without its provenance steps). Returns the status like
+    /// [`RawMemoryGate::apply`]; the marks and the token are in the scratch.
+    /// Three arguments and no `i64`: the JS side calls it for every plain
+    /// number write.
+    pub fn fence(&mut self, slot: u32, flags: u32, number: f64) -> u32 {
+        self.fence_token(slot, flags, epoch_from_f64(number))
+    }
+
+    /// [`RawMemoryGate::fence`] for a bigint token in 0..=2^64−1.
+    pub fn fence_exact(&mut self, slot: u32, flags: u32, exact: u64) -> u32 {
+        self.fence_token(slot, flags, epoch_from_u64(exact))
+    }
+
     /// One write or establish (`flags` bit `establish`) on `slot`, in one
     /// call, whatever the token kind: the request as [`Request::unpack`]
     /// reads it (its text and fingerprint in the input buffer), decided under
@@ -567,12 +584,8 @@ impl RawMemoryGate {
     /// changed; `__check_meta` with the same options throws the
     /// INVALID_ARGUMENT: a `Result` here would cost every write a JS array).
     /// The rest of the result is in the scratch. The caller stores a write's
-    /// value when the status is below 2.
-    ///
-    /// Numeric fast lane: a number or bigint token with no text, options or policy
-    /// decides with the plain fence check directly (the same verdict
-    /// [`GatePolicy::admit`](crate::policy::GatePolicy::admit) gives a plain
-    /// policy, without its provenance steps).
+    /// value when the status is below 2. A number or bigint token with no
+    /// options under the plain policy takes [`RawMemoryGate::fence`] instead.
     #[allow(clippy::too_many_arguments)]
     pub fn apply(
         &mut self,
@@ -591,18 +604,6 @@ impl RawMemoryGate {
     ) -> u32 {
         let op = operation_of(flags);
         let value = matches!(op, Operation::Write).then_some(());
-        let plain_request =
-            flags & !(ESTABLISH | EXACT) == 0 && window as usize == crate::ops::DEFAULT_WINDOW;
-        if plain_request && policy.is_plain() {
-            let token = if flags & EXACT != 0 {
-                epoch_from_u64(exact)
-            } else {
-                epoch_from_f64(number)
-            };
-            let verdict = self.store.apply(&slot, token, op, value, &OpMeta::NONE);
-            put_verdict(&verdict, None, None);
-            return verdict.status();
-        }
         let fp = (flags & FINGERPRINT != 0).then_some(fingerprint_bytes);
         with_input(text_bytes, fp, |text, fingerprint| {
             let lens = [token_len, scope_len, op_len, holder_len];
@@ -659,6 +660,18 @@ impl RawMemoryGate {
         self.store
             .get(&slot)
             .map_or(JsValue::UNDEFINED, |e| state_to_js(&e.state))
+    }
+}
+
+impl RawMemoryGate {
+    /// The plain fence check on `slot` (no policy, no operation options),
+    /// its verdict left in the scratch.
+    fn fence_token(&mut self, slot: u32, flags: u32, token: Result<u64, TokenError>) -> u32 {
+        let op = operation_of(flags);
+        let value = matches!(op, Operation::Write).then_some(());
+        let verdict = self.store.apply(&slot, token, op, value, &OpMeta::NONE);
+        put_verdict(&verdict, None, None);
+        verdict.status()
     }
 }
 
