@@ -197,7 +197,13 @@ impl OpWindow {
     }
 
     /// Forgets everything (the epoch advanced).
+    #[inline]
     pub fn clear(&mut self) {
+        if self.ops.is_empty() && self.evicted.is_none() {
+            // Nothing to drop (the common case: no operation ids in this epoch).
+            self.legacy_hash = false;
+            return;
+        }
         self.ops.clear();
         self.evicted = None;
         self.legacy_hash = false;

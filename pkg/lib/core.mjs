@@ -2,9 +2,9 @@
 // into Wasm (numbers and bigints never go through serde) and shapes verdicts.
 import * as wasm from '../dist/fencegate.js';
 import { FencegateError } from './errors.mjs';
-import { ready, initAsync, CODES, lastMarks, exactMarks } from './runtime.mjs';
+import { ready, initAsync, CODES, DUPLICATE, lastMarks, exactMarks, writeInput } from './runtime.mjs';
 import { policyFromOptions, refreshCeiling, setPolicyCeiling, addPolicyKey, retirePolicyKey, freePolicy } from './signed.mjs';
-import { metaOf, windowOf, auditOf, Observer, pack, plainPolicy, verdictOut, claimsOut, marksOut, ESTABLISH } from './verdict.mjs';
+import { metaOf, windowOf, auditOf, Observer, pack, plainPolicy, verdictOut, verdictFor, claimsOut, marksOut, ESTABLISH } from './verdict.mjs';
 import { invalid, notReady, checkKey, checkOptions, GATE_OPTIONS, describe, stateTextOf, checkStateText, MAX_U64 } from './common.mjs';
 
 export { FencegateError };
@@ -180,47 +180,56 @@ export class MemoryGate {
    * the value on advance/accept, then the audit record. A number token, or a
    * bigint in 0..=2^64−1, with no policy and no operation options takes the
    * numeric lane (`RawMemoryGate.fence` / `fence_exact`: slot, flags, token;
-   * the verdict read from the scratch here); everything else packs its
-   * request for `RawMemoryGate.apply`.
+   * the verdict read from the scratch here), and a number token with only an
+   * `opId` its op-id form (`fence_op`: the id alone in the input buffer);
+   * everything else packs its request for `RawMemoryGate.apply`.
    */
   #fenced(key, token, options, write, value) {
     const slot = this.#slot(key);
     const meta = options === undefined ? null : metaOf(options);
     const started = this.#listening ? performance.now() : null;
-    if (meta === null && this.#plain) {
+    if (this.#plain) {
       let status;
-      if (typeof token === 'number') status = this.#raw.fence(slot, write ? 0 : ESTABLISH, token);
-      else if (typeof token === 'bigint' && token >= 0n && token <= MAX_U64) status = this.#raw.fence_exact(slot, write ? 0 : ESTABLISH, token);
-      if (status !== undefined) return this.#plainVerdict(key, slot, token, status, write, value, started);
+      if (meta === null) {
+        if (typeof token === 'number') status = this.#raw.fence(slot, write ? 0 : ESTABLISH, token);
+        else if (typeof token === 'bigint' && token >= 0n && token <= MAX_U64) status = this.#raw.fence_exact(slot, write ? 0 : ESTABLISH, token);
+      } else if (typeof token === 'number' && meta.holder === undefined && meta.fingerprint === undefined) {
+        // Only an operation id: its text alone in the input buffer.
+        status = this.#raw.fence_op(slot, write ? 0 : ESTABLISH, token, writeInput(meta.opId, undefined), this.#window);
+        if (status === REFUSED) refused(meta, this.#window);
+      }
+      if (status !== undefined) return this.#plainVerdict(key, slot, token, status, write, value, meta, started);
     }
     return this.#general(key, slot, token, meta, write, value, started);
   }
 
   /**
    * The verdict of the numeric lane, built here in one object literal of the
-   * shape `verdictFor` makes (no duplicate: the lane has no operation id),
+   * shape `verdictFor` makes (a duplicate, only with an operation id, by `verdictFor`),
    * from the scratch: marks (exact above 2^53−1) and the validated token
    * (−2: none, −1: a bigint above 2^53−1, which is its own canonical form).
    */
-  #plainVerdict(key, slot, token, status, write, value, started) {
+  #plainVerdict(key, slot, token, status, write, value, meta, started) {
     let m = scratch;
     if (m.length === 0) m = scratch = lastMarks(); // new, or detached by memory growth
     const t = m[5];
-    const b = m[0];
-    const a = m[1];
+    const b = m[0] >= 0 ? m[0] : exactMarks()[2];
+    const a = m[1] >= 0 ? m[1] : exactMarks()[3];
     const ok = status < 2;
-    const v = {
-      key,
-      ok,
-      outcome: status === 0 ? 'advance' : ok ? 'accept' : 'reject',
-      code: ok ? null : CODES[status - 2],
-      token: t >= 0 ? t : t === -1 ? token : null,
-      markBefore: b >= 0 ? b : exactMarks()[2],
-      markAfter: a >= 0 ? a : exactMarks()[3],
-    };
+    const v = status >= DUPLICATE
+      ? verdictFor(key, status, t >= 0 ? t : t === -1 ? token : null, b, a)
+      : {
+        key,
+        ok,
+        outcome: status === 0 ? 'advance' : ok ? 'accept' : 'reject',
+        code: ok ? null : CODES[status - 2],
+        token: t >= 0 ? t : t === -1 ? token : null,
+        markBefore: b,
+        markAfter: a,
+      };
     // Same synchronous step as the decision: nothing can run or throw in between.
     if (ok && write) this.#values[slot] = value;
-    if (this.#listening) this.#observer.record(v, write ? 'write' : 'establish', null, started, null, status);
+    if (this.#listening) this.#observer.record(v, write ? 'write' : 'establish', meta, started, null, status);
     else this.#observer.count(status);
     return v;
   }

@@ -13,7 +13,7 @@ use wasm_bindgen::prelude::*;
 
 use super::signed::{self, RawPolicy};
 use super::{epoch_to_js, error, gate, message_of, token_from_js};
-use crate::decision::{OpMeta, Operation, SameEpoch, Verdict};
+use crate::decision::{decide, OpMeta, Operation, SameEpoch, Verdict};
 use crate::error::{Code, StateError, TokenError};
 use crate::ops::FINGERPRINT_BYTES;
 use crate::policy::Presented;
@@ -574,6 +574,36 @@ impl RawMemoryGate {
         self.fence_token(slot, flags, epoch_from_u64(exact))
     }
 
+    /// [`RawMemoryGate::fence`] with an operation id (the first `op_bytes`
+    /// bytes of the input buffer) and the gate's `window`: the numeric lane
+    /// of a write with only an `opId`, which needs no request unpacking and
+    /// no policy. Returns [`REFUSED_STATUS`] for an invalid id or window
+    /// (nothing changed), like [`RawMemoryGate::apply`].
+    pub fn fence_op(
+        &mut self,
+        slot: u32,
+        flags: u32,
+        number: f64,
+        op_bytes: u32,
+        window: u32,
+    ) -> u32 {
+        with_input(op_bytes, None, |id, _| {
+            if !crate::ops::valid_op_id(id)
+                || window == 0
+                || window as usize > crate::ops::MAX_WINDOW
+            {
+                return REFUSED_STATUS;
+            }
+            let meta = OpMeta {
+                op_id: Some(id),
+                holder: None,
+                window: window as usize,
+                fingerprint: None,
+            };
+            self.decide_plain(slot, flags, epoch_from_f64(number), &meta)
+        })
+    }
+
     /// One write or establish (`flags` bit `establish`) on `slot`, in one
     /// call, whatever the token kind: the request as [`Request::unpack`]
     /// reads it (its text and fingerprint in the input buffer), decided under
@@ -602,8 +632,6 @@ impl RawMemoryGate {
         window: u32,
         fingerprint_bytes: u32,
     ) -> u32 {
-        let op = operation_of(flags);
-        let value = matches!(op, Operation::Write).then_some(());
         let fp = (flags & FINGERPRINT != 0).then_some(fingerprint_bytes);
         with_input(text_bytes, fp, |text, fingerprint| {
             let lens = [token_len, scope_len, op_len, holder_len];
@@ -612,8 +640,9 @@ impl RawMemoryGate {
                 return REFUSED_STATUS;
             };
             let same_epoch = self.store.same_epoch();
+            let op = operation_of(flags);
             let mut claims = None;
-            let verdict = self.store.apply_claimed(&slot, op, value, &meta, |mark| {
+            let verdict = self.decide(flags, slot, &meta, &mut |mark| {
                 let (v, c) = policy.admit(mark, &req, same_epoch, op);
                 let holder = signed::lease_holder(&c);
                 claims = c;
@@ -667,11 +696,46 @@ impl RawMemoryGate {
     /// The plain fence check on `slot` (no policy, no operation options),
     /// its verdict left in the scratch.
     fn fence_token(&mut self, slot: u32, flags: u32, token: Result<u64, TokenError>) -> u32 {
+        self.decide_plain(slot, flags, token, &OpMeta::NONE)
+    }
+
+    /// The plain fence check on `slot` with operation options `meta`
+    /// (settled as every gate settles them), its verdict left in the scratch.
+    fn decide_plain(
+        &mut self,
+        slot: u32,
+        flags: u32,
+        token: Result<u64, TokenError>,
+        meta: &OpMeta<'_>,
+    ) -> u32 {
+        let same_epoch = self.store.same_epoch();
         let op = operation_of(flags);
-        let value = matches!(op, Operation::Write).then_some(());
-        let verdict = self.store.apply(&slot, token, op, value, &OpMeta::NONE);
+        let verdict = self.decide(flags, slot, meta, &mut |mark| {
+            let v = match &token {
+                Ok(t) => decide(mark, *t, same_epoch, op),
+                Err(e) => Verdict::invalid_token(mark, e),
+            };
+            (v, None)
+        });
         put_verdict(&verdict, None, None);
         verdict.status()
+    }
+
+    /// The one check-and-apply on `slot` every entry shares (`check` makes the
+    /// epoch-level verdict and names a token's holder): one copy of the store's
+    /// lookup, insert and [`settle`](crate::decision::settle) in the module
+    /// (a copy per entry cost about 800 bytes gzip).
+    #[inline(never)]
+    fn decide(
+        &mut self,
+        flags: u32,
+        slot: u32,
+        meta: &OpMeta<'_>,
+        check: &mut dyn FnMut(u64) -> (Verdict, Option<String>),
+    ) -> Verdict {
+        let op = operation_of(flags);
+        let value = matches!(op, Operation::Write).then_some(());
+        self.store.apply_claimed(&slot, op, value, meta, check)
     }
 }
 
