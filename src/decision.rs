@@ -268,8 +268,11 @@ pub fn settle(
             state.mark = state.mark.max(verdict.mark_after);
             state.quarantine = None;
             state.holder = meta.holder.map(str::to_owned);
-            state.ops.clear();
-            record_op(state, op_id, &verdict, meta);
+            match op_id {
+                // The same as `clear` and `record_op`, without a new allocation for the id.
+                Some(id) => state.ops.restart(id, verdict.mark_before, meta.fingerprint),
+                None => state.ops.clear(),
+            }
             verdict
         }
         Outcome::Accept | Outcome::Reject if token == state.mark => {

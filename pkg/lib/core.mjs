@@ -5,7 +5,7 @@ import { FencegateError } from './errors.mjs';
 import { ready, initAsync, CODES, DUPLICATE, lastMarks, exactMarks, writeInput } from './runtime.mjs';
 import { policyFromOptions, refreshCeiling, setPolicyCeiling, addPolicyKey, retirePolicyKey, freePolicy } from './signed.mjs';
 import { metaOf, windowOf, auditOf, Observer, pack, plainPolicy, verdictOut, verdictFor, claimsOut, marksOut, ESTABLISH } from './verdict.mjs';
-import { invalid, notReady, checkKey, checkOptions, GATE_OPTIONS, describe, stateTextOf, checkStateText, MAX_U64 } from './common.mjs';
+import { invalid, notReady, checkKey, checkOptions, GATE_OPTIONS, describe, stateTextOf, checkStateText, MAX_U64, wellFormed } from './common.mjs';
 
 export { FencegateError };
 export { Gate } from './gate.mjs';
@@ -94,6 +94,20 @@ function refused(meta, window) {
 
 /** The output scratch as f64 (runtime.mjs `lastMarks`), kept here; re-made when memory growth detached it. */
 let scratch = new Float64Array(0);
+
+/**
+ * The `opId` of operation options that name only a well-formed `opId` (the
+ * options `metaOf` turns into `{ opId }` alone), else undefined: those go
+ * through `metaOf`, which accepts or refuses them as always.
+ */
+function onlyOpId(options) {
+  if (typeof options !== 'object' || options === null) return undefined;
+  for (const name in options) {
+    if (name !== 'opId') return undefined;
+  }
+  const opId = options.opId;
+  return typeof opId === 'string' && wellFormed(opId) ? opId : undefined;
+}
 
 /** Stands in for a freed gate's Wasm object: every use throws INVALID_ARGUMENT. */
 const FREED = new Proxy({}, {
@@ -186,15 +200,23 @@ export class MemoryGate {
    */
   #fenced(key, token, options, write, value) {
     const slot = this.#slot(key);
-    const meta = options === undefined ? null : metaOf(options);
     const started = this.#listening ? performance.now() : null;
+    if (this.#plain && !this.#listening && typeof token === 'number' && options !== undefined) {
+      // Only an operation id (what metaOf would accept, without making its object): the id alone in the input buffer.
+      const opId = onlyOpId(options);
+      if (opId !== undefined) {
+        const status = this.#raw.fence_op(slot, write ? 0 : ESTABLISH, token, writeInput(opId, undefined), this.#window);
+        if (status === REFUSED) refused({ opId }, this.#window);
+        return this.#plainVerdict(key, slot, token, status, write, value, null, started);
+      }
+    }
+    const meta = options === undefined ? null : metaOf(options);
     if (this.#plain) {
       let status;
       if (meta === null) {
         if (typeof token === 'number') status = this.#raw.fence(slot, write ? 0 : ESTABLISH, token);
         else if (typeof token === 'bigint' && token >= 0n && token <= MAX_U64) status = this.#raw.fence_exact(slot, write ? 0 : ESTABLISH, token);
       } else if (typeof token === 'number' && meta.holder === undefined && meta.fingerprint === undefined) {
-        // Only an operation id: its text alone in the input buffer.
         status = this.#raw.fence_op(slot, write ? 0 : ESTABLISH, token, writeInput(meta.opId, undefined), this.#window);
         if (status === REFUSED) refused(meta, this.#window);
       }
