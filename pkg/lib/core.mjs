@@ -138,6 +138,8 @@ export class MemoryGate {
   #plain;
   /** Someone receives audit records (`onVerdict`): operations are timed and recorded, not only counted. */
   #listening;
+  /** `#plain` and not `#listening`. */
+  #quiet;
 
   constructor(options) {
     if (!ready) notReady();
@@ -147,6 +149,7 @@ export class MemoryGate {
     this.#policy = policyFromOptions(options);
     this.#plain = this.#policy === null;
     this.#listening = this.#observer.timed;
+    this.#quiet = this.#plain && !this.#listening;
     this.#raw = new wasm.RawMemoryGate(this.#strict);
   }
 
@@ -181,6 +184,28 @@ export class MemoryGate {
    * `options.holder` binds the epoch to its holder (EPOCH_CONFLICT otherwise).
    */
   write(key, token, value, options) {
+    if (typeof token === 'number' && options === undefined && this.#quiet) {
+      // The numeric lane, written out: the most common call.
+      let slot = this.#slots.get(key);
+      if (slot === undefined) slot = this.#slot(key);
+      const status = this.#raw.fence(slot, 0, token);
+      let m = scratch;
+      if (m.length === 0) m = scratch = lastMarks();
+      const t = m[5];
+      const ok = status < 2;
+      const v = {
+        key,
+        ok,
+        outcome: status === 0 ? 'advance' : ok ? 'accept' : 'reject',
+        code: ok ? null : CODES[status - 2],
+        token: t >= 0 ? t : null,
+        markBefore: m[0] >= 0 ? m[0] : exactMarks()[2],
+        markAfter: m[1] >= 0 ? m[1] : exactMarks()[3],
+      };
+      if (ok) this.#values[slot] = value;
+      this.#observer.count(status);
+      return v;
+    }
     return this.#fenced(key, token, options, true, value);
   }
 

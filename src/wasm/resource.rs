@@ -12,7 +12,7 @@ use wasm_bindgen::prelude::*;
 
 use super::signed::{self, RawPolicy};
 use super::{epoch_to_js, error, gate, message_of, token_from_js};
-use crate::decision::{decide, settle, OpMeta, Operation, SameEpoch, Verdict};
+use crate::decision::{decide, settle, settle_plain, OpMeta, Operation, SameEpoch, Verdict};
 use crate::error::{Code, StateError, TokenError};
 use crate::ops::FINGERPRINT_BYTES;
 use crate::policy::Presented;
@@ -711,6 +711,22 @@ impl RawMemoryGate {
     /// The plain fence check on `slot` (no policy, no operation options),
     /// its verdict left in the scratch.
     fn fence_token(&mut self, slot: u32, flags: u32, token: Result<u64, TokenError>) -> u32 {
+        let op = operation_of(flags);
+        if let (Some(entry), Ok(t)) = (
+            self.slots.get_mut(slot as usize).and_then(Option::as_mut),
+            &token,
+        ) {
+            let epoch_verdict = decide(entry.state.mark, *t, self.same_epoch, op);
+            let verdict = match settle_plain(&mut entry.state, epoch_verdict) {
+                Some(v) => v,
+                None => settle(&mut entry.state, epoch_verdict, op, &OpMeta::NONE),
+            };
+            if verdict.applies() && matches!(op, Operation::Write) {
+                entry.value = Some(());
+            }
+            put_verdict(&verdict, None, None);
+            return verdict.status();
+        }
         self.decide_plain(slot, flags, token, &OpMeta::NONE)
     }
 
