@@ -184,27 +184,18 @@ export class MemoryGate {
    * `options.holder` binds the epoch to its holder (EPOCH_CONFLICT otherwise).
    */
   write(key, token, value, options) {
-    if (typeof token === 'number' && options === undefined && this.#quiet) {
-      // The numeric lane, written out: the most common call.
-      let slot = this.#slots.get(key);
-      if (slot === undefined) slot = this.#slot(key);
-      const status = this.#raw.fence(slot, 0, token);
-      let m = scratch;
-      if (m.length === 0) m = scratch = lastMarks();
-      const t = m[5];
-      const ok = status < 2;
-      const v = {
-        key,
-        ok,
-        outcome: status === 0 ? 'advance' : ok ? 'accept' : 'reject',
-        code: ok ? null : CODES[status - 2],
-        token: t >= 0 ? t : null,
-        markBefore: m[0] >= 0 ? m[0] : exactMarks()[2],
-        markAfter: m[1] >= 0 ? m[1] : exactMarks()[3],
-      };
-      if (ok) this.#values[slot] = value;
-      this.#observer.count(status);
-      return v;
+    if (options === undefined && this.#quiet) {
+      // The numeric lane (see #fenced), written out: the most common call.
+      const number = typeof token === 'number';
+      if (number || (typeof token === 'bigint' && token >= 0n && token <= MAX_U64)) {
+        let slot = this.#slots.get(key);
+        if (slot === undefined) slot = this.#slot(key);
+        const status = number ? this.#raw.fence(slot, 0, token) : this.#raw.fence_exact(slot, 0, token);
+        const v = this.#laneVerdict(key, token, status);
+        if (status < 2) this.#values[slot] = value;
+        this.#observer.count(status);
+        return v;
+      }
     }
     return this.#fenced(key, token, options, true, value);
   }
@@ -250,35 +241,42 @@ export class MemoryGate {
     return this.#general(key, slot, token, meta, write, value, started);
   }
 
-  /**
-   * The verdict of the numeric lane, built here in one object literal of the
-   * shape `verdictFor` makes (a duplicate, only with an operation id, by `verdictFor`),
-   * from the scratch: marks (exact above 2^53−1) and the validated token
-   * (−2: none, −1: a bigint above 2^53−1, which is its own canonical form).
-   */
+  /** The numeric lane's verdict (`#laneVerdict`), then the value and the audit record or count. */
   #plainVerdict(key, slot, token, status, write, value, meta, started) {
-    let m = scratch;
-    if (m.length === 0) m = scratch = lastMarks(); // new, or detached by memory growth
-    const t = m[5];
-    const b = m[0] >= 0 ? m[0] : exactMarks()[2];
-    const a = m[1] >= 0 ? m[1] : exactMarks()[3];
-    const ok = status < 2;
-    const v = status >= DUPLICATE
-      ? verdictFor(key, status, t >= 0 ? t : t === -1 ? token : null, b, a)
-      : {
-        key,
-        ok,
-        outcome: status === 0 ? 'advance' : ok ? 'accept' : 'reject',
-        code: ok ? null : CODES[status - 2],
-        token: t >= 0 ? t : t === -1 ? token : null,
-        markBefore: b,
-        markAfter: a,
-      };
+    const v = this.#laneVerdict(key, token, status);
     // Same synchronous step as the decision: nothing can run or throw in between.
-    if (ok && write) this.#values[slot] = value;
+    if (status < 2 && write) this.#values[slot] = value;
     if (this.#listening) this.#observer.record(v, write ? 'write' : 'establish', meta, started, null, status);
     else this.#observer.count(status);
     return v;
+  }
+
+  /**
+   * A numeric-lane verdict from the scratch, in one object literal of the
+   * shape `verdictFor` makes (a duplicate, only with an operation id, by
+   * `verdictFor`): the validated token (−2: none; −1: a bigint above
+   * 2^53−1, which is its own canonical form) and the marks (−1: above
+   * 2^53−1, read exactly; the mark after an advance or accept above 2^53−1
+   * is that token, as Rust's verdict says, so no second bigint is made).
+   */
+  #laneVerdict(key, token, status) {
+    let m = scratch;
+    if (m.length === 0) m = scratch = lastMarks(); // new, or detached by memory growth
+    const t = m[5];
+    const tok = t >= 0 ? t : t === -1 ? token : null;
+    const ok = status < 2;
+    const b = m[0] >= 0 ? m[0] : exactMarks()[2];
+    const a = m[1] >= 0 ? m[1] : ok ? tok : exactMarks()[3];
+    if (status >= DUPLICATE) return verdictFor(key, status, tok, b, a);
+    return {
+      key,
+      ok,
+      outcome: status === 0 ? 'advance' : ok ? 'accept' : 'reject',
+      code: ok ? null : CODES[status - 2],
+      token: tok,
+      markBefore: b,
+      markAfter: a,
+    };
   }
 
   /** Every other request: packed for `RawMemoryGate.apply` (one call, whatever the token kind and options). */
