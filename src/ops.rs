@@ -209,22 +209,22 @@ impl OpWindow {
         mark_before: u64,
         fingerprint: Option<[u8; FINGERPRINT_BYTES]>,
     ) {
-        let reused = self.ops.pop_front();
-        self.clear();
-        let id = match reused {
-            Some(r) => {
-                let mut text = r.id;
-                text.clear();
-                text.push_str(id);
-                text
+        self.ops.truncate(1);
+        self.evicted = None;
+        self.legacy_hash = false;
+        match self.ops.front_mut() {
+            Some(first) => {
+                first.id.clear();
+                first.id.push_str(id);
+                first.mark_before = mark_before;
+                first.fingerprint = fingerprint;
             }
-            None => id.to_owned(),
-        };
-        self.ops.push_back(OpRecord {
-            id,
-            mark_before,
-            fingerprint,
-        });
+            None => self.ops.push_back(OpRecord {
+                id: id.to_owned(),
+                mark_before,
+                fingerprint,
+            }),
+        }
     }
 
     /// Forgets everything (the epoch advanced).
