@@ -682,7 +682,7 @@ impl RawMemoryGate {
     }
 
     /// Quarantines `slot` at `floor` (a number or bigint ≥ 0): see
-    /// [`MemoryStore::quarantine`]. Returns whether anything changed; the
+    /// [`MemoryStore::quarantine`](crate::store::MemoryStore::quarantine). Returns whether anything changed; the
     /// marks before and after are in the scratch (`__marksPtr`).
     pub fn quarantine(&mut self, slot: u32, floor: JsValue) -> Result<bool, JsValue> {
         let floor = floor_from_js(&floor)?;
