@@ -213,6 +213,26 @@ fn record_op(state: &mut ResourceState, op_id: Option<&str>, verdict: &Verdict, 
     }
 }
 
+/// [`settle`] for a plain fenced operation (no holder, no operation id) on a
+/// key that is not quarantined, where none of its steps apply: only an
+/// advance changes the state (the mark rises; a holder bound to the old
+/// epoch and its ids are dropped). `None` when the state is quarantined:
+/// then [`settle`] decides. Inlined into MemoryGate's numeric lane, where a
+/// call of [`settle`] cost about 9 ns per write (the property test
+/// `settle_plain_is_settle` checks that both give the same).
+#[inline(always)]
+pub fn settle_plain(state: &mut ResourceState, verdict: Verdict) -> Option<Verdict> {
+    if state.quarantine.is_some() {
+        return None;
+    }
+    if verdict.outcome == Outcome::Advance && verdict.token.is_some() {
+        state.mark = state.mark.max(verdict.mark_after);
+        state.holder = None;
+        state.ops.clear();
+    }
+    Some(verdict)
+}
+
 /// Applies holder binding and operation-id semantics to an epoch-level
 /// `verdict` (from [`decide`] or a gate policy) and, when the result
 /// applies, updates `state` in place. A result that does not apply leaves
@@ -268,8 +288,11 @@ pub fn settle(
             state.mark = state.mark.max(verdict.mark_after);
             state.quarantine = None;
             state.holder = meta.holder.map(str::to_owned);
-            state.ops.clear();
-            record_op(state, op_id, &verdict, meta);
+            match op_id {
+                // The same as `clear` and `record_op`, without a new allocation for the id.
+                Some(id) => state.ops.restart(id, verdict.mark_before, meta.fingerprint),
+                None => state.ops.clear(),
+            }
             verdict
         }
         Outcome::Accept | Outcome::Reject if token == state.mark => {
@@ -781,6 +804,39 @@ mod stored_tests {
     }
 
     proptest! {
+        #[test]
+        fn settle_plain_is_settle(
+            mark in 0u64..6, token in proptest::option::of(1u64..8), strict in any::<bool>(), est in any::<bool>(),
+            floor in proptest::option::of(0u64..6), holder in any::<bool>(), ids in 0usize..3,
+        ) {
+            let same_epoch = if strict { SameEpoch::Strict } else { SameEpoch::Allow };
+            let op = if est { Operation::Establish } else { W };
+            let mut state = ResourceState::at(mark);
+            if let Some(f) = floor {
+                state.quarantine_at(f);
+            }
+            if holder {
+                state.holder = Some("h".to_owned());
+            }
+            for i in 0..ids {
+                state.ops.push(OpRecord { id: format!("op-{i}"), mark_before: 0, fingerprint: None }, DEFAULT_WINDOW);
+            }
+            let verdict = match token {
+                Some(t) => decide(state.mark, t, same_epoch, op),
+                None => Verdict::invalid_token(state.mark, &TokenError::Missing),
+            };
+            let mut full = state.clone();
+            let expected = settle(&mut full, verdict, op, &OpMeta::NONE);
+            let mut plain = state.clone();
+            match settle_plain(&mut plain, verdict) {
+                Some(v) => {
+                    prop_assert_eq!(v, expected);
+                    prop_assert_eq!(plain, full);
+                }
+                None => prop_assert!(state.quarantine.is_some()),
+            }
+        }
+
         #[test]
         fn quarantine_never_lowers_and_refuses_the_floor(mark in any::<u64>(), floor in any::<u64>(), token in 1u64..) {
             let mut s = ResourceState::at(mark);

@@ -55,7 +55,11 @@ const ROTATE_AT_BITS: u32 = 175;
 
 /// Checks an operation id: 1..=128 UTF-8 bytes, no control characters.
 pub fn valid_op_id(id: &str) -> bool {
-    !id.is_empty() && id.len() <= MAX_OP_ID_BYTES && !id.chars().any(char::is_control)
+    // Printable ASCII (the usual id) has no control character; anything else
+    // is checked character by character (C0, DEL and the C1 range U+0080–U+009F).
+    !id.is_empty()
+        && id.len() <= MAX_OP_ID_BYTES
+        && (id.bytes().all(|b| (0x20..0x7f).contains(&b)) || !id.chars().any(char::is_control))
 }
 
 /// Bytes of an operation's fingerprint: the first 128 bits of SHA-256.
@@ -196,8 +200,41 @@ impl OpWindow {
         self.ops.push_back(record);
     }
 
+    /// Forgets everything and starts the window with one record (the epoch
+    /// advanced with an operation id): what `clear` then `push` leave, with
+    /// the oldest record's allocation reused for the new id.
+    pub fn restart(
+        &mut self,
+        id: &str,
+        mark_before: u64,
+        fingerprint: Option<[u8; FINGERPRINT_BYTES]>,
+    ) {
+        self.ops.truncate(1);
+        self.evicted = None;
+        self.legacy_hash = false;
+        match self.ops.front_mut() {
+            Some(first) => {
+                first.id.clear();
+                first.id.push_str(id);
+                first.mark_before = mark_before;
+                first.fingerprint = fingerprint;
+            }
+            None => self.ops.push_back(OpRecord {
+                id: id.to_owned(),
+                mark_before,
+                fingerprint,
+            }),
+        }
+    }
+
     /// Forgets everything (the epoch advanced).
+    #[inline]
     pub fn clear(&mut self) {
+        if self.ops.is_empty() && self.evicted.is_none() {
+            // Nothing to drop (the common case: no operation ids in this epoch).
+            self.legacy_hash = false;
+            return;
+        }
         self.ops.clear();
         self.evicted = None;
         self.legacy_hash = false;
@@ -215,6 +252,43 @@ impl OpWindow {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// `restart` leaves exactly what `clear` then `push` leave: from an empty
+    /// window, one with records, and one with evicted ids (a legacy filter too).
+    #[test]
+    fn restart_is_clear_then_push() {
+        let fp = Some([7; FINGERPRINT_BYTES]);
+        for (n, legacy) in [(0, false), (1, false), (3, false), (70, false), (70, true)] {
+            let mut w = OpWindow::default();
+            for i in 0..n {
+                w.push(rec(&format!("op-{i}-with-a-longer-id")), DEFAULT_WINDOW);
+            }
+            w.legacy_hash = legacy;
+            let mut expected = w.clone();
+            expected.clear();
+            expected.push(
+                OpRecord {
+                    id: "next".to_owned(),
+                    mark_before: 9,
+                    fingerprint: fp,
+                },
+                DEFAULT_WINDOW,
+            );
+            w.restart("next", 9, fp);
+            assert_eq!(w, expected, "{n} records, legacy {legacy}");
+        }
+    }
+
+    #[test]
+    fn printable_ascii_fast_path_agrees() {
+        for id in [
+            "a", "op-1", " ~", "a\u{7f}", "a\u{1f}", "\u{80}x", "x\u{9f}", "é", "\u{a0}", "日本",
+        ] {
+            let slow =
+                !id.is_empty() && id.len() <= MAX_OP_ID_BYTES && !id.chars().any(char::is_control);
+            assert_eq!(valid_op_id(id), slow, "{id:?}");
+        }
+    }
 
     fn rec(id: &str) -> OpRecord {
         OpRecord {

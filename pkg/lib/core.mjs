@@ -2,10 +2,10 @@
 // into Wasm (numbers and bigints never go through serde) and shapes verdicts.
 import * as wasm from '../dist/fencegate.js';
 import { FencegateError } from './errors.mjs';
-import { ready, initAsync, CODES } from './runtime.mjs';
+import { ready, initAsync, CODES, DUPLICATE, lastMarks, exactMarks, writeInput } from './runtime.mjs';
 import { policyFromOptions, refreshCeiling, setPolicyCeiling, addPolicyKey, retirePolicyKey, freePolicy } from './signed.mjs';
-import { metaOf, windowOf, auditOf, Observer, pack, plainPolicy, verdictOut, claimsOut, marksOut, ESTABLISH, EXACT } from './verdict.mjs';
-import { invalid, notReady, checkKey, checkOptions, GATE_OPTIONS, describe, stateTextOf, checkStateText, MAX_U64 } from './common.mjs';
+import { metaOf, windowOf, auditOf, Observer, pack, plainPolicy, verdictOut, verdictFor, claimsOut, marksOut, ESTABLISH } from './verdict.mjs';
+import { invalid, notReady, checkKey, checkOptions, GATE_OPTIONS, describe, stateTextOf, checkStateText, MAX_U64, wellFormed } from './common.mjs';
 
 export { FencegateError };
 export { Gate } from './gate.mjs';
@@ -92,6 +92,23 @@ function refused(meta, window) {
   throw new Error('fencegate: a refused request had valid options (pkg/lib does not match the Wasm build)');
 }
 
+/** The output scratch as f64 (runtime.mjs `lastMarks`), kept here; re-made when memory growth detached it. */
+let scratch = new Float64Array(0);
+
+/**
+ * The `opId` of operation options that name only a well-formed `opId` (the
+ * options `metaOf` turns into `{ opId }` alone), else undefined: those go
+ * through `metaOf`, which accepts or refuses them as always.
+ */
+function onlyOpId(options) {
+  if (typeof options !== 'object' || options === null) return undefined;
+  for (const name in options) {
+    if (name !== 'opId') return undefined;
+  }
+  const opId = options.opId;
+  return typeof opId === 'string' && wellFormed(opId) ? opId : undefined;
+}
+
 /** Stands in for a freed gate's Wasm object: every use throws INVALID_ARGUMENT. */
 const FREED = new Proxy({}, {
   get() {
@@ -117,6 +134,12 @@ export class MemoryGate {
   #policy;
   #window;
   #observer;
+  /** No policy options: number and bigint tokens without options take the numeric lane. */
+  #plain;
+  /** Someone receives audit records (`onVerdict`): operations are timed and recorded, not only counted. */
+  #listening;
+  /** `#plain` and not `#listening`. */
+  #quiet;
 
   constructor(options) {
     if (!ready) notReady();
@@ -124,6 +147,9 @@ export class MemoryGate {
     this.#window = windowOf(options);
     this.#observer = new Observer(auditOf(options));
     this.#policy = policyFromOptions(options);
+    this.#plain = this.#policy === null;
+    this.#listening = this.#observer.timed;
+    this.#quiet = this.#plain && !this.#listening;
     this.#raw = new wasm.RawMemoryGate(this.#strict);
   }
 
@@ -158,6 +184,19 @@ export class MemoryGate {
    * `options.holder` binds the epoch to its holder (EPOCH_CONFLICT otherwise).
    */
   write(key, token, value, options) {
+    if (options === undefined && this.#quiet) {
+      // The numeric lane (see #fenced), written out: the most common call.
+      const number = typeof token === 'number';
+      if (number || (typeof token === 'bigint' && token >= 0n && token <= MAX_U64)) {
+        let slot = this.#slots.get(key);
+        if (slot === undefined) slot = this.#slot(key);
+        const status = number ? this.#raw.fence(slot, 0, token) : this.#raw.fence_exact(slot, 0, token);
+        const v = this.#laneVerdict(key, token, status);
+        if (status < 2) this.#values[slot] = value;
+        this.#observer.count(status);
+        return v;
+      }
+    }
     return this.#fenced(key, token, options, true, value);
   }
 
@@ -167,38 +206,96 @@ export class MemoryGate {
   }
 
   /**
-   * One write (`write`: true) or establish: the decision (one Wasm call,
-   * `RawMemoryGate.apply`, whatever the token kind; a number token without
-   * policy or options takes the same entry with nothing to pack), then the
-   * value on advance/accept, then the audit record.
+   * One write (`write`: true) or establish: the decision (one Wasm call), then
+   * the value on advance/accept, then the audit record. A number token, or a
+   * bigint in 0..=2^64−1, with no policy and no operation options takes the
+   * numeric lane (`RawMemoryGate.fence` / `fence_exact`: slot, flags, token;
+   * the verdict read from the scratch here), and a number token with only an
+   * `opId` its op-id form (`fence_op`: the id alone in the input buffer);
+   * everything else packs its request for `RawMemoryGate.apply`.
    */
   #fenced(key, token, options, write, value) {
     const slot = this.#slot(key);
-    const meta = options === undefined ? null : metaOf(options);
-    const started = this.#observer.timed ? performance.now() : null;
-    const p = this.#policy;
-    let status;
-    if (p === null && meta === null && typeof token === 'number') {
-      status = this.#raw.apply(plainPolicy(), slot, write ? 0 : ESTABLISH, token, 0n, 0, 0, 0, 0, 0, this.#window, 0);
-    } else if (p === null && meta === null && typeof token === 'bigint' && token >= 0n && token <= MAX_U64) {
-      // The same lane for a bigint in 0..=2^64−1 (what `pack` would make of it, without packing).
-      status = this.#raw.apply(plainPolicy(), slot, write ? EXACT : ESTABLISH | EXACT, 0, token, 0, 0, 0, 0, 0, this.#window, 0);
-    } else {
-      let scope = null;
-      if (p !== null) {
-        // Policy callbacks (ceiling, scope) run before Wasm is entered.
-        refreshCeiling(p);
-        scope = typeof token === 'number' ? '' : p.scopeOf(key);
+    const started = this.#listening ? performance.now() : null;
+    if (this.#plain && !this.#listening && typeof token === 'number' && options !== undefined) {
+      // Only an operation id (what metaOf would accept, without making its object): the id alone in the input buffer.
+      const opId = onlyOpId(options);
+      if (opId !== undefined) {
+        const status = this.#raw.fence_op(slot, write ? 0 : ESTABLISH, token, writeInput(opId, undefined), this.#window);
+        if (status === REFUSED) refused({ opId }, this.#window);
+        return this.#plainVerdict(key, slot, token, status, write, value, null, started);
       }
-      const r = pack(write ? 0 : ESTABLISH, token, scope, meta, null);
-      status = this.#raw.apply(p === null ? plainPolicy() : p.raw, slot, r.flags, r.number, r.exact, r.textBytes, r.tokenLen, r.scopeLen, r.opLen, r.holderLen, this.#window, r.fingerprintBytes);
-      if (status === REFUSED) refused(meta, this.#window);
     }
+    const meta = options === undefined ? null : metaOf(options);
+    if (this.#plain) {
+      let status;
+      if (meta === null) {
+        if (typeof token === 'number') status = this.#raw.fence(slot, write ? 0 : ESTABLISH, token);
+        else if (typeof token === 'bigint' && token >= 0n && token <= MAX_U64) status = this.#raw.fence_exact(slot, write ? 0 : ESTABLISH, token);
+      } else if (typeof token === 'number' && meta.holder === undefined && meta.fingerprint === undefined) {
+        status = this.#raw.fence_op(slot, write ? 0 : ESTABLISH, token, writeInput(meta.opId, undefined), this.#window);
+        if (status === REFUSED) refused(meta, this.#window);
+      }
+      if (status !== undefined) return this.#plainVerdict(key, slot, token, status, write, value, meta, started);
+    }
+    return this.#general(key, slot, token, meta, write, value, started);
+  }
+
+  /** The numeric lane's verdict (`#laneVerdict`), then the value and the audit record or count. */
+  #plainVerdict(key, slot, token, status, write, value, meta, started) {
+    const v = this.#laneVerdict(key, token, status);
+    // Same synchronous step as the decision: nothing can run or throw in between.
+    if (status < 2 && write) this.#values[slot] = value;
+    if (this.#listening) this.#observer.record(v, write ? 'write' : 'establish', meta, started, null, status);
+    else this.#observer.count(status);
+    return v;
+  }
+
+  /**
+   * A numeric-lane verdict from the scratch, in one object literal of the
+   * shape `verdictFor` makes (a duplicate, only with an operation id, by
+   * `verdictFor`): the validated token (−2: none; −1: a bigint above
+   * 2^53−1, which is its own canonical form) and the marks (−1: above
+   * 2^53−1, read exactly; the mark after an advance or accept above 2^53−1
+   * is that token, as Rust's verdict says, so no second bigint is made).
+   */
+  #laneVerdict(key, token, status) {
+    let m = scratch;
+    if (m.length === 0) m = scratch = lastMarks(); // new, or detached by memory growth
+    const t = m[5];
+    const tok = t >= 0 ? t : t === -1 ? token : null;
+    const ok = status < 2;
+    const b = m[0] >= 0 ? m[0] : exactMarks()[2];
+    const a = m[1] >= 0 ? m[1] : ok ? tok : exactMarks()[3];
+    if (status >= DUPLICATE) return verdictFor(key, status, tok, b, a);
+    return {
+      key,
+      ok,
+      outcome: status === 0 ? 'advance' : ok ? 'accept' : 'reject',
+      code: ok ? null : CODES[status - 2],
+      token: tok,
+      markBefore: b,
+      markAfter: a,
+    };
+  }
+
+  /** Every other request: packed for `RawMemoryGate.apply` (one call, whatever the token kind and options). */
+  #general(key, slot, token, meta, write, value, started) {
+    const p = this.#policy;
+    let scope = null;
+    if (p !== null) {
+      // Policy callbacks (ceiling, scope) run before Wasm is entered.
+      refreshCeiling(p);
+      scope = typeof token === 'number' ? '' : p.scopeOf(key);
+    }
+    const r = pack(write ? 0 : ESTABLISH, token, scope, meta, null);
+    const status = this.#raw.apply(p === null ? plainPolicy() : p.raw, slot, r.flags, r.number, r.exact, r.textBytes, r.tokenLen, r.scopeLen, r.opLen, r.holderLen, this.#window, r.fingerprintBytes);
+    if (status === REFUSED) refused(meta, this.#window);
     const v = verdictOut(key, status, token);
     if (p !== null) v.claims = claimsOut();
     // Same synchronous step as the decision: nothing can run or throw in between.
     if (write && status < 2) this.#values[slot] = value;
-    this.#observer.record(v, write ? 'write' : 'establish', meta, started);
+    this.#observer.record(v, write ? 'write' : 'establish', meta, started, null, status);
     return v;
   }
 

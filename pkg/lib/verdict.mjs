@@ -267,10 +267,29 @@ export function auditOf(options) {
   return f ?? null;
 }
 
-/** Counters per outcome and per code, and the audit callback; its failures never change a verdict. */
+/** The status of a verdict object (what the decision returned: 0 advance, 1 accept, 2 + code index, DUPLICATE + 0/1). */
+function statusOf(v) {
+  switch (v.outcome) {
+    case 'advance': return 0;
+    case 'accept': return 1;
+    case 'duplicate': return v.original === 'advance' ? DUPLICATE : DUPLICATE + 1;
+    default: return 2 + CODES.indexOf(v.code);
+  }
+}
+
+/**
+ * Counters per outcome and per code, and the audit callback; its failures
+ * never change a verdict. Counted by status in one array (an outcome name or
+ * code as a property key cost a keyed store per decision); `counters()`
+ * spells the names.
+ */
 export class Observer {
   #onVerdict;
-  #counts = { total: 0, advance: 0, accept: 0, reject: 0, duplicate: 0, auditErrors: 0, codes: {} };
+  /** Decisions per status (0, 1, 2 + code index, DUPLICATE, DUPLICATE + 1). */
+  #byStatus = new Array(DUPLICATE + 2).fill(0);
+  /** Code indexes in the order they were first counted (the order of `codes`). */
+  #codeOrder = [];
+  #auditErrors = 0;
 
   constructor(onVerdict) {
     this.#onVerdict = onVerdict;
@@ -281,17 +300,20 @@ export class Observer {
     return this.#onVerdict !== null;
   }
 
+  /** Counts one decision by its status (no audit record: for callers that know nobody listens). */
+  count(status) {
+    if (this.#byStatus[status]++ === 0 && status >= 2 && status < DUPLICATE) this.#codeOrder.push(status - 2);
+  }
+
   /**
    * Counts `v` and reports it to the audit callback (errors and rejections of
    * the callback are swallowed and counted). `started`: `performance.now()` at
    * the call (when `timed`); `commitMs`: milliseconds spent in the host's
-   * commit/transaction callbacks, or null when none was asked to commit.
+   * commit/transaction callbacks, or null when none was asked to commit;
+   * `status`: the decision's status when the caller has it.
    */
-  record(v, operation, meta, started = null, commitMs = null) {
-    const c = this.#counts;
-    c.total++;
-    c[v.outcome]++;
-    if (v.code !== null) c.codes[v.code] = (c.codes[v.code] ?? 0) + 1;
+  record(v, operation, meta, started = null, commitMs = null, status = statusOf(v)) {
+    this.count(status);
     if (this.#onVerdict === null) return;
     const entry = {
       key: v.key, operation, outcome: v.outcome, code: v.code, token: v.token,
@@ -302,15 +324,23 @@ export class Observer {
     try {
       const r = this.#onVerdict(entry);
       if (r !== null && typeof r === 'object' && typeof r.then === 'function') {
-        r.then(undefined, () => { this.#counts.auditErrors++; });
+        r.then(undefined, () => { this.#auditErrors++; });
       }
     } catch {
-      c.auditErrors++;
+      this.#auditErrors++;
     }
   }
 
   /** A snapshot: `{ total, advance, accept, reject, duplicate, auditErrors, codes: { CODE: n } }`. */
   counters() {
-    return { ...this.#counts, codes: { ...this.#counts.codes } };
+    const n = this.#byStatus;
+    const codes = {};
+    let reject = 0;
+    for (const i of this.#codeOrder) {
+      codes[CODES[i]] = n[i + 2];
+      reject += n[i + 2];
+    }
+    const duplicate = n[DUPLICATE] + n[DUPLICATE + 1];
+    return { total: n[0] + n[1] + reject + duplicate, advance: n[0], accept: n[1], reject, duplicate, auditErrors: this.#auditErrors, codes };
   }
 }

@@ -120,11 +120,6 @@ pub struct RawPolicy {
 }
 
 impl RawPolicy {
-    /// Whether this is the plain fence check (no keys, `adopt`, unsigned allowed).
-    pub(crate) fn is_plain(&self) -> bool {
-        self.policy.is_plain()
-    }
-
     /// Decides a request's token against `mark`: provenance, the higher-epoch
     /// policy (with the request's ceiling when it brings one), the fence check.
     /// Returns the epoch-level verdict and a verified token's claims.

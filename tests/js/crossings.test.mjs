@@ -40,10 +40,13 @@ test('crossings per operation: one per decision attempt for every token kind (pl
   assert.deepEqual(got, EXPECTED);
 });
 
-test('the one call is the decision entry: __gate_decide / RawMemoryGate.apply', () => {
+// The decision entries: Gate's, MemoryGate's general one, and MemoryGate's numeric lane (number / bigint, no options; number + opId).
+const DECISION_ENTRIES = ['__gate_decide', 'rawmemorygate_apply', 'rawmemorygate_fence', 'rawmemorygate_fence_exact', 'rawmemorygate_fence_op'];
+
+test('the one call is the decision entry: __gate_decide / RawMemoryGate.apply / fence / fence_exact / fence_op', () => {
   for (const [name, c] of rows) {
     if (name === 'Gate.quarantine' || name === 'Gate.inspect') continue;
-    const decisions = c.names.filter((n) => n === '__gate_decide' || n === 'rawmemorygate_apply');
+    const decisions = c.names.filter((n) => DECISION_ENTRIES.includes(n));
     assert.equal(decisions.length, 1, name);
     assert.deepEqual(c.names, decisions, name);
   }
