@@ -24,9 +24,10 @@ pub struct Entry<V> {
     pub value: Option<V>,
 }
 
-/// An in-memory fenced store: resource keys of type `K` (e.g. `String`, or the
-/// `u32` slot ids the JS binding interns keys to), values of type `V`, hashed
-/// with `S` (SipHash by default: keys may be chosen by clients).
+/// An in-memory fenced store for Rust users: resource keys of type `K` (e.g.
+/// `String`), values of type `V`, hashed with `S` (SipHash by default: keys may
+/// be chosen by clients). The JS binding's `RawMemoryGate` does not use it: it
+/// keeps its states in a vector indexed by the slots JS hands out in order.
 #[derive(Clone, Debug)]
 pub struct MemoryStore<K, V, S = RandomState> {
     same_epoch: SameEpoch,
