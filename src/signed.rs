@@ -628,10 +628,7 @@ impl Key {
                 "an Ed25519 public key can verify but not mint".to_owned(),
             )),
             #[cfg(feature = "ed25519")]
-            Key::Ed25519Secret(k) => {
-                use ed25519_dalek::Signer;
-                Ok(k.sign(&signing_input(claim_bytes)).to_bytes().to_vec())
-            }
+            Key::Ed25519Secret(k) => Ok(ed25519_sign(k, &signing_input(claim_bytes)).to_vec()),
             Key::HostEd25519(_) => Err(SignedError::InvalidArgument(
                 "an Ed25519 public key can verify but not mint".to_owned(),
             )),
@@ -658,6 +655,78 @@ impl Key {
             Key::HostEd25519(_) => false,
         }
     }
+}
+
+/// RFC 8032 Ed25519 signing (PureEdDSA), the steps of ed25519-dalek's `raw_sign`
+/// with one change for the .wasm size: `s = r + k·a mod L` multiplies `k` and `a` as
+/// plain 256-bit integers ([`mul_wide`]) and reduces the 512-bit sum with
+/// `Scalar::from_bytes_mod_order_wide`, which verification links anyway, instead of
+/// curve25519-dalek's Montgomery `Scalar * Scalar` (3.1 KB of unrolled code used by
+/// nothing else; docs/design.md, issue 14 "Ed25519 signing without `Scalar * Scalar`").
+/// The signature is byte for byte the one ed25519-dalek makes (tested against it and
+/// against RFC 8032's vectors). Constant-time in the secret: no branch or index
+/// depends on `a`, `r` or the seed.
+#[cfg(feature = "ed25519")]
+#[allow(non_snake_case)]
+fn ed25519_sign(key: &ed25519_dalek::SigningKey, message: &[u8]) -> [u8; 64] {
+    use curve25519_dalek::{EdwardsPoint, Scalar};
+    use ed25519_dalek::hazmat::ExpandedSecretKey;
+    use sha2::{Digest, Sha512};
+    use zeroize::Zeroize;
+
+    let mut seed = key.to_bytes();
+    // Wiped on drop (ed25519-dalek's `zeroize` feature).
+    let expanded = ExpandedSecretKey::from(&seed);
+    seed.zeroize();
+    let hash = |parts: &[&[u8]]| {
+        let mut h = Sha512::new();
+        for part in parts {
+            h.update(part);
+        }
+        Scalar::from_bytes_mod_order_wide(&h.finalize().into())
+    };
+    let mut r = hash(&[&expanded.hash_prefix, message]);
+    let R = EdwardsPoint::mul_base(&r).compress();
+    let k = hash(&[R.as_bytes(), key.verifying_key().as_bytes(), message]);
+    let mut wide = mul_wide(k.as_bytes(), expanded.scalar.as_bytes());
+    let mut s = Scalar::from_bytes_mod_order_wide(&wide) + r;
+    let mut signature = [0u8; 64];
+    signature[..32].copy_from_slice(R.as_bytes());
+    signature[32..].copy_from_slice(s.as_bytes());
+    wide.zeroize();
+    r.zeroize();
+    s.zeroize();
+    signature
+}
+
+/// `x · y` for two 256-bit little-endian integers, as a 512-bit little-endian integer
+/// (schoolbook over 32-bit limbs; `t` stays below 2^64: (2^32−1)^2 + 2·(2^32−1) = 2^64 − 1).
+#[cfg(feature = "ed25519")]
+#[inline(never)]
+fn mul_wide(x: &[u8; 32], y: &[u8; 32]) -> [u8; 64] {
+    let limbs = |b: &[u8; 32]| {
+        let mut l = [0u64; 8];
+        for (limb, chunk) in l.iter_mut().zip(b.chunks_exact(4)) {
+            *limb = u64::from(u32::from_le_bytes([chunk[0], chunk[1], chunk[2], chunk[3]]));
+        }
+        l
+    };
+    let (x, y) = (limbs(x), limbs(y));
+    let mut out = [0u64; 16];
+    for (i, xi) in x.iter().enumerate() {
+        let mut carry = 0u64;
+        for (j, yj) in y.iter().enumerate() {
+            let t = xi * yj + out[i + j] + carry;
+            out[i + j] = t & 0xffff_ffff;
+            carry = t >> 32;
+        }
+        out[i + 8] = carry;
+    }
+    let mut bytes = [0u8; 64];
+    for (chunk, limb) in bytes.chunks_exact_mut(4).zip(out) {
+        chunk.copy_from_slice(&(limb as u32).to_le_bytes());
+    }
+    bytes
 }
 
 #[cfg(feature = "ed25519")]
@@ -1377,6 +1446,85 @@ pub(crate) mod tests {
         }
         assert!(Key::ed25519_public(&[0u8; 31]).is_err());
         assert!(Key::ed25519_secret(&[0u8; 33]).is_err());
+    }
+
+    #[cfg(feature = "ed25519")]
+    fn hex(s: &str) -> Vec<u8> {
+        (0..s.len() / 2)
+            .map(|i| u8::from_str_radix(&s[2 * i..2 * i + 2], 16).unwrap())
+            .collect()
+    }
+
+    /// Issue 14: `ed25519_sign` (no `Scalar * Scalar`) against RFC 8032 §7.1,
+    /// tests 1 to 3 and SHA(abc), byte for byte.
+    #[cfg(feature = "ed25519")]
+    #[test]
+    fn ed25519_sign_matches_rfc_8032() {
+        let vectors = [
+            (
+                "9d61b19deffd5a60ba844af492ec2cc44449c5697b326919703bac031cae7f60",
+                "",
+                "e5564300c360ac729086e2cc806e828a84877f1eb8e5d974d873e065224901555fb8821590a33bacc61e39701cf9b46bd25bf5f0595bbe24655141438e7a100b",
+            ),
+            (
+                "4ccd089b28ff96da9db6c346ec114e0f5b8a319f35aba624da8cf6ed4fb8a6fb",
+                "72",
+                "92a009a9f0d4cab8720e820b5f642540a2b27b5416503f8fb3762223ebdb69da085ac1e43e15996e458f3613d0f11d8c387b2eaeb4302aeeb00d291612bb0c00",
+            ),
+            (
+                "c5aa8df43f9f837bedb7442f31dcb7b166d38535076f094b85ce3a2e0b4458f7",
+                "af82",
+                "6291d657deec24024827e69c3abe01a30ce548a284743a445e3680d7db5ac3ac18ff9b538d16f290ae67f760984dc6594a7c15e9716ed28dc027beceea1ec40a",
+            ),
+            (
+                "833fe62409237b9d62ec77587520911e9a759cec1d19755b7da901b96dca3d42",
+                "ddaf35a193617abacc417349ae20413112e6fa4e89a97ea20a9eeee64b55d39a2192992a274fc1a836ba3c23a3feebbd454d4423643ce80e2a9ac94fa54ca49f",
+                "dc2a4459e7369633a52b1bf277839a00201009a3efbf3ecb69bea2186c26b58909351fc9ac90b3ecfdfbc7c66431e0303dca179c138ac17ad9bef1177331a704",
+            ),
+        ];
+        for (seed, message, signature) in vectors {
+            let key = ed25519_dalek::SigningKey::from_bytes(&hex32(seed));
+            assert_eq!(ed25519_sign(&key, &hex(message)).to_vec(), hex(signature));
+        }
+        // The largest product: (2^256 − 1)^2 = 2^512 − 2^257 + 1.
+        let mut max = [0xffu8; 64];
+        max[..32].fill(0);
+        max[0] = 1;
+        max[32] = 0xfe;
+        assert_eq!(mul_wide(&[0xff; 32], &[0xff; 32]), max);
+    }
+
+    #[cfg(feature = "ed25519")]
+    proptest! {
+        /// `ed25519_sign` makes the signature ed25519-dalek's `Signer` makes.
+        #[test]
+        fn prop_ed25519_sign_matches_dalek(
+            seed in any::<[u8; 32]>(),
+            message in proptest::collection::vec(any::<u8>(), 0..300),
+        ) {
+            use ed25519_dalek::Signer;
+            let key = ed25519_dalek::SigningKey::from_bytes(&seed);
+            prop_assert_eq!(ed25519_sign(&key, &message), key.sign(&message).to_bytes());
+        }
+
+        /// `mul_wide` against a byte-wise schoolbook product.
+        #[test]
+        fn prop_mul_wide(x in any::<[u8; 32]>(), y in any::<[u8; 32]>()) {
+            let mut acc = [0u32; 64];
+            for i in 0..32 {
+                for j in 0..32 {
+                    acc[i + j] += u32::from(x[i]) * u32::from(y[j]);
+                }
+            }
+            let mut expected = [0u8; 64];
+            let mut carry = 0u32;
+            for (e, a) in expected.iter_mut().zip(acc) {
+                let t = a + carry;
+                *e = t as u8;
+                carry = t >> 8;
+            }
+            prop_assert_eq!(mul_wide(&x, &y), expected);
+        }
     }
 
     fn arb_claims() -> impl Strategy<Value = Claims> {
