@@ -657,15 +657,14 @@ impl Key {
     }
 }
 
-/// RFC 8032 Ed25519 signing (PureEdDSA), the steps of ed25519-dalek's `raw_sign`
-/// with one change for the .wasm size: `s = r + k·a mod L` multiplies `k` and `a` as
-/// plain 256-bit integers ([`mul_wide`]) and reduces the 512-bit sum with
-/// `Scalar::from_bytes_mod_order_wide`, which verification links anyway, instead of
-/// curve25519-dalek's Montgomery `Scalar * Scalar` (3.1 KB of unrolled code used by
-/// nothing else; docs/design.md, issue 14 "Ed25519 signing without `Scalar * Scalar`").
-/// The signature is byte for byte the one ed25519-dalek makes (tested against it and
-/// against RFC 8032's vectors). Constant-time in the secret: no branch or index
-/// depends on `a`, `r` or the seed.
+/// RFC 8032 Ed25519 signing (PureEdDSA): the steps of ed25519-dalek's `raw_sign`
+/// (key expansion by its `hazmat::ExpandedSecretKey`), with one change for the
+/// .wasm size: `s = r + k·a mod L` by double-and-add with `Scalar` addition instead
+/// of curve25519-dalek's Montgomery `Scalar * Scalar` (3.1 KB of unrolled code that
+/// nothing else uses; docs/design.md, issue 14, "Ed25519 signing without
+/// `Scalar * Scalar`"). The signature is byte for byte the one ed25519-dalek makes
+/// (tests: RFC 8032's vectors, and a proptest against its `Signer`). No branch or
+/// index depends on the seed, `a` or `r`.
 #[cfg(feature = "ed25519")]
 #[allow(non_snake_case)]
 fn ed25519_sign(key: &ed25519_dalek::SigningKey, message: &[u8]) -> [u8; 64] {
@@ -688,45 +687,26 @@ fn ed25519_sign(key: &ed25519_dalek::SigningKey, message: &[u8]) -> [u8; 64] {
     let mut r = hash(&[&expanded.hash_prefix, message]);
     let R = EdwardsPoint::mul_base(&r).compress();
     let k = hash(&[R.as_bytes(), key.verifying_key().as_bytes(), message]);
-    let mut wide = mul_wide(k.as_bytes(), expanded.scalar.as_bytes());
-    let mut s = Scalar::from_bytes_mod_order_wide(&wide) + r;
+    // s = r + k·a mod L by double-and-add over k's bits. k is public (a hash of R,
+    // A and the message, which the signature and the key show), so the branch on
+    // its bits tells nothing about a; each `Scalar` addition is constant-time.
+    let mut s = r;
+    let mut a = expanded.scalar;
+    for byte in k.as_bytes() {
+        for bit in 0..8 {
+            if byte >> bit & 1 == 1 {
+                s += a;
+            }
+            a += a;
+        }
+    }
     let mut signature = [0u8; 64];
     signature[..32].copy_from_slice(R.as_bytes());
     signature[32..].copy_from_slice(s.as_bytes());
-    wide.zeroize();
     r.zeroize();
+    a.zeroize();
     s.zeroize();
     signature
-}
-
-/// `x · y` for two 256-bit little-endian integers, as a 512-bit little-endian integer
-/// (schoolbook over 32-bit limbs; `t` stays below 2^64: (2^32−1)^2 + 2·(2^32−1) = 2^64 − 1).
-#[cfg(feature = "ed25519")]
-#[inline(never)]
-fn mul_wide(x: &[u8; 32], y: &[u8; 32]) -> [u8; 64] {
-    let limbs = |b: &[u8; 32]| {
-        let mut l = [0u64; 8];
-        for (limb, chunk) in l.iter_mut().zip(b.chunks_exact(4)) {
-            *limb = u64::from(u32::from_le_bytes([chunk[0], chunk[1], chunk[2], chunk[3]]));
-        }
-        l
-    };
-    let (x, y) = (limbs(x), limbs(y));
-    let mut out = [0u64; 16];
-    for (i, xi) in x.iter().enumerate() {
-        let mut carry = 0u64;
-        for (j, yj) in y.iter().enumerate() {
-            let t = xi * yj + out[i + j] + carry;
-            out[i + j] = t & 0xffff_ffff;
-            carry = t >> 32;
-        }
-        out[i + 8] = carry;
-    }
-    let mut bytes = [0u8; 64];
-    for (chunk, limb) in bytes.chunks_exact_mut(4).zip(out) {
-        chunk.copy_from_slice(&(limb as u32).to_le_bytes());
-    }
-    bytes
 }
 
 #[cfg(feature = "ed25519")]
@@ -1486,12 +1466,6 @@ pub(crate) mod tests {
             let key = ed25519_dalek::SigningKey::from_bytes(&hex32(seed));
             assert_eq!(ed25519_sign(&key, &hex(message)).to_vec(), hex(signature));
         }
-        // The largest product: (2^256 − 1)^2 = 2^512 − 2^257 + 1.
-        let mut max = [0xffu8; 64];
-        max[..32].fill(0);
-        max[0] = 1;
-        max[32] = 0xfe;
-        assert_eq!(mul_wide(&[0xff; 32], &[0xff; 32]), max);
     }
 
     #[cfg(feature = "ed25519")]
@@ -1505,25 +1479,6 @@ pub(crate) mod tests {
             use ed25519_dalek::Signer;
             let key = ed25519_dalek::SigningKey::from_bytes(&seed);
             prop_assert_eq!(ed25519_sign(&key, &message), key.sign(&message).to_bytes());
-        }
-
-        /// `mul_wide` against a byte-wise schoolbook product.
-        #[test]
-        fn prop_mul_wide(x in any::<[u8; 32]>(), y in any::<[u8; 32]>()) {
-            let mut acc = [0u32; 64];
-            for i in 0..32 {
-                for j in 0..32 {
-                    acc[i + j] += u32::from(x[i]) * u32::from(y[j]);
-                }
-            }
-            let mut expected = [0u8; 64];
-            let mut carry = 0u32;
-            for (e, a) in expected.iter_mut().zip(acc) {
-                let t = a + carry;
-                *e = t as u8;
-                carry = t >> 8;
-            }
-            prop_assert_eq!(mul_wide(&x, &y), expected);
         }
     }
 
