@@ -628,10 +628,7 @@ impl Key {
                 "an Ed25519 public key can verify but not mint".to_owned(),
             )),
             #[cfg(feature = "ed25519")]
-            Key::Ed25519Secret(k) => {
-                use ed25519_dalek::Signer;
-                Ok(k.sign(&signing_input(claim_bytes)).to_bytes().to_vec())
-            }
+            Key::Ed25519Secret(k) => Ok(ed25519_sign(k, &signing_input(claim_bytes)).to_vec()),
             Key::HostEd25519(_) => Err(SignedError::InvalidArgument(
                 "an Ed25519 public key can verify but not mint".to_owned(),
             )),
@@ -658,6 +655,58 @@ impl Key {
             Key::HostEd25519(_) => false,
         }
     }
+}
+
+/// RFC 8032 Ed25519 signing (PureEdDSA): the steps of ed25519-dalek's `raw_sign`
+/// (key expansion by its `hazmat::ExpandedSecretKey`), with one change for the
+/// .wasm size: `s = r + k·a mod L` by double-and-add with `Scalar` addition instead
+/// of curve25519-dalek's Montgomery `Scalar * Scalar` (3.1 KB of unrolled code that
+/// nothing else uses; docs/design.md, issue 14, "Ed25519 signing without
+/// `Scalar * Scalar`"). The signature is byte for byte the one ed25519-dalek makes
+/// (tests: RFC 8032's vectors, and a proptest against its `Signer`). No branch or
+/// index depends on the seed, `a` or `r`.
+#[cfg(feature = "ed25519")]
+#[allow(non_snake_case)]
+fn ed25519_sign(key: &ed25519_dalek::SigningKey, message: &[u8]) -> [u8; 64] {
+    use curve25519_dalek::{EdwardsPoint, Scalar};
+    use ed25519_dalek::hazmat::ExpandedSecretKey;
+    use sha2::{Digest, Sha512};
+    use zeroize::Zeroize;
+
+    let mut seed = key.to_bytes();
+    // Wiped on drop (ed25519-dalek's `zeroize` feature).
+    let expanded = ExpandedSecretKey::from(&seed);
+    seed.zeroize();
+    let hash = |parts: &[&[u8]]| {
+        let mut h = Sha512::new();
+        for part in parts {
+            h.update(part);
+        }
+        Scalar::from_bytes_mod_order_wide(&h.finalize().into())
+    };
+    let mut r = hash(&[&expanded.hash_prefix, message]);
+    let R = EdwardsPoint::mul_base(&r).compress();
+    let k = hash(&[R.as_bytes(), key.verifying_key().as_bytes(), message]);
+    // s = r + k·a mod L by double-and-add over k's bits. k is public (a hash of R,
+    // A and the message, which the signature and the key show), so the branch on
+    // its bits tells nothing about a; each `Scalar` addition is constant-time.
+    let mut s = r;
+    let mut a = expanded.scalar;
+    for byte in k.as_bytes() {
+        for bit in 0..8 {
+            if byte >> bit & 1 == 1 {
+                s += a;
+            }
+            a += a;
+        }
+    }
+    let mut signature = [0u8; 64];
+    signature[..32].copy_from_slice(R.as_bytes());
+    signature[32..].copy_from_slice(s.as_bytes());
+    r.zeroize();
+    a.zeroize();
+    s.zeroize();
+    signature
 }
 
 #[cfg(feature = "ed25519")]
@@ -1377,6 +1426,60 @@ pub(crate) mod tests {
         }
         assert!(Key::ed25519_public(&[0u8; 31]).is_err());
         assert!(Key::ed25519_secret(&[0u8; 33]).is_err());
+    }
+
+    #[cfg(feature = "ed25519")]
+    fn hex(s: &str) -> Vec<u8> {
+        (0..s.len() / 2)
+            .map(|i| u8::from_str_radix(&s[2 * i..2 * i + 2], 16).unwrap())
+            .collect()
+    }
+
+    /// Issue 14: `ed25519_sign` (no `Scalar * Scalar`) against RFC 8032 §7.1,
+    /// tests 1 to 3 and SHA(abc), byte for byte.
+    #[cfg(feature = "ed25519")]
+    #[test]
+    fn ed25519_sign_matches_rfc_8032() {
+        let vectors = [
+            (
+                "9d61b19deffd5a60ba844af492ec2cc44449c5697b326919703bac031cae7f60",
+                "",
+                "e5564300c360ac729086e2cc806e828a84877f1eb8e5d974d873e065224901555fb8821590a33bacc61e39701cf9b46bd25bf5f0595bbe24655141438e7a100b",
+            ),
+            (
+                "4ccd089b28ff96da9db6c346ec114e0f5b8a319f35aba624da8cf6ed4fb8a6fb",
+                "72",
+                "92a009a9f0d4cab8720e820b5f642540a2b27b5416503f8fb3762223ebdb69da085ac1e43e15996e458f3613d0f11d8c387b2eaeb4302aeeb00d291612bb0c00",
+            ),
+            (
+                "c5aa8df43f9f837bedb7442f31dcb7b166d38535076f094b85ce3a2e0b4458f7",
+                "af82",
+                "6291d657deec24024827e69c3abe01a30ce548a284743a445e3680d7db5ac3ac18ff9b538d16f290ae67f760984dc6594a7c15e9716ed28dc027beceea1ec40a",
+            ),
+            (
+                "833fe62409237b9d62ec77587520911e9a759cec1d19755b7da901b96dca3d42",
+                "ddaf35a193617abacc417349ae20413112e6fa4e89a97ea20a9eeee64b55d39a2192992a274fc1a836ba3c23a3feebbd454d4423643ce80e2a9ac94fa54ca49f",
+                "dc2a4459e7369633a52b1bf277839a00201009a3efbf3ecb69bea2186c26b58909351fc9ac90b3ecfdfbc7c66431e0303dca179c138ac17ad9bef1177331a704",
+            ),
+        ];
+        for (seed, message, signature) in vectors {
+            let key = ed25519_dalek::SigningKey::from_bytes(&hex32(seed));
+            assert_eq!(ed25519_sign(&key, &hex(message)).to_vec(), hex(signature));
+        }
+    }
+
+    #[cfg(feature = "ed25519")]
+    proptest! {
+        /// `ed25519_sign` makes the signature ed25519-dalek's `Signer` makes.
+        #[test]
+        fn prop_ed25519_sign_matches_dalek(
+            seed in any::<[u8; 32]>(),
+            message in proptest::collection::vec(any::<u8>(), 0..300),
+        ) {
+            use ed25519_dalek::Signer;
+            let key = ed25519_dalek::SigningKey::from_bytes(&seed);
+            prop_assert_eq!(ed25519_sign(&key, &message), key.sign(&message).to_bytes());
+        }
     }
 
     fn arb_claims() -> impl Strategy<Value = Claims> {
