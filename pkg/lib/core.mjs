@@ -2,10 +2,10 @@
 // into Wasm (numbers and bigints never go through serde) and shapes verdicts.
 import * as wasm from '../dist/fencegate.js';
 import { FencegateError } from './errors.mjs';
-import { ready, initAsync, CODES, DUPLICATE, lastMarks, exactMarks, writeInput } from './runtime.mjs';
+import { ready, initAsync, CODES, DUPLICATE, lastMarks, exactMarks, writeInput, writeOpId } from './runtime.mjs';
 import { policyFromOptions, refreshCeiling, setPolicyCeiling, addPolicyKey, retirePolicyKey, freePolicy } from './signed.mjs';
 import { metaOf, windowOf, auditOf, Observer, pack, plainPolicy, verdictOut, verdictFor, claimsOut, marksOut, ESTABLISH } from './verdict.mjs';
-import { invalid, notReady, checkKey, checkOptions, GATE_OPTIONS, describe, stateTextOf, checkStateText, MAX_U64, wellFormed } from './common.mjs';
+import { invalid, notReady, checkKey, checkOptions, GATE_OPTIONS, describe, stateTextOf, checkStateText, MAX_U64 } from './common.mjs';
 
 export { FencegateError };
 export { Gate } from './gate.mjs';
@@ -96,9 +96,10 @@ function refused(meta, window) {
 let scratch = new Float64Array(0);
 
 /**
- * The `opId` of operation options that name only a well-formed `opId` (the
- * options `metaOf` turns into `{ opId }` alone), else undefined: those go
- * through `metaOf`, which accepts or refuses them as always.
+ * The `opId` of operation options that name only an `opId` string, else
+ * undefined: those go through `metaOf`, which accepts or refuses them as
+ * always. Its well-formedness is checked where it is written (`writeOpId`:
+ * −1 sends it through `metaOf` too).
  */
 function onlyOpId(options) {
   if (typeof options !== 'object' || options === null) return undefined;
@@ -106,7 +107,7 @@ function onlyOpId(options) {
     if (name !== 'opId') return undefined;
   }
   const opId = options.opId;
-  return typeof opId === 'string' && wellFormed(opId) ? opId : undefined;
+  return typeof opId === 'string' ? opId : undefined;
 }
 
 /** Stands in for a freed gate's Wasm object: every use throws INVALID_ARGUMENT. */
@@ -220,8 +221,9 @@ export class MemoryGate {
     if (this.#plain && !this.#listening && typeof token === 'number' && options !== undefined) {
       // Only an operation id (what metaOf would accept, without making its object): the id alone in the input buffer.
       const opId = onlyOpId(options);
-      if (opId !== undefined) {
-        const status = this.#raw.fence_op(slot, write ? 0 : ESTABLISH, token, writeInput(opId, undefined), this.#window);
+      const bytes = opId === undefined ? -1 : writeOpId(opId);
+      if (bytes >= 0) {
+        const status = this.#raw.fence_op(slot, write ? 0 : ESTABLISH, token, bytes, this.#window);
         if (status === REFUSED) refused({ opId }, this.#window);
         return this.#plainVerdict(key, slot, token, status, write, value, null, started);
       }

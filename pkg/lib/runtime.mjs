@@ -104,14 +104,7 @@ let input = new Uint8Array(0);
  * buffer only when this request could need more than it has.
  */
 export function writeInput(text, bytes) {
-  const need = text.length * 3 + (bytes === undefined ? 0 : bytes.length);
-  if (need > inputCap) {
-    const cap = Math.max(need, inputCap * 2, 4096);
-    inputPtr = __inputBuffer(cap);
-    inputCap = cap;
-    input = new Uint8Array(0);
-  }
-  if (input.length === 0) input = new Uint8Array(memory.buffer, inputPtr, inputCap); // new, or detached by memory growth
+  const input = inputView(text.length * 3 + (bytes === undefined ? 0 : bytes.length));
   const n = text.length;
   let i = 0;
   for (; i < n; i++) {
@@ -122,6 +115,43 @@ export function writeInput(text, bytes) {
   if (i < n) i += utf8out.encodeInto(text.slice(i), input.subarray(i)).written;
   if (bytes !== undefined) input.set(bytes, i);
   return i;
+}
+
+/**
+ * The input buffer as bytes, at least `need` long: asks Wasm for a larger
+ * buffer only when it has less, and re-makes the view when it is new or
+ * memory growth detached it.
+ */
+function inputView(need) {
+  if (need > inputCap) {
+    const cap = Math.max(need, inputCap * 2, 4096);
+    inputPtr = __inputBuffer(cap);
+    inputCap = cap;
+    input = new Uint8Array(0);
+  }
+  if (input.length === 0) input = new Uint8Array(memory.buffer, inputPtr, inputCap);
+  return input;
+}
+
+/**
+ * `writeInput(id)` for an operation id alone, which also checks what the
+ * JS side checks of its text: returns its length in UTF-8 bytes, or −1 when
+ * it has a lone surrogate (the caller then takes the checked path, which
+ * refuses it). ASCII, the usual id, needs no well-formedness check: the copy
+ * loop is the check; anything past it is checked, then encoded.
+ */
+export function writeOpId(text) {
+  const n = text.length;
+  const buf = n * 3 > inputCap || input.length === 0 ? inputView(n * 3) : input;
+  for (let i = 0; i < n; i++) {
+    const c = text.charCodeAt(i);
+    if (c > 0x7f) {
+      if (typeof text.isWellFormed === 'function' && !text.isWellFormed()) return -1;
+      return i + utf8out.encodeInto(text.slice(i), buf.subarray(i)).written;
+    }
+    buf[i] = c;
+  }
+  return n;
 }
 
 /** The UTF-8 text at `ptr`, `bytes` long, in Wasm memory (the output text of a decision). */

@@ -14,7 +14,7 @@ use super::signed::{self, RawPolicy};
 use super::{epoch_to_js, error, gate, message_of, token_from_js};
 use crate::decision::{decide, settle, settle_plain, OpMeta, Operation, SameEpoch, Verdict};
 use crate::error::{Code, StateError, TokenError};
-use crate::ops::FINGERPRINT_BYTES;
+use crate::ops::{settle_op_advance, FINGERPRINT_BYTES};
 use crate::policy::Presented;
 use crate::signed::Claims;
 use crate::state::ResourceState;
@@ -608,7 +608,22 @@ impl RawMemoryGate {
                 window: window as usize,
                 fingerprint: None,
             };
-            self.decide_plain(slot, flags, epoch_from_f64(number), &meta)
+            let token = epoch_from_f64(number);
+            if let (Some(entry), Ok(t)) = (
+                self.slots.get_mut(slot as usize).and_then(Option::as_mut),
+                &token,
+            ) {
+                // The usual op-id write advances the epoch: settled without the
+                // call of `settle` (anything else: `decide_plain`, from the start).
+                let op = operation_of(flags);
+                let epoch_verdict = decide(entry.state.mark, *t, self.same_epoch, op);
+                if let Some(verdict) = settle_op_advance(&mut entry.state, epoch_verdict, op, id) {
+                    entry.value = Some(()); // an advancing write
+                    put_verdict(&verdict, None, None);
+                    return verdict.status();
+                }
+            }
+            self.decide_plain(slot, flags, token, &meta)
         })
     }
 
