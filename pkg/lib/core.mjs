@@ -106,6 +106,8 @@ function onlyOpId(options) {
   for (const name in options) {
     if (name !== 'opId') return undefined;
   }
+  // metaOf reads these by name: a class getter, a non-enumerable or an inherited one is not seen by `for…in`.
+  if ('holder' in options || 'fingerprint' in options) return undefined;
   const opId = options.opId;
   return typeof opId === 'string' ? opId : undefined;
 }

@@ -86,3 +86,39 @@ test('an id after a longer non-ASCII one is written whole (no bytes left over fr
   assert.deepEqual(g.state('k').ops, [['ééééé', '0'], ['é', '1']]);
   g.free();
 });
+
+test('a holder or fingerprint the options object has but does not enumerate is not dropped by the lane', () => {
+  // metaOf reads `holder` and `fingerprint` by name (own or inherited, enumerable or not),
+  // so the lane must not take an object that has either: a class getter, a
+  // non-enumerable own member, an inherited one.
+  class Opts {
+    #holder;
+    constructor(opId, holder) {
+      this.opId = opId;
+      this.#holder = holder;
+    }
+    get holder() {
+      return this.#holder;
+    }
+  }
+  const hidden = (opId, holder) => Object.defineProperty({ opId }, 'holder', { value: holder, enumerable: false });
+  const inherited = (opId, holder) => {
+    const o = Object.create(Object.defineProperty({}, 'holder', { value: holder, enumerable: false }));
+    o.opId = opId;
+    return o;
+  };
+  for (const make of [(id, h) => new Opts(id, h), hidden, inherited]) {
+    for (const audit of [false, true]) {
+      const g = new MemoryGate(audit ? { onVerdict() {} } : undefined);
+      assert.deepEqual(g.write('k', 5, 'a', make('a', 'h1')), {
+        key: 'k', ok: true, outcome: 'advance', code: null, token: 5, markBefore: 0, markAfter: 5,
+      });
+      assert.deepEqual(g.write('k', 5, 'b', { opId: 'b', holder: 'h2' }), {
+        key: 'k', ok: false, outcome: 'reject', code: 'EPOCH_CONFLICT', token: 5, markBefore: 5, markAfter: 5,
+      });
+      assert.equal(g.value('k'), 'a');
+      assert.deepEqual(g.state('k'), { v: 4, mark: '5', holder: 'h1', ops: [['a', '0']], evicted: null, quarantine: null });
+      g.free();
+    }
+  }
+});
