@@ -233,6 +233,35 @@ pub fn settle_plain(state: &mut ResourceState, verdict: Verdict) -> Option<Verdi
     Some(verdict)
 }
 
+/// [`settle`] for the usual op-id write: a write
+/// whose only operation option is the valid id `id` (no holder, no
+/// fingerprint), advancing the epoch of a key that is not quarantined. The
+/// state takes the new mark, names no holder, and the window restarts with
+/// `id`; the verdict stands. `None` for anything else (another outcome, an
+/// establish, a quarantined key, no token), with `state` unchanged: `settle`
+/// decides those (`RawMemoryGate::fence_op` then takes its general path). Inlined
+/// into `RawMemoryGate::fence_op`: the call of `settle` there cost more than
+/// these steps (the property test `settle_op_advance_is_settle`).
+#[inline(always)]
+pub fn settle_op_advance(
+    state: &mut ResourceState,
+    verdict: Verdict,
+    op: Operation,
+    id: &str,
+) -> Option<Verdict> {
+    if verdict.outcome != Outcome::Advance
+        || verdict.token.is_none()
+        || !matches!(op, Operation::Write)
+        || state.quarantine.is_some()
+    {
+        return None;
+    }
+    state.mark = state.mark.max(verdict.mark_after);
+    state.holder = None;
+    state.ops.restart(id, verdict.mark_before, None);
+    Some(verdict)
+}
+
 /// Applies holder binding and operation-id semantics to an epoch-level
 /// `verdict` (from [`decide`] or a gate policy) and, when the result
 /// applies, updates `state` in place. A result that does not apply leaves
@@ -803,28 +832,59 @@ mod stored_tests {
         assert_eq!(d.next, Some(ResourceState::at(11)));
     }
 
+    /// A case for the fast-settle property tests: a state at `mark`,
+    /// quarantined at `floor`, naming a holder or not, with `ids` op records
+    /// (every other one with a fingerprint when `fingerprints`), and the
+    /// epoch-level verdict of `token` (`None`: missing) for `op`.
+    #[allow(clippy::too_many_arguments)]
+    fn fast_settle_case(
+        mark: u64,
+        token: Option<u64>,
+        strict: bool,
+        op: Operation,
+        floor: Option<u64>,
+        holder: bool,
+        ids: usize,
+        fingerprints: bool,
+    ) -> (ResourceState, Verdict) {
+        let same_epoch = if strict {
+            SameEpoch::Strict
+        } else {
+            SameEpoch::Allow
+        };
+        let mut state = ResourceState::at(mark);
+        if let Some(f) = floor {
+            state.quarantine_at(f);
+        }
+        if holder {
+            state.holder = Some("h".to_owned());
+        }
+        for i in 0..ids {
+            let fingerprint = (fingerprints && i % 2 == 0).then_some([1; FINGERPRINT_BYTES]);
+            state.ops.push(
+                OpRecord {
+                    id: format!("op-{i}"),
+                    mark_before: 0,
+                    fingerprint,
+                },
+                DEFAULT_WINDOW,
+            );
+        }
+        let verdict = match token {
+            Some(t) => decide(state.mark, t, same_epoch, op),
+            None => Verdict::invalid_token(state.mark, &TokenError::Missing),
+        };
+        (state, verdict)
+    }
+
     proptest! {
         #[test]
         fn settle_plain_is_settle(
             mark in 0u64..6, token in proptest::option::of(1u64..8), strict in any::<bool>(), est in any::<bool>(),
             floor in proptest::option::of(0u64..6), holder in any::<bool>(), ids in 0usize..3,
         ) {
-            let same_epoch = if strict { SameEpoch::Strict } else { SameEpoch::Allow };
             let op = if est { Operation::Establish } else { W };
-            let mut state = ResourceState::at(mark);
-            if let Some(f) = floor {
-                state.quarantine_at(f);
-            }
-            if holder {
-                state.holder = Some("h".to_owned());
-            }
-            for i in 0..ids {
-                state.ops.push(OpRecord { id: format!("op-{i}"), mark_before: 0, fingerprint: None }, DEFAULT_WINDOW);
-            }
-            let verdict = match token {
-                Some(t) => decide(state.mark, t, same_epoch, op),
-                None => Verdict::invalid_token(state.mark, &TokenError::Missing),
-            };
+            let (state, verdict) = fast_settle_case(mark, token, strict, op, floor, holder, ids, false);
             let mut full = state.clone();
             let expected = settle(&mut full, verdict, op, &OpMeta::NONE);
             let mut plain = state.clone();
@@ -834,6 +894,36 @@ mod stored_tests {
                     prop_assert_eq!(plain, full);
                 }
                 None => prop_assert!(state.quarantine.is_some()),
+            }
+        }
+
+        /// `settle_op_advance` gives what `settle` gives for a write with only
+        /// an op id, whenever it decides (and it decides every advancing write
+        /// on a key that is not quarantined).
+        #[test]
+        fn settle_op_advance_is_settle(
+            mark in 0u64..6, token in proptest::option::of(1u64..8), strict in any::<bool>(),
+            est in any::<bool>(), floor in proptest::option::of(0u64..6), holder in any::<bool>(),
+            ids in 0usize..80, legacy in any::<bool>(), which in 0usize..90,
+        ) {
+            let op = if est { Operation::Establish } else { W };
+            let (mut state, verdict) = fast_settle_case(mark, token, strict, op, floor, holder, ids, true);
+            state.ops.legacy_hash = legacy && state.ops.evicted.is_some();
+            let id = format!("op-{which}");
+            let meta = OpMeta { op_id: Some(&id), holder: None, window: DEFAULT_WINDOW, fingerprint: None };
+            let mut full = state.clone();
+            let expected = settle(&mut full, verdict, op, &meta);
+            let mut fast = state.clone();
+            match settle_op_advance(&mut fast, verdict, op, &id) {
+                Some(v) => {
+                    prop_assert_eq!(v, expected);
+                    prop_assert_eq!(fast, full);
+                }
+                None => {
+                    prop_assert_eq!(&fast, &state);
+                    let advancing_write = verdict.outcome == Outcome::Advance && token.is_some() && !est;
+                    prop_assert!(!advancing_write || state.quarantine.is_some());
+                }
             }
         }
 

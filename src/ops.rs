@@ -35,9 +35,6 @@
 
 use std::collections::VecDeque;
 
-use crate::decision::{Operation, Outcome, Verdict};
-use crate::state::ResourceState;
-
 /// The longest holder accepted, in UTF-8 bytes.
 pub const MAX_HOLDER_BYTES: usize = 256;
 /// The longest operation id accepted, in UTF-8 bytes.
@@ -63,35 +60,6 @@ pub fn valid_op_id(id: &str) -> bool {
     !id.is_empty()
         && id.len() <= MAX_OP_ID_BYTES
         && (id.bytes().all(|b| (0x20..0x7f).contains(&b)) || !id.chars().any(char::is_control))
-}
-
-/// [`settle`](crate::decision::settle) for the usual op-id write: a write
-/// whose only operation option is the valid id `id` (no holder, no
-/// fingerprint), advancing the epoch of a key that is not quarantined. The
-/// state takes the new mark, names no holder, and the window restarts with
-/// `id`; the verdict stands. `None` for anything else (another outcome, an
-/// establish, a quarantined key, no token), with `state` unchanged: `settle`
-/// decides those (`RawMemoryGate::fence_op` then takes its general path). Inlined
-/// into `RawMemoryGate::fence_op`: the call of `settle` there cost more than
-/// these steps (the property test `settle_op_advance_is_settle`).
-#[inline(always)]
-pub fn settle_op_advance(
-    state: &mut ResourceState,
-    verdict: Verdict,
-    op: Operation,
-    id: &str,
-) -> Option<Verdict> {
-    if verdict.outcome != Outcome::Advance
-        || verdict.token.is_none()
-        || !matches!(op, Operation::Write)
-        || state.quarantine.is_some()
-    {
-        return None;
-    }
-    state.mark = state.mark.max(verdict.mark_after);
-    state.holder = None;
-    state.ops.restart(id, verdict.mark_before, None);
-    Some(verdict)
 }
 
 /// Bytes of an operation's fingerprint: the first 128 bits of SHA-256.
@@ -463,55 +431,6 @@ mod tests {
         // No false negatives among the last 58 evicted, ever.
         for i in (128 - 58)..128 {
             assert_eq!(w.seen(&format!("op-{i}")), Seen::Expired);
-        }
-    }
-
-    proptest::proptest! {
-        /// `settle_op_advance` gives what `settle` gives for a write with only
-        /// an op id, whenever it decides (and it decides every advancing write
-        /// on a key that is not quarantined).
-        #[test]
-        fn settle_op_advance_is_settle(
-            mark in 0u64..6, token in proptest::option::of(1u64..8), strict in proptest::bool::ANY,
-            est in proptest::bool::ANY, floor in proptest::option::of(0u64..6), holder in proptest::bool::ANY,
-            ids in 0usize..80, legacy in proptest::bool::ANY, which in 0usize..90,
-        ) {
-            use crate::decision::{decide, settle, OpMeta, SameEpoch};
-            use crate::error::TokenError;
-            let same_epoch = if strict { SameEpoch::Strict } else { SameEpoch::Allow };
-            let op = if est { Operation::Establish } else { Operation::Write };
-            let mut state = ResourceState::at(mark);
-            if let Some(f) = floor {
-                state.quarantine_at(f);
-            }
-            if holder {
-                state.holder = Some("h".to_owned());
-            }
-            for i in 0..ids {
-                let fingerprint = (i % 2 == 0).then_some([1; FINGERPRINT_BYTES]);
-                state.ops.push(OpRecord { id: format!("op-{i}"), mark_before: 0, fingerprint }, 64);
-            }
-            state.ops.legacy_hash = legacy && state.ops.evicted.is_some();
-            let id = format!("op-{which}");
-            let verdict = match token {
-                Some(t) => decide(state.mark, t, same_epoch, op),
-                None => Verdict::invalid_token(state.mark, &TokenError::Missing),
-            };
-            let meta = OpMeta { op_id: Some(&id), holder: None, window: 64, fingerprint: None };
-            let mut full = state.clone();
-            let expected = settle(&mut full, verdict, op, &meta);
-            let mut fast = state.clone();
-            match settle_op_advance(&mut fast, verdict, op, &id) {
-                Some(v) => {
-                    proptest::prop_assert_eq!(v, expected);
-                    proptest::prop_assert_eq!(fast, full);
-                }
-                None => {
-                    proptest::prop_assert_eq!(&fast, &state);
-                    let advancing_write = verdict.outcome == Outcome::Advance && token.is_some() && !est;
-                    proptest::prop_assert!(!advancing_write || state.quarantine.is_some());
-                }
-            }
         }
     }
 }

@@ -130,30 +130,9 @@ impl<K: Hash + Eq, V, S: BuildHasher> MemoryStore<K, V, S> {
         K: Borrow<Q>,
         Q: Hash + Eq + ToOwned<Owned = K> + ?Sized,
     {
-        fn with_claim<'a>(meta: &OpMeta<'a>, claimed: &'a Option<String>) -> OpMeta<'a> {
-            OpMeta {
-                holder: meta.holder.or(claimed.as_deref()),
-                ..*meta
-            }
-        }
-        if let Some(entry) = self.entries.get_mut(key) {
-            let (epoch_verdict, claimed) = check(entry.state.mark);
-            let verdict = settle(
-                &mut entry.state,
-                epoch_verdict,
-                op,
-                &with_claim(meta, &claimed),
-            );
-            if verdict.applies() && value.is_some() {
-                entry.value = value;
-            }
-            return verdict;
-        }
-        let mut state = ResourceState::default();
-        let (epoch_verdict, claimed) = check(0);
-        let verdict = settle(&mut state, epoch_verdict, op, &with_claim(meta, &claimed));
-        if verdict.applies() {
-            self.entries.insert(key.to_owned(), Entry { state, value });
+        let (verdict, new) = apply_to(self.entries.get_mut(key), op, value, meta, check);
+        if let Some(entry) = new {
+            self.entries.insert(key.to_owned(), entry);
         }
         verdict
     }
@@ -167,14 +146,13 @@ impl<K: Hash + Eq, V, S: BuildHasher> MemoryStore<K, V, S> {
         K: Borrow<Q>,
         Q: Hash + Eq + ToOwned<Owned = K> + ?Sized,
     {
-        if let Some(entry) = self.entries.get_mut(key) {
-            return entry.state.quarantine_at(floor);
+        match self.entries.get_mut(key) {
+            Some(entry) => entry.state.quarantine_at(floor),
+            None => {
+                self.entries.insert(key.to_owned(), quarantined(floor));
+                true
+            }
         }
-        let mut state = ResourceState::default();
-        state.quarantine_at(floor);
-        self.entries
-            .insert(key.to_owned(), Entry { state, value: None });
-        true
     }
 
     /// The mark of `key` (0 = never written).
@@ -199,6 +177,55 @@ impl<K: Hash + Eq, V, S: BuildHasher> MemoryStore<K, V, S> {
     pub fn keys(&self) -> impl Iterator<Item = &K> {
         self.entries.keys()
     }
+}
+
+/// The check-and-apply of one key, whatever holds the entries
+/// ([`MemoryStore::apply_claimed`] and the binding's slot vector,
+/// `RawMemoryGate`): `entry` is the key's entry (`None`: it has no state
+/// yet). `check` makes the epoch-level verdict from the mark and may name the
+/// holder the token carries; [`settle`] applies it. An existing entry is
+/// changed in place, and takes `value` when the verdict applies and `value` is
+/// `Some`; for a new key, the entry to insert when the verdict applies. A
+/// verdict that does not apply changes nothing.
+#[inline]
+pub(crate) fn apply_to<V>(
+    entry: Option<&mut Entry<V>>,
+    op: Operation,
+    value: Option<V>,
+    meta: &OpMeta<'_>,
+    check: impl FnOnce(u64) -> (Verdict, Option<String>),
+) -> (Verdict, Option<Entry<V>>) {
+    fn with_claim<'a>(meta: &OpMeta<'a>, claimed: &'a Option<String>) -> OpMeta<'a> {
+        OpMeta {
+            holder: meta.holder.or(claimed.as_deref()),
+            ..*meta
+        }
+    }
+    if let Some(entry) = entry {
+        let (epoch_verdict, claimed) = check(entry.state.mark);
+        let verdict = settle(
+            &mut entry.state,
+            epoch_verdict,
+            op,
+            &with_claim(meta, &claimed),
+        );
+        if verdict.applies() && value.is_some() {
+            entry.value = value;
+        }
+        return (verdict, None);
+    }
+    let mut state = ResourceState::default();
+    let (epoch_verdict, claimed) = check(0);
+    let verdict = settle(&mut state, epoch_verdict, op, &with_claim(meta, &claimed));
+    let new = verdict.applies().then_some(Entry { state, value });
+    (verdict, new)
+}
+
+/// The entry of a key with no state that is quarantined at `floor`.
+pub(crate) fn quarantined<V>(floor: u64) -> Entry<V> {
+    let mut state = ResourceState::default();
+    state.quarantine_at(floor);
+    Entry { state, value: None }
 }
 
 #[cfg(test)]

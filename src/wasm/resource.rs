@@ -12,13 +12,15 @@ use wasm_bindgen::prelude::*;
 
 use super::signed::{self, RawPolicy};
 use super::{epoch_to_js, error, gate, message_of, token_from_js};
-use crate::decision::{decide, settle, settle_plain, OpMeta, Operation, SameEpoch, Verdict};
+use crate::decision::{
+    decide, settle, settle_op_advance, settle_plain, OpMeta, Operation, SameEpoch, Verdict,
+};
 use crate::error::{Code, StateError, TokenError};
-use crate::ops::{settle_op_advance, FINGERPRINT_BYTES};
+use crate::ops::FINGERPRINT_BYTES;
 use crate::policy::Presented;
 use crate::signed::Claims;
 use crate::state::ResourceState;
-use crate::store::Entry;
+use crate::store::{apply_to, quarantined, Entry};
 use crate::token::{epoch_from_f64, epoch_from_u64, parse_token, MAX_SAFE_INTEGER};
 
 /// The names and limits the JS wrapper needs, read once when the module is
@@ -609,14 +611,12 @@ impl RawMemoryGate {
                 fingerprint: None,
             };
             let token = epoch_from_f64(number);
-            if let (Some(entry), Ok(t)) = (
-                self.slots.get_mut(slot as usize).and_then(Option::as_mut),
-                &token,
-            ) {
+            let same_epoch = self.same_epoch;
+            if let (Some(entry), Ok(t)) = (self.slot_mut(slot), &token) {
                 // The usual op-id write advances the epoch: settled without the
                 // call of `settle` (anything else: `decide_plain`, from the start).
                 let op = operation_of(flags);
-                let epoch_verdict = decide(entry.state.mark, *t, self.same_epoch, op);
+                let epoch_verdict = decide(entry.state.mark, *t, same_epoch, op);
                 if let Some(verdict) = settle_op_advance(&mut entry.state, epoch_verdict, op, id) {
                     entry.value = Some(()); // an advancing write
                     put_verdict(&verdict, None, None);
@@ -705,9 +705,7 @@ impl RawMemoryGate {
         let changed = match self.slot_mut(slot) {
             Some(entry) => entry.state.quarantine_at(floor),
             None => {
-                let mut state = ResourceState::default();
-                state.quarantine_at(floor);
-                self.insert(slot, Entry { state, value: None });
+                self.insert(slot, quarantined(floor));
                 true
             }
         };
@@ -727,11 +725,9 @@ impl RawMemoryGate {
     /// its verdict left in the scratch.
     fn fence_token(&mut self, slot: u32, flags: u32, token: Result<u64, TokenError>) -> u32 {
         let op = operation_of(flags);
-        if let (Some(entry), Ok(t)) = (
-            self.slots.get_mut(slot as usize).and_then(Option::as_mut),
-            &token,
-        ) {
-            let epoch_verdict = decide(entry.state.mark, *t, self.same_epoch, op);
+        let same_epoch = self.same_epoch;
+        if let (Some(entry), Ok(t)) = (self.slot_mut(slot), &token) {
+            let epoch_verdict = decide(entry.state.mark, *t, same_epoch, op);
             let verdict = match settle_plain(&mut entry.state, epoch_verdict) {
                 Some(v) => v,
                 None => settle(&mut entry.state, epoch_verdict, op, &OpMeta::NONE),
@@ -769,41 +765,24 @@ impl RawMemoryGate {
         verdict.status()
     }
 
-    /// The check-and-apply on `slot` every entry shares (`check` makes the
-    /// epoch-level verdict and names a token's holder), then
-    /// [`settle`](crate::decision::settle). Two copies in the module: the
-    /// plain check (the numeric entries share [`RawMemoryGate::decide_plain`])
-    /// and the policy's; a `dyn` check cost the numeric lane about 12 ns.
+    /// The check-and-apply on `slot` every entry shares
+    /// ([`apply_to`](crate::store::apply_to), over the slot vector): `check`
+    /// makes the epoch-level verdict and names a token's holder. Two copies
+    /// in the module: the plain check (the numeric entries share
+    /// [`RawMemoryGate::decide_plain`]) and the policy's; a `dyn` check cost the
+    /// numeric lane about 12 ns.
     #[inline]
     fn decide(
         &mut self,
         flags: u32,
         slot: u32,
         meta: &OpMeta<'_>,
-        mut check: impl FnMut(u64) -> (Verdict, Option<String>),
+        check: impl FnOnce(u64) -> (Verdict, Option<String>),
     ) -> Verdict {
-        fn with_claim<'a>(meta: &OpMeta<'a>, claimed: &'a Option<String>) -> OpMeta<'a> {
-            OpMeta {
-                holder: meta.holder.or(claimed.as_deref()),
-                ..*meta
-            }
-        }
-        let op = operation_of(flags);
-        let write = matches!(op, Operation::Write);
-        if let Some(entry) = self.slot_mut(slot) {
-            let (verdict, claimed) = check(entry.state.mark);
-            let verdict = settle(&mut entry.state, verdict, op, &with_claim(meta, &claimed));
-            if verdict.applies() && write {
-                entry.value = Some(());
-            }
-            return verdict;
-        }
-        let mut state = ResourceState::default();
-        let (verdict, claimed) = check(0);
-        let verdict = settle(&mut state, verdict, op, &with_claim(meta, &claimed));
-        if verdict.applies() {
-            let value = write.then_some(());
-            self.insert(slot, Entry { state, value });
+        let value = matches!(operation_of(flags), Operation::Write).then_some(());
+        let (verdict, new) = apply_to(self.slot_mut(slot), operation_of(flags), value, meta, check);
+        if let Some(entry) = new {
+            self.insert(slot, entry);
         }
         verdict
     }
