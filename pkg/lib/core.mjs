@@ -98,8 +98,8 @@ let scratch = new Float64Array(0);
 /**
  * The `opId` of operation options that name only an `opId` string, else
  * undefined: those go through `metaOf`, which accepts or refuses them as
- * always. Its well-formedness is checked where it is written (`writeOpId`:
- * −1 sends it through `metaOf` too).
+ * always. An ASCII id needs no well-formedness check (`writeOpId`: −1 for
+ * any other id sends it through `metaOf` too).
  */
 function onlyOpId(options) {
   if (typeof options !== 'object' || options === null) return undefined;
@@ -220,7 +220,7 @@ export class MemoryGate {
   #fenced(key, token, options, write, value) {
     const slot = this.#slot(key);
     const started = this.#listening ? performance.now() : null;
-    if (this.#plain && !this.#listening && typeof token === 'number' && options !== undefined) {
+    if (this.#quiet && typeof token === 'number' && options !== undefined) {
       // Only an operation id (what metaOf would accept, without making its object): the id alone in the input buffer.
       const opId = onlyOpId(options);
       const bytes = opId === undefined ? -1 : writeOpId(opId);

@@ -134,21 +134,17 @@ function inputView(need) {
 }
 
 /**
- * `writeInput(id)` for an operation id alone, which also checks what the
- * JS side checks of its text: returns its length in UTF-8 bytes, or −1 when
- * it has a lone surrogate (the caller then takes the checked path, which
- * refuses it). ASCII, the usual id, needs no well-formedness check: the copy
- * loop is the check; anything past it is checked, then encoded.
+ * `writeInput(id)` for an ASCII operation id alone (the usual id): returns
+ * its length in bytes, or −1 at its first non-ASCII unit, and the caller then
+ * takes the general path (`metaOf`'s well-formedness check, `writeInput`).
+ * The copy loop is the check that an ASCII id needs none.
  */
 export function writeOpId(text) {
   const n = text.length;
-  const buf = n * 3 > inputCap || input.length === 0 ? inputView(n * 3) : input;
+  const buf = n > inputCap || input.length === 0 ? inputView(n) : input;
   for (let i = 0; i < n; i++) {
     const c = text.charCodeAt(i);
-    if (c > 0x7f) {
-      if (typeof text.isWellFormed === 'function' && !text.isWellFormed()) return -1;
-      return i + utf8out.encodeInto(text.slice(i), buf.subarray(i)).written;
-    }
+    if (c > 0x7f) return -1;
     buf[i] = c;
   }
   return n;
