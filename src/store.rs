@@ -130,11 +130,13 @@ impl<K: Hash + Eq, V, S: BuildHasher> MemoryStore<K, V, S> {
         K: Borrow<Q>,
         Q: Hash + Eq + ToOwned<Owned = K> + ?Sized,
     {
-        let (verdict, new) = apply_to(self.entries.get_mut(key), op, value, meta, check);
-        if let Some(entry) = new {
-            self.entries.insert(key.to_owned(), entry);
+        let entries = &mut self.entries;
+        match entries.get_mut(key) {
+            Some(entry) => apply_to(Some(entry), op, value, meta, check, |_| {}),
+            None => apply_to(None, op, value, meta, check, |entry| {
+                entries.insert(key.to_owned(), entry);
+            }),
         }
-        verdict
     }
 
     /// Quarantine `key` at `floor` (issue 9, [`ResourceState::quarantine_at`]):
@@ -185,7 +187,7 @@ impl<K: Hash + Eq, V, S: BuildHasher> MemoryStore<K, V, S> {
 /// yet). `check` makes the epoch-level verdict from the mark and may name the
 /// holder the token carries; [`settle`] applies it. An existing entry is
 /// changed in place, and takes `value` when the verdict applies and `value` is
-/// `Some`; for a new key, the entry to insert when the verdict applies. A
+/// `Some`; a new key's entry goes to `insert` when the verdict applies. A
 /// verdict that does not apply changes nothing.
 #[inline]
 pub(crate) fn apply_to<V>(
@@ -194,7 +196,8 @@ pub(crate) fn apply_to<V>(
     value: Option<V>,
     meta: &OpMeta<'_>,
     check: impl FnOnce(u64) -> (Verdict, Option<String>),
-) -> (Verdict, Option<Entry<V>>) {
+    insert: impl FnOnce(Entry<V>),
+) -> Verdict {
     fn with_claim<'a>(meta: &OpMeta<'a>, claimed: &'a Option<String>) -> OpMeta<'a> {
         OpMeta {
             holder: meta.holder.or(claimed.as_deref()),
@@ -212,13 +215,15 @@ pub(crate) fn apply_to<V>(
         if verdict.applies() && value.is_some() {
             entry.value = value;
         }
-        return (verdict, None);
+        return verdict;
     }
     let mut state = ResourceState::default();
     let (epoch_verdict, claimed) = check(0);
     let verdict = settle(&mut state, epoch_verdict, op, &with_claim(meta, &claimed));
-    let new = verdict.applies().then_some(Entry { state, value });
-    (verdict, new)
+    if verdict.applies() {
+        insert(Entry { state, value });
+    }
+    verdict
 }
 
 /// The entry of a key with no state that is quarantined at `floor`.

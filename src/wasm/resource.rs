@@ -779,12 +779,14 @@ impl RawMemoryGate {
         meta: &OpMeta<'_>,
         check: impl FnOnce(u64) -> (Verdict, Option<String>),
     ) -> Verdict {
-        let value = matches!(operation_of(flags), Operation::Write).then_some(());
-        let (verdict, new) = apply_to(self.slot_mut(slot), operation_of(flags), value, meta, check);
-        if let Some(entry) = new {
-            self.insert(slot, entry);
+        let op = operation_of(flags);
+        let value = matches!(op, Operation::Write).then_some(());
+        match self.slot_mut(slot) {
+            Some(entry) => apply_to(Some(entry), op, value, meta, check, |_| {}),
+            None => apply_to(None, op, value, meta, check, |entry| {
+                self.insert(slot, entry)
+            }),
         }
-        verdict
     }
 
     fn get(&self, slot: u32) -> Option<&Entry<()>> {
