@@ -78,7 +78,17 @@ end
 return version
 `;
 
-const COMMAND_FROM = 'fencegateCommitFrom';
+/** A 32-bit FNV-1a of `text`, in hex. */
+function fnv(text) {
+  let h = 0x811c9dc5;
+  for (let i = 0; i < text.length; i++) h = Math.imul(h ^ text.charCodeAt(i), 0x01000193) >>> 0;
+  return h.toString(16);
+}
+
+// Named after the script's text: another copy of this module (another fencegate
+// version on the same ioredis client) with another script or argument layout
+// defines its own command instead of running this one with its arguments.
+const COMMAND_FROM = `fencegateCommitFrom_${fnv(COMMIT_FROM)}`;
 
 /** A failed send: an error reply (the script did not run) as it is; anything else may have run (`commitUnknown`). */
 function sentError(e) {
