@@ -45,45 +45,50 @@ return 1
 
 const COMMAND = 'fencegateCompareAndSet';
 
-// The state-cache commit (commitFrom): the same write, with the state text also
-// in the precondition, answering the version it wrote (0: not written). Three
-// arguments, not five: each argument of a script call costs about as much as a
-// small command's work here (docs/design.md "Issue 14: Redis commitFrom in three
-// arguments"). KEYS[1] the hash; ARGV[1] the expected version and state as
-// `<length of the version>:<version><state>` ('' = no record; the length makes the
-// split unambiguous whatever either holds); ARGV[2] the next state; ARGV[3] the
-// change: 's' followed by the value (set), 'd' (delete) or 'k' (keep).
+// The state-cache commit (commitFrom): the same write, with the state text as
+// the precondition, answering the version it wrote (0: not written). The
+// stored state text is compared, not the version: the decision is a function
+// of that text alone, so it is the precondition that makes a cached decision
+// safe (after a restore too); the version is still bumped for the version-only
+// `commit` of other writers, and must be there (docs/design.md "Issue 14: Redis
+// and PostgreSQL against hand-written fencing, round 5"). Each argument of a
+// script call costs about as much as a small command's work (docs/design.md
+// "Issue 14: Redis commitFrom in three arguments"). KEYS[1] the hash; ARGV: the
+// expected state text, the next state, the change: 's' followed by the value
+// (set), 'd' (delete) or 'k' (keep). No record expected: two arguments, the
+// next state and the change.
 const COMMIT_FROM = `
-if ARGV[1] == '' then
+local n = #ARGV
+if n == 2 then
   if redis.call('EXISTS', KEYS[1]) == 1 then return 0 end
 else
-  local cur = redis.call('HMGET', KEYS[1], 'version', 'state')
-  if not cur[1] or not cur[2] or #cur[1] .. ':' .. cur[1] .. cur[2] ~= ARGV[1] then return 0 end
+  local cur = redis.call('HMGET', KEYS[1], 'state', 'version')
+  if cur[1] ~= ARGV[1] or not cur[2] then return 0 end
 end
 -- the version first: a version that is no integer fails here, before anything is written
 local version = redis.call('HINCRBY', KEYS[1], 'version', 1)
-local change = string.byte(ARGV[3])
-if change == 115 then
-  redis.call('HSET', KEYS[1], 'state', ARGV[2], 'value', string.sub(ARGV[3], 2))
+local change = ARGV[n]
+local kind = string.byte(change)
+if kind == 115 then
+  redis.call('HSET', KEYS[1], 'state', ARGV[n - 1], 'value', string.sub(change, 2))
 else
-  redis.call('HSET', KEYS[1], 'state', ARGV[2])
-  if change == 100 then redis.call('HDEL', KEYS[1], 'value') end
+  redis.call('HSET', KEYS[1], 'state', ARGV[n - 1])
+  if kind == 100 then redis.call('HDEL', KEYS[1], 'value') end
 end
 return version
 `;
 
-const COMMAND_FROM = 'fencegateCommitFrom';
-
-/**
- * The expected version and state as COMMIT_FROM's one argument: `<length>:<version><state>`.
- * (The length counts UTF-16 units and Lua's `#` bytes: they agree on the ASCII digits every
- * version this store writes is; any other version only ever fails to match, and then the
- * record's HINCRBY would fail anyway.)
- */
-function packed(expected) {
-  const version = String(expected.version);
-  return `${version.length}:${version}${expected.state}`;
+/** A 32-bit FNV-1a of `text`, in hex. */
+function fnv(text) {
+  let h = 0x811c9dc5;
+  for (let i = 0; i < text.length; i++) h = Math.imul(h ^ text.charCodeAt(i), 0x01000193) >>> 0;
+  return h.toString(16);
 }
+
+// Named after the script's text: another copy of this module (another fencegate
+// version on the same ioredis client) with another script or argument layout
+// defines its own command instead of running this one with its arguments.
+const COMMAND_FROM = `fencegateCommitFrom_${fnv(COMMIT_FROM)}`;
 
 /** A failed send: an error reply (the script did not run) as it is; anything else may have run (`commitUnknown`). */
 function sentError(e) {
@@ -137,7 +142,8 @@ function driverOf(redis) {
     return {
       hmget: (key) => redis.hmget(key, 'state', 'value', 'version'),
       cas: (key, args) => redis[COMMAND](key, ...args),
-      casFrom: (key, expected, next, change) => redis[COMMAND_FROM](key, expected, next, change),
+      casFrom: (key, expected, next, change) =>
+        expected === null ? redis[COMMAND_FROM](key, next, change) : redis[COMMAND_FROM](key, expected, next, change),
       nodes: () => (typeof redis.nodes === 'function' ? redis.nodes('master') : [redis]),
       nodeName: (node) => (node.options && node.options.host !== undefined ? `${node.options.host}:${node.options.port}` : 'redis'),
       configGet: (node) => node.config('GET', 'maxmemory-policy'),
@@ -167,7 +173,7 @@ function driverOf(redis) {
         return r.map((x) => (x === null || x === undefined ? null : String(x)));
       },
       cas: async (key, args) => Number(await script(key, args)),
-      casFrom: async (key, expected, next, change) => Number(await scriptFrom(key, [expected, next, change])),
+      casFrom: async (key, expected, next, change) => Number(await scriptFrom(key, expected === null ? [next, change] : [expected, next, change])),
       nodes: () => [redis],
       nodeName: (node) => {
         // host:port as for ioredis: from `socket`, else from `url` (never its password)
@@ -359,8 +365,11 @@ export class RedisStore {
   /**
    * The gate's state-cache commit (docs/stores.md "commitFrom"): one script
    * call (EVALSHA) that writes `nextText` as is and the change when the hash
-   * still has `expected.version` AND `expected.state` (null: no hash yet).
-   * Resolves to `{ version }` (the version it wrote), or false.
+   * still has the state text `expected.state` and a version (null: no hash
+   * yet). `expected.version` is not compared: the state text is what the
+   * decision was made from (docs/design.md "Issue 14: Redis and PostgreSQL
+   * against hand-written fencing, round 5"). Resolves to `{ version }` (the
+   * version it wrote), or false.
    */
   commitFrom(key, expected, nextText, change) {
     // (a Promise chain, not an async function: no async frame per write once the policy is checked)
@@ -374,7 +383,7 @@ export class RedisStore {
     const closes = this.#closes;
     let sent;
     try {
-      sent = Promise.resolve(this.#driver.casFrom(this.#prefix + key, expected === null ? '' : packed(expected), nextText, changed));
+      sent = Promise.resolve(this.#driver.casFrom(this.#prefix + key, expected === null ? null : expected.state, nextText, changed));
     } catch (e) {
       return Promise.reject(sentError(e));
     }

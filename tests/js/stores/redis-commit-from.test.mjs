@@ -1,11 +1,13 @@
 // RedisStore.commitFrom, the state cache's one-script commit (docs/design.md "Issue 14:
-// Redis commitFrom in three arguments"): the expected version and state travel as one
-// argument `<length>:<version><state>` and the change as one (`s<value>`, `d`, `k`). These
-// cases pin what that packing must keep, on ioredis and node-redis alike: a stored state
-// that holds newlines (JSON from another writer may) still matches itself and nothing else,
-// nor does another split of the same characters between version and state;
-// each change kind writes exactly its fields; a record whose version is not an integer
-// fails the script before anything is written.
+// Redis commitFrom in three arguments" and "… round 5"): the precondition is the stored
+// state text (ARGV[1]; the version is bumped, not compared, and must be there), the next
+// state and the change (`s<value>`, `d`, `k`) are one argument each; no record expected:
+// two arguments. These cases pin it on ioredis and node-redis alike: a stored state that
+// holds newlines (JSON from another writer may) still matches itself and nothing else;
+// the same state at another version is written (the decision reads only the state text);
+// a hash without a version, or no hash, is not; each change kind writes exactly its
+// fields; a record whose version is not an integer fails the script before anything is
+// written.
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { RedisStore } from '../../../pkg/adapters/redis.mjs';
@@ -20,7 +22,7 @@ const clients = [
 ];
 
 for (const [name, open, close] of clients) {
-  test(`${name}: commitFrom with the packed precondition (newlines in the state, change kinds, a broken version)`, { skip }, async () => {
+  test(`${name}: commitFrom with the state text as its precondition (newlines in the state, change kinds, no version, a broken version)`, { skip }, async () => {
     const client = await open();
     const plain = await redisClient(); // reads and plants raw fields, whatever the client under test
     const prefix = `fg-cf-${name}-${process.pid}-${Date.now()}:`;
@@ -35,17 +37,15 @@ for (const [name, open, close] of clients) {
       const spaced = '{\n  "v": 1,\n  "mark": "5"\n}';
       await plain.hset(h, 'state', spaced, 'version', '7', 'value', store.encodeValue('old'));
 
-      // The same version with another state, and the same state with another version: not written.
+      // The same version with another state (the compact spelling of the same mark, a prefix, a longer text): not written.
       assert.equal(await store.commitFrom('k', { version: '7', state: '{"v":1,"mark":"5"}' }, '{"v":1,"mark":"6"}', { kind: 'set', value: 'x' }), false);
-      assert.equal(await store.commitFrom('k', { version: '6', state: spaced }, '{"v":1,"mark":"6"}', { kind: 'set', value: 'x' }), false);
-      // Another split of the same characters between version and state: not written either.
-      assert.equal(await store.commitFrom('k', { version: '7{', state: spaced.slice(1) }, '{"v":1,"mark":"6"}', { kind: 'set', value: 'x' }), false);
-      assert.equal(await store.commitFrom('k', { version: '', state: `7${spaced}` }, '{"v":1,"mark":"6"}', { kind: 'set', value: 'x' }), false);
-      assert.equal(await store.commitFrom('k', { version: '1:7', state: spaced }, '{"v":1,"mark":"6"}', { kind: 'set', value: 'x' }), false);
+      assert.equal(await store.commitFrom('k', { version: '7', state: spaced.slice(0, -1) }, '{"v":1,"mark":"6"}', { kind: 'set', value: 'x' }), false);
+      assert.equal(await store.commitFrom('k', { version: '7', state: `${spaced} ` }, '{"v":1,"mark":"6"}', { kind: 'set', value: 'x' }), false);
+      assert.equal(await store.commitFrom('k', { version: '7', state: '' }, '{"v":1,"mark":"6"}', { kind: 'set', value: 'x' }), false);
       assert.deepEqual(await fields(), { state: spaced, value: store.encodeValue('old'), version: '7' });
 
-      // The exact version and state: written, answering the next version.
-      assert.deepEqual(await store.commitFrom('k', { version: '7', state: spaced }, '{"v":1,"mark":"6"}', { kind: 'set', value: 'x' }), { version: '8' });
+      // The exact state, whatever version the caller remembers: written, answering the version the record now has.
+      assert.deepEqual(await store.commitFrom('k', { version: '3', state: spaced }, '{"v":1,"mark":"6"}', { kind: 'set', value: 'x' }), { version: '8' });
       assert.deepEqual(await fields(), { state: '{"v":1,"mark":"6"}', value: store.encodeValue('x'), version: '8' });
       // keep: the value stays; delete: it goes.
       assert.deepEqual(await store.commitFrom('k', { version: '8', state: '{"v":1,"mark":"6"}' }, '{"v":1,"mark":"7"}', { kind: 'none' }), { version: '9' });
@@ -60,6 +60,13 @@ for (const [name, open, close] of clients) {
       assert.equal(await store.commitFrom('k', null, '{"v":1,"mark":"9"}', { kind: 'set', value: 'y' }), false);
       assert.deepEqual(await store.commitFrom('n', null, '{"v":1,"mark":"2"}', { kind: 'set', value: 'y' }), { version: '1' });
       assert.deepEqual(await plain.hgetall(store.redisKey('n')), { state: '{"v":1,"mark":"2"}', value: store.encodeValue('y'), version: '1' });
+      // A record expected but none there (an expected empty state included), and a hash with the state but no version: not written.
+      assert.equal(await store.commitFrom('none', { version: '1', state: '{"v":1,"mark":"2"}' }, '{"v":1,"mark":"3"}', { kind: 'set', value: 'y' }), false);
+      assert.equal(await store.commitFrom('none', { version: '1', state: '' }, '{"v":1,"mark":"3"}', { kind: 'set', value: 'y' }), false);
+      assert.equal(await plain.exists(store.redisKey('none')), 0);
+      await plain.hset(store.redisKey('nv'), 'state', '{"v":1,"mark":"2"}');
+      assert.equal(await store.commitFrom('nv', { version: '', state: '{"v":1,"mark":"2"}' }, '{"v":1,"mark":"3"}', { kind: 'set', value: 'y' }), false);
+      assert.deepEqual(await plain.hgetall(store.redisKey('nv')), { state: '{"v":1,"mark":"2"}' });
 
       // A version that is no integer (a foreign writer's): the script fails before writing anything.
       await plain.hset(h, 'version', 'abc');
