@@ -58,7 +58,8 @@ export class RedisStore<V = unknown> {
    * Reads the policy now: `{ node, policy }` per master (`policy: null` when
    * unreadable under `allowEviction`). Call it after changing the server's
    * configuration; the automatic check runs once per store.
-   * @throws FencegateError STORE_ERROR with `reason` EVICTION_POLICY / EVICTION_POLICY_UNKNOWN.
+   * @throws FencegateError STORE_ERROR with `reason` EVICTION_POLICY / EVICTION_POLICY_UNKNOWN, or BAD_VERSION
+   *   (`key`, `version`: a hash with a state whose `version` is not an integer ≥ 1; nothing written).
    */
   checkEvictionPolicy(): Promise<{ node: string; policy: string | null }[]>;
   /** The stored text of `value`; FencegateError INVALID_ARGUMENT (with `path`) when the codec refuses it. */

@@ -45,6 +45,9 @@ return 1
 
 const COMMAND = 'fencegateCompareAndSet';
 
+/** The error reply of a script that found a version HINCRBY never wrote (see `badVersion`). */
+const BAD_VERSION = 'FENCEGATE_BAD_VERSION';
+
 // The state-cache commit (commitFrom): the same write, with the state text as
 // the precondition, answering the version it wrote (0: not written). The
 // stored state text is compared, not the version: the decision is a function
@@ -63,7 +66,10 @@ if n == 2 then
   if redis.call('EXISTS', KEYS[1]) == 1 then return 0 end
 else
   local cur = redis.call('HMGET', KEYS[1], 'state', 'version')
-  if cur[1] ~= ARGV[1] or not cur[2] then return 0 end
+  if cur[1] ~= ARGV[1] then return 0 end
+  -- a version HINCRBY never made (none, 0, negative, not canonical): a damaged record, refused before
+  -- anything is written; so a written version is >= 2 and never reads as 0, "not written"
+  if not cur[2] or not string.match(cur[2], '^[1-9][0-9]*$') then return redis.error_reply('${BAD_VERSION} ' .. tostring(cur[2])) end
 end
 -- the version first: a version that is no integer fails here, before anything is written
 local version = redis.call('HINCRBY', KEYS[1], 'version', 1)
@@ -91,9 +97,55 @@ function fnv(text) {
 const COMMAND_FROM = `fencegateCommitFrom_${fnv(COMMIT_FROM)}`;
 
 /** A failed send: an error reply (the script did not run) as it is; anything else may have run (`commitUnknown`). */
-function sentError(e) {
-  if (!isErrorReply(e) && e && typeof e === 'object') e.commitUnknown = true;
-  return e;
+function sentError(key, e) {
+  if (!isErrorReply(e)) {
+    if (e && typeof e === 'object') e.commitUnknown = true;
+    return e;
+  }
+  const message = typeof e.message === 'string' ? e.message : '';
+  const at = message.indexOf(BAD_VERSION);
+  return at < 0 ? e : badVersion(key, message.slice(at + BAD_VERSION.length + 1), e);
+}
+
+/** Whether `version` (a hash's `version` field) is one HINCRBY writes: canonical decimal ≥ 1. */
+const isVersion = (version) => /^[1-9][0-9]*$/.test(version);
+
+/**
+ * STORE_ERROR with `reason: 'BAD_VERSION'`: the hash of `key` has a state but a
+ * `version` that this store never writes (none, 0, negative, not an integer: a
+ * foreign or damaged record). Nothing is written to it: a commit over it could
+ * not tell its own write from a lost precondition (a version at 0 or below
+ * would answer as "not written" after HINCRBY). Repair the field (any
+ * integer ≥ 1) to go on.
+ */
+function badVersion(key, version, cause) {
+  return unsafe(
+    'BAD_VERSION',
+    `RedisStore: the hash of ${JSON.stringify(key)} has the version ${version === 'false' ? '(none)' : JSON.stringify(version)}, which this store never writes ` +
+      '(a positive integer); nothing was written: repair the record\'s version field',
+    { key, version: version === 'false' ? null : version, ...(cause === undefined ? {} : { cause }) },
+  );
+}
+
+/**
+ * Closed connections of a client, counted once per client (one `close`
+ * listener however many stores share it, so stores made per request neither
+ * pile listeners up nor stay reachable from the client).
+ */
+const CLOSES = new WeakMap();
+function closesOf(redis) {
+  let closes = CLOSES.get(redis);
+  if (closes === undefined) {
+    closes = { count: 0 };
+    CLOSES.set(redis, closes);
+    if (typeof redis.on === 'function') {
+      const counter = closes;
+      redis.on('close', () => {
+        counter.count += 1;
+      });
+    }
+  }
+  return closes;
 }
 
 /**
@@ -236,7 +288,8 @@ export class RedisStore {
   /** The policy check: null = not passed yet, else the checked policies. */
   #checked = null;
   #checking = null;
-  #closes = 0;
+  /** The client's closed-connection counter (`closesOf`). */
+  #closes;
 
   constructor(redis, options = {}) {
     if (redis !== null && typeof redis === 'object' && typeof redis.sendCommand === 'function' && typeof redis.nodeClient === 'function') {
@@ -264,11 +317,7 @@ export class RedisStore {
     // after a reconnect (autoResendUnfulfilledCommands, on by default), so a
     // compare-and-set that comes back lost across a close may have lost to its
     // own first send (see commit).
-    if (typeof redis.on === 'function') {
-      redis.on('close', () => {
-        this.#closes += 1;
-      });
-    }
+    this.#closes = closesOf(redis);
   }
 
   /** The Redis key of a resource key. */
@@ -328,6 +377,7 @@ export class RedisStore {
     if (this.#checked === null) await this.#ensureChecked();
     const [state, value, version] = await this.#driver.hmget(this.#prefix + key);
     if (state === null && value === null && version === null) return null;
+    if (state !== null && (version === null || !isVersion(version))) throw badVersion(key, version === null ? 'false' : version);
     return {
       state: state ?? undefined,
       version: version ?? '',
@@ -340,7 +390,7 @@ export class RedisStore {
     if (this.#checked === null) await this.#ensureChecked();
     const value = change.kind === 'set' ? encodedOf(this, change) : '';
     const expected = expectedVersion === null || expectedVersion === undefined ? '' : String(expectedVersion);
-    const closes = this.#closes;
+    const closes = this.#closes.count;
     let r;
     try {
       r = await this.#driver.cas(this.#prefix + key, [expected, JSON.stringify(nextState), change.kind, value]);
@@ -348,7 +398,7 @@ export class RedisStore {
       if (!isErrorReply(e) && e && typeof e === 'object') e.commitUnknown = true;
       throw e;
     }
-    if (r !== 1 && this.#closes !== closes) {
+    if (r !== 1 && this.#closes.count !== closes) {
       // Lost across a closed connection: the first send may have run before the
       // close and a newer commit before the resend. Deciding again would report
       // a write that landed as refused.
@@ -380,15 +430,15 @@ export class RedisStore {
     } catch (e) {
       return Promise.reject(e); // the codec refused the value: nothing sent
     }
-    const closes = this.#closes;
+    const closes = this.#closes.count;
     let sent;
     try {
       sent = Promise.resolve(this.#driver.casFrom(this.#prefix + key, expected === null ? null : expected.state, nextText, changed));
     } catch (e) {
-      return Promise.reject(sentError(e));
+      return Promise.reject(sentError(key, e));
     }
     return sent.then((r) => this.#fromAnswer(key, Number(r), closes), (e) => {
-      throw sentError(e);
+      throw sentError(key, e);
     });
   }
 
@@ -401,7 +451,7 @@ export class RedisStore {
   /** The answer of the commitFrom script (the version written, 0: not written). */
   #fromAnswer(key, r, closes) {
     if (r >= 1) return { version: String(r) };
-    if (this.#closes !== closes) {
+    if (this.#closes.count !== closes) {
       // As in commit: lost across a closed connection may have lost to its own first send.
       const e = new Error(
         `RedisStore: the connection closed while the compare-and-set of ${JSON.stringify(key)} was in flight and it came back lost; ` +

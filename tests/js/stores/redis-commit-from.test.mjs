@@ -5,9 +5,9 @@
 // two arguments. These cases pin it on ioredis and node-redis alike: a stored state that
 // holds newlines (JSON from another writer may) still matches itself and nothing else;
 // the same state at another version is written (the decision reads only the state text);
-// a hash without a version, or no hash, is not; each change kind writes exactly its
-// fields; a record whose version is not an integer fails the script before anything is
-// written.
+// no hash is not; each change kind writes exactly its fields; a record whose version is
+// not one the store writes (none, 0, negative, not an integer) fails the script, and
+// load, with STORE_ERROR reason BAD_VERSION before anything is written.
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { RedisStore } from '../../../pkg/adapters/redis.mjs';
@@ -64,15 +64,27 @@ for (const [name, open, close] of clients) {
       assert.equal(await store.commitFrom('none', { version: '1', state: '{"v":1,"mark":"2"}' }, '{"v":1,"mark":"3"}', { kind: 'set', value: 'y' }), false);
       assert.equal(await store.commitFrom('none', { version: '1', state: '' }, '{"v":1,"mark":"3"}', { kind: 'set', value: 'y' }), false);
       assert.equal(await plain.exists(store.redisKey('none')), 0);
-      await plain.hset(store.redisKey('nv'), 'state', '{"v":1,"mark":"2"}');
-      assert.equal(await store.commitFrom('nv', { version: '', state: '{"v":1,"mark":"2"}' }, '{"v":1,"mark":"3"}', { kind: 'set', value: 'y' }), false);
-      assert.deepEqual(await plain.hgetall(store.redisKey('nv')), { state: '{"v":1,"mark":"2"}' });
 
-      // A version that is no integer (a foreign writer's): the script fails before writing anything.
-      await plain.hset(h, 'version', 'abc');
-      const before = await fields();
-      await assert.rejects(store.commitFrom('k', { version: 'abc', state: before.state }, '{"v":1,"mark":"8"}', { kind: 'set', value: 'z' }), /not an integer/);
-      assert.deepEqual(await fields(), before);
+      // A state with a version this store never writes (none, 0, negative, not canonical, not an integer: a
+      // foreign or damaged record): STORE_ERROR reason BAD_VERSION from the script, nothing written. (A version
+      // at 0 or below came back from HINCRBY as 0 or less, which read as "not written" though it was.)
+      const bad = { code: 'STORE_ERROR', reason: 'BAD_VERSION', key: 'k' };
+      for (const version of [null, '0', '-1', '-20', '007', '1.5', 'abc']) {
+        await plain.del(h);
+        await plain.hset(h, 'state', spaced, 'value', store.encodeValue('old'), ...(version === null ? [] : ['version', version]));
+        const before = await fields();
+        await assert.rejects(store.commitFrom('k', { version: version ?? '', state: spaced }, '{"v":1,"mark":"8"}', { kind: 'set', value: 'z' }),
+          { ...bad, version }, `version ${version}`);
+        assert.deepEqual(await fields(), before, `version ${version}`);
+        // load refuses it the same way, so a gate never decides from it (cached or not)
+        await assert.rejects(store.load('k'), { ...bad, version }, `load, version ${version}`);
+        for (const options of [{}, { stateCache: 0 }, { sameEpoch: 'strict' }]) {
+          await assert.rejects(new Gate(store, options).write('k', 6, 'two', { opId: 'op-1' }), { ...bad, version }, `gate ${JSON.stringify(options)}, version ${version}`);
+          assert.deepEqual(await fields(), before, `gate ${JSON.stringify(options)}, version ${version}`);
+        }
+      }
+      await plain.del(h);
+      await plain.hset(h, 'state', spaced, 'version', '7', 'value', store.encodeValue('old'));
 
       // Through a Gate: a cached write over the spaced state from another writer.
       await plain.hset(h, 'state', spaced, 'version', '20');
@@ -90,3 +102,17 @@ for (const [name, open, close] of clients) {
     }
   });
 }
+
+// One `close` listener per client however many stores share it: a store made per request
+// neither piles listeners up on the client (MaxListenersExceededWarning after 10) nor stays
+// reachable from it.
+test('ioredis: 100 RedisStores on one client add one close listener', { skip }, async () => {
+  const client = await redisClient();
+  try {
+    const before = client.listenerCount('close');
+    for (let i = 0; i < 100; i++) new RedisStore(client, { prefix: `fg-listeners-${i}:` });
+    assert.equal(client.listenerCount('close'), before + 1);
+  } finally {
+    client.disconnect();
+  }
+});
