@@ -11,7 +11,7 @@
 // Values go through a codec (default `valueCodec`, docs/stores.md "Values").
 import { valueCodec } from '../lib/codec.mjs';
 import { FencegateError } from '../lib/errors.mjs';
-import { codecOf, encodeWith, encodedOf, storeOptions, CODEC_OPTIONS } from './support.mjs';
+import { codecOf, encodeWith, encodedOf, loadedRecord, storeOptions, CODEC_OPTIONS } from './support.mjs';
 
 const invalid = (message, details) => new FencegateError('INVALID_ARGUMENT', message, details);
 const PART = (p) => ['string', 'number', 'bigint', 'boolean'].includes(typeof p) || p instanceof Uint8Array;
@@ -50,7 +50,7 @@ export class DenoKvStore {
   async load(key) {
     const e = await this.#kv.get(this.kvKey(key), { consistency: 'strong' });
     if (e.versionstamp === null) return null;
-    return { state: e.value.state, version: e.versionstamp, value: e.value.value === null ? undefined : this.#decode(e.value.value) };
+    return loadedRecord(e.value.state, e.versionstamp, e.value.value, this.#decode);
   }
 
   async commit(key, expectedVersion, nextState, change) {

@@ -11,7 +11,7 @@
 //
 // Values go through a codec (default `valueCodec`, docs/stores.md "Values").
 import { Gate, FencegateError, valueCodec } from '../workerd.mjs';
-import { codecOf, encodeWith, encodedOf, stateTextOf, storeOptions, CODEC_OPTIONS } from './support.mjs';
+import { codecOf, encodeWith, encodedOf, loadedRecord, stateTextOf, storeOptions, CODEC_OPTIONS } from './support.mjs';
 import { fence } from '../integrations/http.mjs';
 
 const invalid = (message, details) => new FencegateError('INVALID_ARGUMENT', message, details);
@@ -60,7 +60,7 @@ export class DurableObjectStore {
   async load(key) {
     const entry = await this.#storage.get(this.storageKey(key));
     if (entry === undefined) return null;
-    return { state: entry.state, version: null, value: entry.value === null ? undefined : this.#decode(entry.value) };
+    return loadedRecord(entry.state, null, entry.value, this.#decode);
   }
 }
 

@@ -36,7 +36,7 @@
 import { randomBytes } from 'node:crypto';
 import { valueCodec } from '../lib/codec.mjs';
 import { FencegateError } from '../lib/errors.mjs';
-import { codecOf, encodeWith, encodedOf, storeOptions, CODEC_OPTIONS } from './support.mjs';
+import { codecOf, encodeWith, encodedOf, loadedRecord, storeOptions, CODEC_OPTIONS } from './support.mjs';
 
 // etcdserverpb Compare.CompareTarget (CREATE, MOD, VALUE) and Compare.CompareResult.EQUAL.
 const COMPARE_CREATE = 1;
@@ -140,11 +140,12 @@ export class EtcdStore {
     const state = firstKv(r.responses[0]);
     const value = firstKv(r.responses[1]);
     if (state === null && value === null) return null;
-    return {
-      state: state === null ? undefined : state.value.toString('utf8'),
-      version: state === null ? '0' : String(state.mod_revision),
-      value: value === null ? undefined : this.#decode(value.value.toString('utf8')),
-    };
+    return loadedRecord(
+      state === null ? undefined : state.value.toString('utf8'),
+      state === null ? '0' : String(state.mod_revision),
+      value === null ? null : value.value.toString('utf8'),
+      this.#decode,
+    );
   }
 
   /** Writes state and change when the state key's mod_revision is still `expectedVersion`; true when it did. */

@@ -18,7 +18,7 @@
 // Values go through a codec (default `valueCodec`, docs/stores.md "Values").
 import { valueCodec } from '../lib/codec.mjs';
 import { FencegateError } from '../lib/errors.mjs';
-import { codecOf, encodeWith, encodedOf, stateTextOf, storeOptions, CODEC_OPTIONS } from './support.mjs';
+import { codecOf, encodeWith, encodedOf, loadedRecord, stateTextOf, storeOptions, CODEC_OPTIONS } from './support.mjs';
 
 const invalid = (message, details) => new FencegateError('INVALID_ARGUMENT', message, details);
 
@@ -129,7 +129,7 @@ export class IndexedDbStore {
       req.onsuccess = () => {
         const r = req.result;
         try {
-          resolve(r === undefined ? null : { state: r.state, version: null, value: r.value === null ? undefined : this.#decode(r.value) });
+          resolve(r === undefined ? null : loadedRecord(r.state, null, r.value, this.#decode));
         } catch (e) {
           reject(e);
         }

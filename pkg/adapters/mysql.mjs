@@ -23,7 +23,7 @@
 // API); this module imports only the codec.
 import { valueCodec } from '../lib/codec.mjs';
 import { FencegateError } from '../lib/errors.mjs';
-import { codecOf, encodeWith, encodedOf, tableOf, storeOptions, CODEC_OPTIONS } from './support.mjs';
+import { codecOf, encodeWith, encodedOf, loadedRecord, tableOf, storeOptions, CODEC_OPTIONS } from './support.mjs';
 
 const IDENT = /^[A-Za-z_][A-Za-z0-9_]{0,63}$/;
 
@@ -117,7 +117,7 @@ export class MysqlStore {
     }
     if (rows.length === 0) return null;
     const row = rows[0];
-    return { state: row.state, version: String(row.version), value: row.value === null ? undefined : this.#decode(row.value) };
+    return loadedRecord(row.state, String(row.version), row.value, this.#decode);
   }
 
   /** Writes state and change when the row's version is still `expectedVersion`; true when it did. */

@@ -24,7 +24,7 @@
 // same SQLSTATE in `code`.
 import { valueCodec } from '../lib/codec.mjs';
 import { FencegateError } from '../lib/errors.mjs';
-import { codecOf, encodeWith, encodedOf, tableOf, storeOptions, CODEC_OPTIONS } from './support.mjs';
+import { codecOf, encodeWith, encodedOf, loadedRecord, tableOf, storeOptions, CODEC_OPTIONS } from './support.mjs';
 
 const IDENT = /^[A-Za-z_][A-Za-z0-9_]{0,62}$/;
 
@@ -152,7 +152,7 @@ export class PostgresStore {
     }
     if (r.rows.length === 0) return null;
     const row = r.rows[0];
-    return { state: row.state, version: row.version, value: row.value === null ? undefined : this.#decode(row.value) };
+    return loadedRecord(row.state, row.version, row.value, this.#decode);
   }
 
   /** Writes state and change when the row's version is still `expectedVersion`; true when it did. */

@@ -23,7 +23,7 @@
 // and any type mapping read the same.
 import { valueCodec } from '../lib/codec.mjs';
 import { FencegateError } from '../lib/errors.mjs';
-import { codecOf, encodeWith, encodedOf, storeOptions, CODEC_OPTIONS } from './support.mjs';
+import { codecOf, encodeWith, encodedOf, loadedRecord, storeOptions, CODEC_OPTIONS } from './support.mjs';
 
 // KEYS[1] the hash; ARGV: expected version ('' = no record), state, change kind, value.
 const COMPARE_AND_SET = `
@@ -378,11 +378,7 @@ export class RedisStore {
     const [state, value, version] = await this.#driver.hmget(this.#prefix + key);
     if (state === null && value === null && version === null) return null;
     if (state !== null && (version === null || !isVersion(version))) throw badVersion(key, version === null ? 'false' : version);
-    return {
-      state: state ?? undefined,
-      version: version ?? '',
-      value: value === null ? undefined : this.#decode(value),
-    };
+    return loadedRecord(state ?? undefined, version ?? '', value, this.#decode);
   }
 
   /** Writes state and change when the hash's version is still `expectedVersion`; true when it did. */

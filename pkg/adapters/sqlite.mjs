@@ -16,7 +16,7 @@
 // The client is passed in (an open `Database`); this module imports only the codec.
 import { valueCodec } from '../lib/codec.mjs';
 import { FencegateError } from '../lib/errors.mjs';
-import { codecOf, encodeWith, encodedOf, tableOf, stateTextOf, storeOptions, CODEC_OPTIONS } from './support.mjs';
+import { codecOf, encodeWith, encodedOf, loadedRecord, tableOf, stateTextOf, storeOptions, CODEC_OPTIONS } from './support.mjs';
 
 const IDENT = /^[A-Za-z_][A-Za-z0-9_]{0,62}$/;
 
@@ -207,10 +207,6 @@ export class SqliteStore {
   load(key) {
     const row = this.#select.get(key);
     if (row == null) return null;
-    return {
-      state: row.state,
-      version: row.version,
-      value: row.value === null ? undefined : this.#decode(row.value),
-    };
+    return loadedRecord(row.state, row.version, row.value, this.#decode);
   }
 }

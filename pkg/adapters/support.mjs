@@ -109,3 +109,27 @@ export function encodeWith(encode, value) {
 export function encodedOf(store, change) {
   return typeof change.encoded === 'string' ? change.encoded : store.encodeValue(change.value);
 }
+
+/**
+ * A loaded record `{ state, version, value }` whose value is decoded from its
+ * stored `text` when first read (`null`/`undefined`: no value). A write never
+ * reads the value it replaces, so a stored value the codec cannot decode (a
+ * foreign writer's, another codec's) fails `read` with STORE_ERROR but never
+ * changes a write's verdict, with the state cache on or off.
+ */
+export function loadedRecord(state, version, text, decode) {
+  if (text === null || text === undefined) return { state, version, value: undefined };
+  let decoded = false;
+  let value;
+  return {
+    state,
+    version,
+    get value() {
+      if (!decoded) {
+        value = decode(text);
+        decoded = true;
+      }
+      return value;
+    },
+  };
+}

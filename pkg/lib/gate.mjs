@@ -331,8 +331,14 @@ export class Gate {
   async read(key) {
     const record = await this.#load(key);
     const { mark } = fieldsOf(key, stateOf(key, record));
-    const hasValue = record !== null && record !== undefined && record.value !== undefined;
-    return { mark, value: hasValue ? record.value : undefined, hasValue };
+    let value;
+    try {
+      // (the store adapters decode a stored value only here: loadedRecord in adapters/support.mjs)
+      value = record === null || record === undefined ? undefined : record.value;
+    } catch (cause) {
+      throw FAULTS.store(key, 'load', cause);
+    }
+    return { mark, value, hasValue: value !== undefined };
   }
 
   /** The high-water mark of `key` (0 = no fence record). */

@@ -251,6 +251,30 @@ export const CASES = {
     }
   },
 
+  /**
+   * A stored value the store's codec cannot decode (a foreign writer's, another codec's): a write
+   * replaces it without reading it, so the verdict is the state's alone, with the state cache on
+   * or off (it differed: a cached write accepted, an uncached one failed its load); read is
+   * STORE_ERROR. Only for the store adapters (their codec: `encodeValue`).
+   */
+  async 'a stored value the codec cannot decode: writes decided from the state alone, cache on or off; read is STORE_ERROR'(t) {
+    if (typeof t.store.encodeValue !== 'function') return;
+    for (const options of [{}, { stateCache: 0 }]) {
+      const gate = new Gate(t.store, options);
+      const k = uniqueKey('undecodable');
+      await t.putRaw(k, stateText(5), '{not json');
+      const e = await expectError(gate.read(k), 'STORE_ERROR');
+      assert.equal(e.key, k);
+      assert.deepEqual(await gate.write(k, 4, 'late'), verdict(k, 'reject', 'STALE_TOKEN', 4, 5, 5));
+      assert.deepEqual(await t.raw(k), { state: stateText(5), value: '{not json' });
+      assert.deepEqual(await gate.write(k, 5, 'now'), verdict(k, 'accept', null, 5, 5, 5));
+      await expectRead(gate, k, 5, 'now');
+      await t.putRaw(k, stateText(5), '{not json');
+      assert.deepEqual(await gate.establish(k, 6), verdict(k, 'advance', null, 6, 5, 6));
+      assert.deepEqual(await t.raw(k), { state: stateText(6), value: '{not json' });
+    }
+  },
+
   async 'a throwing callback is STORE_ERROR with its cause, and nothing is written'(t) {
     const k = uniqueKey('throws');
     await new Gate(t.store).write(k, 3, 'v3');

@@ -2,6 +2,7 @@
 // callback shape, and a "lying" compare-and-set host the suite must catch.
 // Values go through a codec like the shipped adapters (default `valueCodec`).
 import { valueCodec } from '../../../pkg/node.mjs';
+import { loadedRecord } from '../../../pkg/adapters/support.mjs';
 
 class Coded {
   constructor(options = {}) {
@@ -20,11 +21,8 @@ class Coded {
 
   loadEntry(entry) {
     if (entry === undefined) return null;
-    return {
-      state: entry.state,
-      version: entry.version,
-      value: entry.value === undefined ? undefined : this.codec.decode(entry.value),
-    };
+    // like the shipped adapters: the value decoded when read (a write never reads it)
+    return loadedRecord(entry.state, entry.version, entry.value, (text) => this.codec.decode(text));
   }
 }
 
