@@ -19,24 +19,39 @@ function kindOf(v) {
  * the wrong type (`types`: name → 'string' | 'number' | 'boolean' | 'function'
  * | 'object' | 'array', null = any; an undefined member is not checked) is
  * INVALID_ARGUMENT naming the member (`option`) and listing the known ones.
- * Every enumerable name is checked, own or inherited (`for…in`).
+ * Every enumerable name is checked, own or inherited (`for…in`). Returns a
+ * plain copy of the members (each read once, here), which the caller uses
+ * instead of `options`; a getter or Proxy trap that throws is INVALID_ARGUMENT
+ * with it as `cause`.
  */
 export function checkMembers(options, what, types) {
   const known = Object.keys(types).join(', ');
-  if (options === null || typeof options !== 'object' || Array.isArray(options)) {
-    throw invalid(`${what} options must be an object`, { options });
-  }
-  for (const name in options) {
-    if (!Object.prototype.hasOwnProperty.call(types, name)) {
-      throw invalid(`unknown ${what} option ${JSON.stringify(name)} (known: ${known})`, { option: name });
+  const copy = {};
+  let name;
+  try {
+    if (options === null || typeof options !== 'object' || Array.isArray(options)) {
+      throw invalid(`${what} options must be an object`, { options });
     }
-    const want = types[name];
-    const v = options[name];
-    if (want === null || v === undefined) continue;
-    const ok = want === 'array' ? Array.isArray(v) : want === 'object' ? v !== null && typeof v === 'object' : typeof v === want;
-    if (!ok) throw invalid(`${what} option ${name} must be ${/^[aeiou]/.test(want) ? 'an' : 'a'} ${want}, got ${kindOf(v)}`, { option: name, [name]: v });
+    const names = [];
+    for (const n in options) names.push(n);
+    for (name of names) {
+      if (!Object.prototype.hasOwnProperty.call(types, name)) {
+        throw invalid(`unknown ${what} option ${JSON.stringify(name)} (known: ${known})`, { option: name });
+      }
+      const want = types[name];
+      const v = options[name];
+      if (v === undefined) continue;
+      copy[name] = v;
+      if (want === null) continue;
+      const ok = want === 'array' ? Array.isArray(v) : want === 'object' ? v !== null && typeof v === 'object' : typeof v === want;
+      if (!ok) throw invalid(`${what} option ${name} must be ${/^[aeiou]/.test(want) ? 'an' : 'a'} ${want}, got ${kindOf(v)}`, { option: name, [name]: v });
+    }
+  } catch (e) {
+    if (e instanceof FencegateError) throw e;
+    const member = name === undefined ? 'its members' : `option ${JSON.stringify(name)}`;
+    throw invalid(`${what} options: reading ${member} threw: ${e instanceof Error ? e.message : String(e)}`, name === undefined ? { cause: e } : { option: name, cause: e });
   }
-  return options;
+  return copy;
 }
 
 /** A store's constructor options: `undefined` gives `{}`; else {@link checkMembers}. */
@@ -51,7 +66,7 @@ export function storeOptions(options, what, types) {
  */
 export function fencingOptions(fencing, keyOf) {
   const { gate, key, ...options } = checkMembers(fencing, 'fencing', { gate: 'object', key: 'function', headers: 'object', typeBase: 'string', retryAfter: 'number' });
-  if (options.headers !== undefined) checkMembers(options.headers, 'fencing headers', { token: 'string', opId: 'string', holder: 'string' });
+  if (options.headers !== undefined) options.headers = checkMembers(options.headers, 'fencing headers', { token: 'string', opId: 'string', holder: 'string' });
   if (gate === null || typeof gate !== 'object' || typeof gate.mark !== 'function') {
     throw invalid('fencing({ gate, key }): gate must be a fencegate MemoryGate or Gate', { option: 'gate' });
   }

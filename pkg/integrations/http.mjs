@@ -13,8 +13,8 @@ const HEADER_NAMES = { token: 'string', opId: 'string', holder: 'string' };
 
 /** Reply/fence options checked (unknown names and wrong types are INVALID_ARGUMENT). */
 function fenceOptions(options, what) {
-  checkMembers(options, what, FENCE_OPTIONS);
-  if (options.headers !== undefined) checkMembers(options.headers, `${what} headers`, HEADER_NAMES);
+  options = checkMembers(options, what, FENCE_OPTIONS);
+  if (options.headers !== undefined) options.headers = checkMembers(options.headers, `${what} headers`, HEADER_NAMES);
   return options;
 }
 
@@ -131,7 +131,7 @@ function badHeader(name, value, what) {
  *   present but not 1..128 (holder 1..256) visible ASCII characters without commas.
  */
 export function readFencing(source, names = {}) {
-  checkMembers(names, 'readFencing header names', HEADER_NAMES);
+  names = checkMembers(names, 'readFencing header names', HEADER_NAMES);
   const tokenName = names.token ?? TOKEN_HEADER;
   const opIdName = names.opId ?? OP_ID_HEADER;
   const holderName = names.holder ?? HOLDER_HEADER;

@@ -18,7 +18,7 @@ const SCOPE = 'fencegate';
  * `spanEvents` (default true), `next` (another audit callback, called after).
  */
 export function otelAudit(options = {}) {
-  checkMembers(options, 'otelAudit', { meter: 'object', spanEvents: 'boolean', next: 'function' });
+  options = checkMembers(options, 'otelAudit', { meter: 'object', spanEvents: 'boolean', next: 'function' });
   const meter = options.meter ?? metrics.getMeter(SCOPE);
   const spanEvents = options.spanEvents ?? true;
   const next = options.next ?? null;

@@ -21,7 +21,7 @@ function metric(registry, name, make) {
  * it twice with the same registry and prefix shares the metrics.
  */
 export function prometheusAudit(options = {}) {
-  checkMembers(options, 'prometheusAudit', { registry: 'object', prefix: 'string', buckets: 'array', next: 'function' });
+  options = checkMembers(options, 'prometheusAudit', { registry: 'object', prefix: 'string', buckets: 'array', next: 'function' });
   const registry = options.registry ?? defaultRegistry;
   const prefix = options.prefix ?? 'fencegate_';
   const buckets = options.buckets ?? DURATION_BUCKETS;

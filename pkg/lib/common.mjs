@@ -176,15 +176,46 @@ export const MAX_TIMER_MS = 2 ** 31 - 1;
 /**
  * Throws INVALID_ARGUMENT for an option name that is not in `known` (a typo
  * must not silently turn a check off). Every enumerable name is checked, own or
- * inherited (`for…in`: no array is allocated). Call it before anything is read
- * or written. The message names the unknown member and lists the known ones.
+ * inherited (`for…in`). Call it before anything is read or written. The
+ * message names the unknown member and lists the known ones. Returns a plain
+ * copy of the known members (each read once; absent or `undefined` ones left
+ * out), which the caller reads instead of `options`; a member or trap that
+ * throws is INVALID_ARGUMENT (`unreadable`), with nothing changed.
  */
 export function checkOptions(options, known, what) {
-  for (const name in options) {
+  let names;
+  try {
+    names = [];
+    for (const name in options) names.push(name);
+  } catch (cause) {
+    throw unreadable(what, cause);
+  }
+  for (const name of names) {
     if (!known.includes(name)) {
       throw invalid(`unknown ${what} option ${JSON.stringify(name)} (known: ${known.join(', ')})`, { option: name });
     }
   }
+  // What was checked is what is used: each known member read once, here.
+  const copy = {};
+  for (const name of known) {
+    let v;
+    try {
+      v = options[name];
+    } catch (cause) {
+      throw unreadable(what, cause, name);
+    }
+    if (v !== undefined) copy[name] = v;
+  }
+  return copy;
+}
+
+/**
+ * INVALID_ARGUMENT for an options object that threw while fencegate read it (a
+ * getter, a Proxy trap, a revoked Proxy): never the raw error without a code.
+ */
+export function unreadable(what, cause, option) {
+  const member = option === undefined ? 'its members' : `option ${JSON.stringify(option)}`;
+  return invalid(`${what} options: reading ${member} threw: ${messageOf(cause)}`, option === undefined ? { cause } : { option, cause });
 }
 
 /** `options` when it is an object whose names are all in `known`; INVALID_ARGUMENT otherwise. `undefined`/`null` give `{}` when `optional`. */

@@ -74,9 +74,7 @@ export function errorCodes() {
 
 /** The same-epoch rule of MemoryGate options: true for `strict`. */
 function strictOf(options) {
-  if (options === undefined || options === null) return false;
-  if (typeof options !== 'object') throw invalid('options must be an object', { options });
-  checkOptions(options, GATE_OPTIONS, 'MemoryGate');
+  if (options === undefined) return false;
   const p = options.sameEpoch;
   if (p === undefined || p === 'allow') return false;
   if (p === 'strict') return true;
@@ -103,13 +101,17 @@ let scratch = new Float64Array(0);
  */
 function onlyOpId(options) {
   if (typeof options !== 'object' || options === null) return undefined;
-  for (const name in options) {
-    if (name !== 'opId') return undefined;
+  try {
+    for (const name in options) {
+      if (name !== 'opId') return undefined;
+    }
+    // metaOf reads these by name: a class getter, a non-enumerable or an inherited one is not seen by `for…in`.
+    if ('holder' in options || 'fingerprint' in options) return undefined;
+    const opId = options.opId;
+    return typeof opId === 'string' ? opId : undefined;
+  } catch {
+    return undefined; // a getter or Proxy trap that throws: metaOf reads it again and refuses it with a code
   }
-  // metaOf reads these by name: a class getter, a non-enumerable or an inherited one is not seen by `for…in`.
-  if ('holder' in options || 'fingerprint' in options) return undefined;
-  const opId = options.opId;
-  return typeof opId === 'string' ? opId : undefined;
 }
 
 /** Stands in for a freed gate's Wasm object: every use throws INVALID_ARGUMENT. */
@@ -146,6 +148,12 @@ export class MemoryGate {
 
   constructor(options) {
     if (!ready) notReady();
+    if (options !== undefined && options !== null) {
+      if (typeof options !== 'object') throw invalid('options must be an object', { options });
+      options = checkOptions(options, GATE_OPTIONS, 'MemoryGate');
+    } else {
+      options = undefined;
+    }
     this.#strict = strictOf(options);
     this.#window = windowOf(options);
     this.#observer = new Observer(auditOf(options));

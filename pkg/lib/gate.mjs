@@ -193,13 +193,13 @@ const FAULTS = {
 function parseOptions(options) {
   if (options === undefined || options === null) options = {};
   if (typeof options !== 'object') throw invalid('options must be an object', { options });
-  checkOptions(options, [...GATE_OPTIONS, 'maxRetries', 'commitTimeoutMs', 'loadTimeoutMs', 'stateCache'], 'Gate');
+  options = checkOptions(options, [...GATE_OPTIONS, 'maxRetries', 'commitTimeoutMs', 'loadTimeoutMs', 'stateCache'], 'Gate');
   const p = options.sameEpoch;
   if (p !== undefined && p !== 'allow' && p !== 'strict') {
     throw invalid(`sameEpoch must be 'allow' or 'strict', got ${describe(p)}`, { sameEpoch: p });
   }
   const driver = driverOptions({ ...options, stateCache: options.stateCache ?? DEFAULT_STATE_CACHE }, ['commitTimeoutMs', 'loadTimeoutMs']);
-  return { strict: p === 'strict', driver };
+  return { strict: p === 'strict', driver, options };
 }
 
 /** What every call on a freed gate throws. */
@@ -228,9 +228,9 @@ export class Gate {
     checkReady();
     if (store === null || typeof store !== 'object') throw invalid('a Gate needs a host store object', { store });
     const o = parseOptions(options);
-    this.#policy = policyFromOptions(options, true);
-    this.#window = windowOf(options);
-    this.#observer = new Observer(auditOf(options));
+    this.#policy = policyFromOptions(o.options, true);
+    this.#window = windowOf(o.options);
+    this.#observer = new Observer(auditOf(o.options));
     try {
       this.#driver = new StoreDriver(store, o.driver, FAULTS);
     } catch (e) {

@@ -189,14 +189,13 @@ const ARGS = {
 
 function argsObject(args, method) {
   if (args === null || typeof args !== 'object') throw invalid(`${method} takes one object argument`, { args });
-  checkOptions(args, ARGS[method], method);
-  return args;
+  return checkOptions(args, ARGS[method], method);
 }
 
 function parseOptions(options) {
   if (options === undefined || options === null) options = {};
   if (typeof options !== 'object') throw invalid('options must be an object', { options });
-  checkOptions(options, ['epochs', 'keyPrefix', 'maxRetries', 'commitTimeoutMs', 'loadTimeoutMs', 'clock'], 'Issuer');
+  options = checkOptions(options, ['epochs', 'keyPrefix', 'maxRetries', 'commitTimeoutMs', 'loadTimeoutMs', 'clock'], 'Issuer');
   const epochs = options.epochs ?? 'number';
   if (epochs !== 'number' && epochs !== 'bigint') {
     throw invalid(`epochs must be 'number' or 'bigint', got ${describe(epochs)}`, { epochs });

@@ -26,8 +26,7 @@ function scopeList(scopes) {
   if (Array.isArray(scopes)) {
     entries = listOf(scopes, 'scopes', (s) => {
       if (s === null || typeof s !== 'object') throw invalid('each entry of scopes is { scope, keys }', { scope: s });
-      checkOptions(s, ['scope', 'keys'], 'scopes entry');
-    }).map((s) => ({ scope: s.scope, keys: s.keys }));
+    }).map((s) => checkOptions(s, ['scope', 'keys'], 'scopes entry'));
   } else if (scopes !== null && typeof scopes === 'object') {
     entries = Object.entries(scopes).map(([scope, keys]) => ({ scope, keys }));
   } else {
@@ -89,7 +88,7 @@ export async function readScope(issuer, gate, scope, keys) {
 export async function reconcile(options) {
   if (options === null || typeof options !== 'object') throw invalid('reconcile takes { issuer, gate, scopes, now?, dryRun? }');
   // An unknown name (`dryrun`) must never turn a dry run into a real one: refused before anything is read.
-  checkOptions(options, ['issuer', 'gate', 'scopes', 'now', 'dryRun'], 'reconcile');
+  options = checkOptions(options, ['issuer', 'gate', 'scopes', 'now', 'dryRun'], 'reconcile');
   const { issuer, gate, dryRun = false } = options;
   if (issuer === null || typeof issuer?.current !== 'function' || typeof issuer?.raise !== 'function') {
     throw invalid('reconcile needs an Issuer', { issuer });

@@ -282,10 +282,10 @@ function signingKey(key) {
   if (key === null || typeof key !== 'object') {
     throw invalid('key must be { kid, hmac: Uint8Array } or { kid, ed25519Seed: Uint8Array }');
   }
-  checkOptions(key, ['kid', 'hmac', 'ed25519Seed'], 'signing key');
+  key = checkOptions(key, ['kid', 'hmac', 'ed25519Seed'], 'signing key');
   if (typeof key.kid !== 'string') throw invalid('key.kid must be a string', { kid: key.kid });
-  if (isBytes(key.hmac) && key.ed25519Seed === undefined) return ['hmac-sha256', key.hmac];
-  if (isBytes(key.ed25519Seed) && key.hmac === undefined) return ['ed25519-seed', key.ed25519Seed];
+  if (isBytes(key.hmac) && key.ed25519Seed === undefined) return ['hmac-sha256', key.hmac, key.kid];
+  if (isBytes(key.ed25519Seed) && key.hmac === undefined) return ['ed25519-seed', key.ed25519Seed, key.kid];
   throw invalid('key must have exactly one of hmac (Uint8Array) or ed25519Seed (Uint8Array)');
 }
 
@@ -296,12 +296,12 @@ function signingKey(key) {
 export function mintToken(claims, key) {
   if (!ready) notReady();
   if (claims === null || typeof claims !== 'object') throw invalid('claims must be an object { scope, epoch, leaseId, generation }');
-  checkOptions(claims, ['scope', 'epoch', 'leaseId', 'generation'], 'claims');
+  claims = checkOptions(claims, ['scope', 'epoch', 'leaseId', 'generation'], 'claims');
   const { scope, epoch, leaseId = '', generation = 0 } = claims;
   checkText(scope, 'scope');
   checkText(leaseId, 'leaseId');
-  const [alg, bytes] = signingKey(key);
-  return wipingStack(() => wasm.__mintToken(scope, epoch, leaseId, generation, key.kid, alg, bytes));
+  const [alg, bytes, kid] = signingKey(key);
+  return wipingStack(() => wasm.__mintToken(scope, epoch, leaseId, generation, kid, alg, bytes));
 }
 
 /**
@@ -312,7 +312,7 @@ export function mintToken(claims, key) {
 export function verifyToken(text, options) {
   if (!ready) notReady();
   if (options === null || typeof options !== 'object') throw invalid('options must be { keys, retired?, scope }');
-  checkOptions(options, ['keys', 'retired', 'scope'], 'verifyToken');
+  options = checkOptions(options, ['keys', 'retired', 'scope'], 'verifyToken');
   const { keys, retired, scope } = options;
   if (scope !== null) checkText(scope, 'scope');
   const raw = new wasm.RawPolicy(false, TABLES.higherEpochModes.indexOf('adopt'), undefined);

@@ -3,7 +3,8 @@
 // read from the output scratch; and the audit trail.
 import * as wasm from '../dist/fencegate.js';
 import { CODES, DUPLICATE, TABLES, REQUEST_FLAGS, lastMarks, exactMarks, wasmText, writeInput } from './runtime.mjs';
-import { MAX_U64, invalid, wellFormed, checkOptions } from './common.mjs';
+import { MAX_U64, invalid, wellFormed, checkOptions, unreadable } from './common.mjs';
+import { FencegateError } from './errors.mjs';
 
 /** The names of a write/establish/delete's options. */
 const OP_OPTIONS = ['opId', 'holder', 'fingerprint'];
@@ -239,14 +240,20 @@ function fingerprintOf(fingerprint) {
 export function metaOf(options) {
   if (options === undefined || options === null) return null;
   if (typeof options !== 'object') throw invalid('operation options must be an object { opId, holder, fingerprint }', { options });
-  // An unknown name (a typo such as `opid`) must not silently turn de-duplication or the holder check off.
-  for (const name in options) {
-    if (name !== 'opId' && name !== 'holder' && name !== 'fingerprint') checkOptions(options, OP_OPTIONS, 'operation');
+  let opId, holder, fingerprintIn;
+  try {
+    // An unknown name (a typo such as `opid`) must not silently turn de-duplication or the holder check off.
+    for (const name in options) {
+      if (name !== 'opId' && name !== 'holder' && name !== 'fingerprint') checkOptions(options, OP_OPTIONS, 'operation');
+    }
+    ({ opId, holder, fingerprint: fingerprintIn } = options);
+  } catch (e) {
+    if (e instanceof FencegateError) throw e;
+    throw unreadable('operation', e); // a getter or Proxy trap that threw: nothing decided, nothing changed
   }
-  const { opId, holder } = options;
   if (opId !== undefined && !wellFormed(opId)) throw invalid('opId must be a well-formed string', { opId });
   if (holder !== undefined && !wellFormed(holder)) throw invalid('holder must be a well-formed string', { holder });
-  const fingerprint = fingerprintOf(options.fingerprint);
+  const fingerprint = fingerprintOf(fingerprintIn);
   if (fingerprint !== undefined && opId === undefined) throw invalid('a fingerprint belongs to an operation id: pass opId with it');
   if (opId === undefined && holder === undefined) return null;
   return { opId, holder, fingerprint };
