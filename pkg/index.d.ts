@@ -665,9 +665,9 @@ export interface HostGateOptions extends GateOptions {
    * Keys whose last loaded or committed state (and version) the gate keeps, least recently used dropped
    * first: an integer 0..16,777,216; default 1024; 0 turns the cache off. Used only with a compare-and-set
    * store that has {@link CasStore.commitFrom} (the shipped PostgreSQL, Redis, MySQL and etcd stores) and with
-   * the shipped SqliteStore: a write on a cached key is one `commitFrom` (precondition: the cached version and
-   * state text) and no `load` (SQLite: no transaction). Verdicts
-   * are the same with and without it: a lost precondition, a refusal or a duplicate is decided again on a
+   * the shipped SqliteStore: a write on a cached key is one `commitFrom` (precondition: the cached state text, and
+   * the version where the store compares it; Redis compares the state text alone) and no `load` (SQLite: no
+   * transaction). Verdicts are the same with and without it: a lost precondition, a refusal or a duplicate is decided again on a
    * fresh load. See docs/stores.md "State cache". INVALID_ARGUMENT otherwise.
    */
   stateCache?: number;

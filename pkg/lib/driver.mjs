@@ -14,7 +14,8 @@
 // optional `commitFrom(key, expected, nextText, change)`, a driver built with
 // `stateCache > 0` keeps, per key, the state text and version of the last record
 // it loaded or committed (LRU by key count). A cached step decides from that
-// state and commits with it as the precondition (version AND state text): one
+// state and commits with it as the precondition (its state text, and the version
+// where the store compares it: docs/stores.md "commitFrom"): one
 // `commitFrom`, no `load`. A lost precondition drops the entry and runs the
 // loop above. No answer leaves without the store: a decision that writes
 // nothing (a refusal, a duplicate) is made again on a fresh load.
