@@ -104,7 +104,9 @@ function sentError(key, e) {
   }
   const message = typeof e.message === 'string' ? e.message : '';
   const at = message.indexOf(BAD_VERSION);
-  return at < 0 ? e : badVersion(key, message.slice(at + BAD_VERSION.length + 1), e);
+  if (at < 0) return e;
+  const version = message.slice(at + BAD_VERSION.length + 1); // the script's tostring: 'false' for no field
+  return badVersion(key, version === 'false' ? null : version, e);
 }
 
 /** Whether `version` (a hash's `version` field) is one HINCRBY writes: canonical decimal ≥ 1. */
@@ -116,14 +118,14 @@ const isVersion = (version) => /^[1-9][0-9]*$/.test(version);
  * foreign or damaged record). Nothing is written to it: a commit over it could
  * not tell its own write from a lost precondition (a version at 0 or below
  * would answer as "not written" after HINCRBY). Repair the field (any
- * integer ≥ 1) to go on.
+ * integer ≥ 1) to go on. `version`: the field's text, or null when there is none.
  */
 function badVersion(key, version, cause) {
   return unsafe(
     'BAD_VERSION',
-    `RedisStore: the hash of ${JSON.stringify(key)} has the version ${version === 'false' ? '(none)' : JSON.stringify(version)}, which this store never writes ` +
+    `RedisStore: the hash of ${JSON.stringify(key)} has the version ${version === null ? '(none)' : JSON.stringify(version)}, which this store never writes ` +
       '(a positive integer); nothing was written: repair the record\'s version field',
-    { key, version: version === 'false' ? null : version, ...(cause === undefined ? {} : { cause }) },
+    { key, version, ...(cause === undefined ? {} : { cause }) },
   );
 }
 
@@ -377,7 +379,7 @@ export class RedisStore {
     if (this.#checked === null) await this.#ensureChecked();
     const [state, value, version] = await this.#driver.hmget(this.#prefix + key);
     if (state === null && value === null && version === null) return null;
-    if (state !== null && (version === null || !isVersion(version))) throw badVersion(key, version === null ? 'false' : version);
+    if (state !== null && (version === null || !isVersion(version))) throw badVersion(key, version);
     return loadedRecord(state ?? undefined, version ?? '', value, this.#decode);
   }
 
@@ -391,8 +393,7 @@ export class RedisStore {
     try {
       r = await this.#driver.cas(this.#prefix + key, [expected, JSON.stringify(nextState), change.kind, value]);
     } catch (e) {
-      if (!isErrorReply(e) && e && typeof e === 'object') e.commitUnknown = true;
-      throw e;
+      throw sentError(key, e);
     }
     if (r !== 1 && this.#closes.count !== closes) {
       // Lost across a closed connection: the first send may have run before the
