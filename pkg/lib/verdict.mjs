@@ -331,7 +331,7 @@ export class Observer {
     const entry = {
       key: v.key, operation, outcome: v.outcome, code: v.code, token: v.token,
       markBefore: v.markBefore, markAfter: v.markAfter,
-      holder: meta?.holder ?? v.claims?.leaseId ?? null, opId: meta?.opId ?? null,
+      holder: (v.claims?.leaseId || undefined) ?? meta?.holder ?? null, opId: meta?.opId ?? null, // the lease id binds when there is one
       durationMs: started === null ? null : performance.now() - started, commitMs,
     };
     try {
