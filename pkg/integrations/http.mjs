@@ -323,7 +323,13 @@ function problemType(code, base) {
 export function verdictReply(verdict, input = null, options = {}) {
   options = fenceOptions(options, 'verdictReply');
   const v = verdictOf(verdict);
-  const token = v.token === null ? input?.header ?? null : String(v.token);
+  let header = null;
+  try {
+    header = input !== null && typeof input === 'object' && typeof input.header === 'string' ? input.header : null;
+  } catch {
+    // an input that cannot be read names no header
+  }
+  const token = v.token === null ? header : String(v.token);
   if (v.ok) {
     const body = { key: v.key, outcome: v.outcome, code: null, token, markBefore: String(v.markBefore), mark: String(v.markAfter) };
     if (v.outcome === 'duplicate') body.original = v.original;
@@ -357,6 +363,7 @@ export function verdictReply(verdict, input = null, options = {}) {
  */
 export function errorReply(error, key = null, options = {}) {
   options = fenceOptions(options, 'errorReply');
+  if (key !== null && typeof key !== 'string') throw new FencegateError('INVALID_ARGUMENT', 'errorReply(error, key): key must be a string or null', { option: 'key' });
   const code = codeOf(error);
   if (code === null) return null;
   const status = statusFor(code);
@@ -393,7 +400,16 @@ export function errorReply(error, key = null, options = {}) {
  * verdict gets, with the key's current `mark`.
  */
 export function tokenProblemReply(key, input, mark, options = {}) {
-  const v = { key, ok: false, outcome: 'reject', code: input.problem, token: null, markBefore: mark, markAfter: mark };
+  let problem;
+  try {
+    problem = input.problem;
+  } catch {
+    problem = undefined;
+  }
+  if (problem !== 'MISSING_TOKEN' && problem !== 'MALFORMED_TOKEN') {
+    throw new FencegateError('INVALID_ARGUMENT', "tokenProblemReply(key, input, mark): input must be readFencing's result with problem 'MISSING_TOKEN' or 'MALFORMED_TOKEN'", { option: 'input' });
+  }
+  const v = { key, ok: false, outcome: 'reject', code: problem, token: null, markBefore: mark, markAfter: mark };
   return verdictReply(v, input, options);
 }
 
@@ -411,6 +427,7 @@ export function toResponse(reply) {
  */
 export async function fenceReply(source, key, run, options = {}) {
   options = fenceOptions(options, 'fence'); // before the request is read or the gate called
+  if (typeof key !== 'string') throw new FencegateError('INVALID_ARGUMENT', 'fence(request, key, run): key must be the resource key (a string)', { option: 'key' });
   if (typeof run !== 'function') throw new FencegateError('INVALID_ARGUMENT', 'fence(request, key, run): run must be a function (token, options) => verdict', { option: 'run' });
   let input;
   let verdict;
