@@ -20,6 +20,19 @@ import { codecOf, encodeWith, encodedOf, loadedRecord, tableOf, stateTextOf, sto
 
 const IDENT = /^[A-Za-z_][A-Za-z0-9_]{0,62}$/;
 
+/**
+ * Whether `handle` runs its statements on `db`: the Database itself, or an ORM
+ * transaction over it (Drizzle's better-sqlite3 session keeps it as `client`).
+ */
+function sameDatabase(handle, db) {
+  if (handle === db) return true;
+  try {
+    return handle !== null && typeof handle === 'object' && handle.session !== null && typeof handle.session === 'object' && handle.session.client === db;
+  } catch {
+    return false;
+  }
+}
+
 // SQLite's "try again" classes: SQLITE_BUSY (and _RECOVERY, _SNAPSHOT, _TIMEOUT)
 // and SQLITE_LOCKED (and _SHAREDCACHE, _VTAB). The transaction did not commit
 // (better-sqlite3 rolls back), so the gate may run it again.
@@ -57,6 +70,8 @@ export class SqliteStore {
   #updateVersion;
   #from;
   #run;
+  #fence;
+  #fenced;
   #busy = false;
   #encode;
   #decode;
@@ -145,6 +160,76 @@ export class SqliteStore {
       return true;
     };
     this.#run = db.transaction(apply);
+    // The fence row's state and version, read inside a transaction (fencedTransaction, fenceIn)
+    const selectFence = prepare(`SELECT state, version FROM "${table}" WHERE key = ?`);
+    const insertFence = one(prepare(`INSERT INTO "${table}" (key, state, value, version) VALUES (?, ?, NULL, 1) RETURNING version`));
+    const updateFence = this.#updateVersion.none;
+    const fromFence = this.#from.none;
+    /** The fence step on the open transaction: the version of the fence row written, or null (refused: nothing written). */
+    this.#fence = (key, step, cached) => {
+      if (cached !== null) {
+        // the state cache: the decision from the remembered state, committed with it as the precondition
+        const plan = step.decide(cached.state);
+        if (plan !== null) {
+          const version = fromFence(plan.nextStateText, key, cached.version, cached.state);
+          if (version != null) return version;
+        }
+      }
+      const row = selectFence.get(key);
+      const plan = step.decide(row == null ? null : row.state);
+      if (plan === null) return null;
+      return row == null ? insertFence(key, plan.nextStateText) : updateFence(plan.nextStateText, key);
+    };
+    this.#fenced = db.transaction((key, step) => {
+      const version = this.#fence(key, step, step.cached);
+      if (version === null) return null; // refused: the statements never run (nothing was written)
+      const out = step.run(db);
+      if (out !== null && (typeof out === 'object' || typeof out === 'function') && typeof out.then === 'function') {
+        out.then(undefined, () => {});
+        throw new FencegateError('INVALID_ARGUMENT', 'SqliteStore: a SQLite transaction is synchronous: the statements function returned a Promise (rolled back; run the statements without await)');
+      }
+      return { version };
+    });
+  }
+
+  /**
+   * The caller's own statements in one IMMEDIATE transaction with the fence
+   * step (Gate.transaction; docs/stores.md "Your own data"): the fence row is
+   * read (or conditionally updated from `step.cached`) and written first, then
+   * `step.run(db)` runs the caller's statements synchronously on this
+   * Database; a refusal writes nothing and never runs them. Answers
+   * `{ version }` of the fence row written, or null (refused).
+   */
+  fencedTransaction(key, step) {
+    if (this.#busy) throw new Error('SqliteStore: re-entrant fenced write from inside one of its own transactions');
+    this.#busy = true;
+    try {
+      return this.#fenced.immediate(key, step);
+    } catch (e) {
+      if (e !== null && typeof e === 'object' && typeof e.code === 'string' && RETRY.test(e.code)) e.conflict = true;
+      throw e;
+    } finally {
+      this.#busy = false;
+    }
+  }
+
+  /**
+   * The fence step inside the caller's open transaction on this store's
+   * Database (`db.transaction(…)`, Drizzle's `db.transaction`): `handle` is
+   * that Database or an ORM transaction over it. Reads and writes the fence
+   * row on the same connection; INVALID_ARGUMENT when no transaction is open
+   * (the check and the caller's change would not be atomic) or the handle is
+   * another database's.
+   */
+  fenceIn(handle, key, step) {
+    const db = this.#db;
+    if (!sameDatabase(handle, db)) {
+      throw new FencegateError('INVALID_ARGUMENT', 'SqliteStore.fenceIn: the handle is not this store\'s Database (nor an ORM transaction over it)');
+    }
+    if (db.inTransaction !== true) {
+      throw new FencegateError('INVALID_ARGUMENT', 'SqliteStore.fenceIn: no transaction is open on the Database: call it inside db.transaction(…) so the fence and your statements commit together');
+    }
+    this.#fence(key, step, null);
   }
 
   /** Runs `fn(state)` in one IMMEDIATE transaction and writes what it returns (or nothing). */

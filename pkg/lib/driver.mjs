@@ -310,6 +310,168 @@ export class StoreDriver {
     return slot.p;
   }
 
+  /**
+   * One fenced transaction with the caller's own statements on `key`
+   * (docs/decisions/own-data-transactions.md): the store's
+   * `fencedTransaction(key, step)` opens one transaction of its engine, reads
+   * (or, from `step.cached`, conditionally updates) the fence state, calls
+   * `step.decide(state)` — null: refused, it rolls back and the caller's
+   * `body` never runs — writes the next fence state, then `step.run(handle)`
+   * with the engine's transaction handle, and commits both together.
+   * Resolves to `{ result, ran, value }`: the last decision's result
+   * (a verdict), whether the body ran in the committed attempt, and what it
+   * returned. A host error marked `conflict: true` (a serialization failure,
+   * a deadlock, SQLITE_BUSY) runs the whole transaction again, body included
+   * (bounded by `maxRetries`); the body's own error (any other) is `bodyFailed`.
+   */
+  transact(ctx, key, decide, body, bodyFailed) {
+    const queues = this.#queues;
+    const before = queues.get(key);
+    const slot = { p: null };
+    queues.set(key, slot);
+    const prev = before === undefined ? null : before.p;
+    slot.p = this.#viaFencedTransaction(ctx, key, decide, body, bodyFailed, prev, slot);
+    return slot.p;
+  }
+
+  async #viaFencedTransaction(ctx, key, decide, body, bodyFailed, before, slot) {
+    if (before !== null) await settled(before);
+    try {
+      const faults = this.#faults;
+      const ms = this.#commitTimeoutMs;
+      const cache = this.#cache;
+      for (let attempt = 0; ; attempt++) {
+        let decision = null;
+        let ownError = null;
+        let bodyError = null;
+        let ran = false;
+        let value;
+        const entry = cache === null || attempt > 0 ? undefined : cache.get(key);
+        const step = {
+          /** The driver's last known `{ state, version }` of the key, or null: a store may start with a conditional update from it. */
+          cached: entry === undefined ? null : { state: entry.state, version: entry.version },
+          /** The decision on `state` (null: no record): `{ nextStateText, change }` to write, or null (refused: roll back). */
+          decide(state) {
+            decision = null;
+            try {
+              const d = decide(state === undefined ? null : state);
+              decision = d;
+              return writesNothing(d) ? null : { nextStateText: d.nextText, change: d.change };
+            } catch (e) {
+              ownError = e;
+              throw e;
+            }
+          },
+          /** The caller's statements on the engine's transaction handle; only after a decision that applies and its fence write. */
+          run(handle) {
+            if (decision === null || writesNothing(decision)) {
+              ownError = new Error('the host store ran the caller\'s statements without a decision that applies');
+              throw ownError;
+            }
+            ran = true;
+            const settle = (v) => {
+              value = v;
+              return v;
+            };
+            const fail = (e) => {
+              bodyError = { error: e };
+              throw e;
+            };
+            let out;
+            try {
+              out = body(handle);
+            } catch (e) {
+              fail(e);
+            }
+            return isThenable(out) ? Promise.resolve(out).then(settle, fail) : settle(out);
+          },
+          body,
+        };
+        let answer;
+        try {
+          answer = this.#store.fencedTransaction(key, step);
+          if (isThenable(answer)) answer = await withTimeout(answer, ms);
+        } catch (cause) {
+          if (cache !== null) cache.delete(key);
+          if (ownError !== null) throw ownError; // our own error (a decision error, a lying store): rolled back
+          if (marksConflict(cause)) {
+            if (attempt < this.#maxRetries) continue;
+            throw faults.conflict(ctx, 'transaction', this.#maxRetries + 1, cause);
+          }
+          if (bodyError !== null && bodyError.error === cause) throw bodyFailed(ctx, decision === null ? null : decision.result, cause);
+          if (marksCommitUnknown(cause)) throw faults.unknown(ctx, 'transaction', cause, messageOf(cause));
+          throw faults.store(ctx, 'transaction', cause);
+        }
+        if (answer === TIMED_OUT) {
+          if (cache !== null) cache.delete(key);
+          throw faults.unknown(ctx, 'transaction', undefined, noAnswer(ms));
+        }
+        if (ownError !== null) throw ownError;
+        if (decision === null) throw faults.store(ctx, 'transaction', new Error('the host transaction returned without deciding'));
+        const applies = !writesNothing(decision);
+        if (applies && !ran) throw faults.store(ctx, 'transaction', new Error('the host transaction committed without running the caller\'s statements'));
+        if (cache !== null) {
+          // `{ version }`: the fence row's version this transaction wrote, remembered with the state text written.
+          if (applies && answer !== null && typeof answer === 'object' && answer.version !== undefined && answer.version !== null && typeof decision.nextText === 'string') {
+            this.#remember(key, decision.nextText, answer.version);
+          } else cache.delete(key);
+        }
+        return { result: decision.result, ran: applies, value };
+      }
+    } finally {
+      this.#release(key, slot);
+    }
+  }
+
+  /**
+   * One fence step inside a transaction the caller already has: the store's
+   * `fenceIn(handle, key, step)` reads the fence state on `handle` (with a row
+   * lock where the engine has one), calls `step.decide(state)` and writes the
+   * next state on the same handle when it applies. No retries, no queue, no
+   * cache (the caller's transaction owns atomicity). Answers the decision's
+   * result synchronously when the store does (`sync`), else a Promise.
+   */
+  fenceIn(ctx, handle, key, decide, sync) {
+    let decision = null;
+    let ownError = null;
+    const step = {
+      decide(state) {
+        try {
+          const d = decide(state === undefined ? null : state);
+          decision = d;
+          return writesNothing(d) ? null : { nextStateText: d.nextText, change: d.change };
+        } catch (e) {
+          ownError = e;
+          throw e;
+        }
+      },
+    };
+    const done = () => {
+      if (ownError !== null) throw ownError;
+      if (decision === null) throw this.#faults.store(ctx, 'fenceIn', new Error('the host store returned without deciding'));
+      if (this.#cache !== null) this.#cache.delete(key); // the caller's transaction may still roll back
+      return decision.result;
+    };
+    const fault = (cause) => {
+      if (ownError !== null) throw ownError;
+      throw this.#faults.store(ctx, 'fenceIn', cause);
+    };
+    let answer;
+    try {
+      answer = this.#store.fenceIn(handle, key, step);
+    } catch (cause) {
+      fault(cause);
+    }
+    if (isThenable(answer)) {
+      if (sync) {
+        answer.then(idle, idle);
+        throw this.#faults.store(ctx, 'fenceIn', new Error('this handle answers asynchronously: use fenceIn, not fenceInSync'));
+      }
+      return Promise.resolve(answer).then(done, fault);
+    }
+    return sync ? done() : Promise.resolve().then(done);
+  }
+
   /** Ends a step's turn: the key leaves the queues when this was its newest step. */
   #release(key, slot) {
     if (slot !== null && this.#queues.get(key) === slot) this.#queues.delete(key);
