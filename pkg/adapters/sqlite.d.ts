@@ -52,4 +52,17 @@ export class SqliteStore<V = unknown> {
     nextText: string,
     change: { kind: string; value?: V; encoded?: string },
   ): { version: number } | false;
+  /**
+   * Gate.transaction's verb: one IMMEDIATE transaction that reads (or, from the gate's cache,
+   * conditionally updates) the fence row, writes the next fence state, then runs the caller's
+   * statements synchronously on this Database (`step.run(db)`); a body that returns a Promise is
+   * refused (INVALID_ARGUMENT, rolled back). Answers `{ version }` of the fence row, or null (refused).
+   */
+  fencedTransaction(key: string, step: import('fencegate').FencedStep): { version: number } | null;
+  /**
+   * Gate.fenceIn/fenceInSync's verb: the fence step on this store's Database inside the caller's open
+   * transaction (`db.transaction(…)`, Drizzle's better-sqlite3 `db.transaction`). INVALID_ARGUMENT when
+   * no transaction is open or `handle` is not this Database (nor an ORM transaction over it).
+   */
+  fenceIn(handle: unknown, key: string, step: Pick<import('fencegate').FencedStep, 'decide'>): void;
 }

@@ -26,6 +26,9 @@ import {
   type GateOptions,
   type Reading,
   type SameEpochPolicy,
+  type TransactionVerdict,
+  type OwnDataStore,
+  type FencedStep,
 } from 'fencegate';
 
 export async function use(): Promise<void> {
@@ -101,6 +104,28 @@ import type { RedisStore } from 'fencegate/redis';
 export function issuerOverAdapters(db: SqliteDatabase, pgStore: PostgresStore, redisStore: RedisStore): [Issuer, Issuer, Gate, Gate, Issuer] {
   const sqlite = new SqliteStore(db);
   return [new Issuer(sqlite), new Issuer(pgStore, { keyPrefix: 'locks:' }), new Gate(sqlite), new Gate(redisStore), new Issuer(redisStore)];
+}
+
+/** Own data: the caller's statements in the fence's transaction, and the fence inside the caller's transaction. */
+export async function ownData(db: SqliteDatabase & { inTransaction: boolean }): Promise<void> {
+  const gate = new Gate(new SqliteStore(db));
+  const v: TransactionVerdict<number> = await gate.transaction('orders/42', 34, (tx: SqliteDatabase) => {
+    tx.exec("UPDATE orders SET status = 'shipped' WHERE id = 42");
+    return 1;
+  }, { opId: 'ship-42' });
+  const n: number | undefined = v.result;
+  const applied: Verdict = await gate.fenceIn(db, 'orders/42', 35);
+  const now: Verdict = gate.fenceInSync(db, 'orders/42', 35n);
+  const codes: ErrorCode[] = ['CALLBACK_FAILED', 'DUPLICATE_OPERATION', 'GUARD_REFUSED'];
+  const custom: OwnDataStore = {
+    fencedTransaction(key: string, step: FencedStep) {
+      const plan = step.decide(step.cached?.state ?? null);
+      if (plan === null) return null;
+      step.run({ key, text: plan.nextStateText });
+      return { version: 1 };
+    },
+  };
+  void [n, applied, now, codes, custom];
 }
 
 export async function useIssuer(): Promise<void> {
