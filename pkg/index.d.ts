@@ -639,6 +639,13 @@ export interface TransactionStore<V = unknown> {
    * retries it up to `maxRetries` times, then answers COMMIT_CONFLICT.
    */
   transaction(key: string, fn: (state: PersistedState | string | null) => TransactionResult<V>): MaybePromise<unknown>;
+  /**
+   * Optional, used instead of `transaction` when present: the same, with the state as text both
+   * ways — `fn` answers `{ nextStateText, change }` (write the text as it is) or null — and the
+   * store answers `{ version }` of the record it wrote (null: nothing written). With
+   * {@link CasStore.commitFrom} as well, it gets the gate's state cache (SqliteStore does).
+   */
+  textTransaction?(key: string, fn: (state: string | null) => { nextStateText: string; change: Change<V> } | null): MaybePromise<{ version: unknown } | null>;
   load?(key: string): MaybePromise<StoredRecord<V> | null | undefined>;
   /** Optional, synchronous: see {@link CasStore.encodeValue}. */
   encodeValue?(value: V): string;

@@ -40,6 +40,8 @@ export class SqliteStore<V = unknown> {
   /** The stored text of `value`; FencegateError INVALID_ARGUMENT (with `path`) when the codec refuses it. */
   encodeValue(value: V): string;
   transaction(key: string, fn: (state: string | null) => { nextState: object; change: { kind: string; value?: V; encoded?: string } } | null): boolean;
+  /** The gate's verb: `fn` answers the next state as text (written as it is); answers `{ version }` written, or null. */
+  textTransaction(key: string, fn: (state: string | null) => { nextStateText: string; change: { kind: string; value?: V; encoded?: string } } | null): { version: number } | null;
   load(key: string): { state: string; version: number; value?: V } | null;
   /**
    * The commit of a gate's state cache: one `UPDATE … WHERE key = ? AND version = ? AND state = ?`
