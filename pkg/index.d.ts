@@ -233,7 +233,8 @@ export interface OperationOptions {
 /** One verdict as reported to `onVerdict`. */
 export interface AuditRecord {
   key: string;
-  operation: 'write' | 'establish' | 'delete';
+  /** `transaction` and `fenceIn`: the own-data forms ({@link Gate.transaction}, {@link Gate.fenceIn}, `fenceInSync`). */
+  operation: 'write' | 'establish' | 'delete' | 'transaction' | 'fenceIn';
   outcome: Outcome;
   code: RejectCode | null;
   token: Epoch | null;

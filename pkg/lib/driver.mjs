@@ -346,7 +346,8 @@ export class StoreDriver {
           /** The caller's statements on the engine's transaction handle; only after a decision that applies and its fence write. */
           run(handle) {
             if (decision === null || writesNothing(decision)) {
-              ownError = new Error('the host store ran the caller\'s statements without a decision that applies');
+              // a lying store: reported as its fault (STORE_ERROR), never as the caller's
+              ownError = faults.store(ctx, 'transaction', new Error('the host store ran the caller\'s statements without a decision that applies'));
               throw ownError;
             }
             ran = true;
