@@ -203,14 +203,16 @@ export interface FenceRecord {
 }
 
 /**
- * Per-operation options of `write` / `establish` / `delete`. Any other member
- * name (a typo such as `opid`) is INVALID_ARGUMENT and nothing changes.
+ * Per-operation options of `write` / `establish` / `delete`: a plain object
+ * (an array, `Map`, `Date` or other built-in kind is INVALID_ARGUMENT). Any
+ * other member name (a typo such as `opid`) is INVALID_ARGUMENT and nothing changes.
  */
 export interface OperationOptions {
   /**
-   * Operation id (1..=128 bytes, no control characters). A repeat within the
+   * Operation id (1 to 128 bytes, no control characters). A repeat within the
    * epoch answers `duplicate` and applies nothing; an id pushed out of the
-   * window answers OP_ID_EXPIRED. Ignored by `establish`.
+   * window answers OP_ID_EXPIRED. `establish` refuses it (INVALID_ARGUMENT):
+   * an establish changes no data, so there is nothing to de-duplicate.
    */
   opId?: string;
   /**
@@ -223,9 +225,10 @@ export interface OperationOptions {
    */
   fingerprint?: string | Uint8Array | ArrayBuffer;
   /**
-   * The holder or lease presenting the token (1..=256 UTF-8 bytes; the Issuer's holder limit too). The first named
+   * The holder or lease presenting the token (1 to 256 UTF-8 bytes; the Issuer's holder limit too). The first named
    * holder of an epoch binds it; another holder at the same epoch gets
-   * EPOCH_CONFLICT. A signed token's lease id is used when this is absent.
+   * EPOCH_CONFLICT. A signed token's (non-empty) lease id is the holder
+   * instead, whatever this says.
    */
   holder?: string;
 }
@@ -479,12 +482,13 @@ export class MemoryGate<V = unknown> {
   /**
    * Fenced write: `value` is stored on advance/accept; nothing changes on reject.
    * @param token a safe integer ≥ 1 or a bigint in 1..2^64−1; anything else is rejected with a code.
-   * @throws FencegateError INVALID_ARGUMENT when `key` is not a string, or for bad or unknown `options` members.
+   * @throws FencegateError INVALID_ARGUMENT when `key` is not a non-empty string (or starts with `issuer:`,
+   *   the Issuer's records), when `value` is `undefined` (as `Gate.write`), or for bad or unknown `options` members.
    */
   write(key: string, token: unknown, value: V, options?: OperationOptions): Verdict;
   /**
    * Raises the mark to `token` with no data change (a new owner's barrier). Equal → accept.
-   * @throws FencegateError INVALID_ARGUMENT for a bad key, or bad or unknown `options` members.
+   * @throws FencegateError INVALID_ARGUMENT for a bad key, an `opId`, or bad or unknown `options` members.
    */
   establish(key: string, token: unknown, options?: OperationOptions): Verdict;
   /** Counters per outcome and code. */
@@ -736,7 +740,7 @@ export class Gate<V = unknown> {
   readonly shape: 'transaction' | 'compare-and-set';
   /** Fenced write of `value` (not `undefined`; use `delete`). */
   write(key: string, token: unknown, value: V, options?: OperationOptions): Promise<Verdict>;
-  /** Raises the mark with no data change (a new owner's barrier). */
+  /** Raises the mark with no data change (a new owner's barrier); an `opId` is INVALID_ARGUMENT. */
   establish(key: string, token: unknown, options?: OperationOptions): Promise<Verdict>;
   /** Counters per outcome and code. */
   counters(): GateCounters;
@@ -987,7 +991,7 @@ export interface RequestIdReused {
 export interface AcquireArgs {
   /** 1..=512 UTF-8 bytes (the resource-key and signed-token scope limit). */
   scope: string;
-  /** 1..=256 UTF-8 bytes: the gate's holder limit, so `establish(key, lease.epoch, { holder: lease.holder })` always takes it. */
+  /** 1 to 256 UTF-8 bytes: the gate's holder limit, so `establish(key, lease.epoch, { holder: lease.holder })` always takes it. */
   holder: string;
   /** Lease length in ms, a safe integer ≥ 1; `now + ttlMs` must stay ≤ 2^53−1. */
   ttlMs: number;
