@@ -53,7 +53,7 @@ const cut = (s) => (s.length > 40 ? s.slice(0, 40) + '…' : s);
 
 /**
  * The object key of resource key `key` under `prefix`, checked before anything
- * is sent: a non-empty, well-formed string without control characters, without
+ * is sent: a well-formed string (the resource key not empty) without control characters, without
  * a `.` or `..` path segment (servers and tools that map keys to paths resolve
  * them), at most 1024 UTF-8 bytes with the prefix. Else INVALID_ARGUMENT with
  * `reason` (KEY_NOT_A_STRING, KEY_EMPTY, KEY_NOT_WELL_FORMED,
@@ -63,7 +63,7 @@ export function objectKeyOf(prefix, key) {
   if (typeof key !== 'string') throw invalid('an object key must be a string', { reason: 'KEY_NOT_A_STRING', key });
   const full = prefix + key;
   const refuse = (reason, why) => invalid(`object key ${JSON.stringify(cut(full))}: ${why}`, { reason, key: cut(key) });
-  if (full.length === 0) throw refuse('KEY_EMPTY', 'must not be empty');
+  if (key.length === 0) throw refuse('KEY_EMPTY', 'the resource key must not be empty');
   if (!wellFormed(full)) throw refuse('KEY_NOT_WELL_FORMED', 'must be well-formed Unicode (no lone surrogates): it is sent as UTF-8');
   if (/[\u0000-\u001f\u007f]/.test(full)) throw refuse('KEY_CONTROL_CHARACTER', 'must not contain control characters');
   if (full.split('/').some((s) => s === '.' || s === '..')) throw refuse('KEY_DOT_SEGMENT', "must not have a '.' or '..' path segment");
