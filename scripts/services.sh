@@ -40,10 +40,10 @@ install() {
 
 MOTO_VERSION=5.2.1
 
-# moto's S3 server: the moto_server on PATH, or the module of python3's moto.
+# moto's S3 server, run by scripts/moto-s3.py (one request at a time: moto's own
+# threaded server does not make a conditional PUT atomic; see that file).
 moto_bin() {
-  command -v moto_server >/dev/null 2>&1 && moto_server --help >/dev/null 2>&1 && { echo moto_server; return 0; }
-  python3 -c 'import moto.server, flask_cors' >/dev/null 2>&1 && { echo "python3 -m moto.server"; return 0; }
+  python3 -c 'import moto.server, flask_cors, werkzeug' >/dev/null 2>&1 && { echo "python3 $(dirname "$0")/moto-s3.py"; return 0; }
   return 1
 }
 
@@ -55,7 +55,7 @@ start_moto() {
   mkdir -p "$dir/moto"
   S3_PORT=$(free_port)
   # shellcheck disable=SC2086
-  (cd "$dir/moto" && exec $bin -H 127.0.0.1 -p "$S3_PORT" </dev/null >"$dir/moto/server.log" 2>&1) &
+  (exec $bin 127.0.0.1 "$S3_PORT" </dev/null >"$dir/moto/server.log" 2>&1) &
   echo $! >"$dir/moto/moto.pid"
   for i in $(seq 1 150); do
     if node -e "require('net').connect($S3_PORT,'127.0.0.1').on('connect',()=>process.exit(0)).on('error',()=>process.exit(1))"; then break; fi
