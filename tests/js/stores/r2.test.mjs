@@ -72,3 +72,40 @@ test('R2: byte values, readAs text, refused values and keys, a plain put over a 
     metadata: ['INVALID_ARGUMENT', 'METADATA_TOO_LARGE'],
   });
 });
+
+/** docs/http.md's R2 Worker as printed, in workerd: every `// $ curl …` line sent, its answer line checked. */
+test('docs/http.md example: r2-objects, the Worker as printed, with the curl answers it shows', async () => {
+  const { docBlock } = await import('../../doc-blocks.mjs');
+  const code = docBlock('docs/http.md', 'example: r2-objects');
+  const worker = await bundleWorker({ source: code }, 'doc-r2');
+  const m = await miniflare(worker, { r2Buckets: ['OBJECTS'] });
+  try {
+    const lines = code.split('\n');
+    let n = 0;
+    for (const [i, line] of lines.entries()) {
+      const c = line.match(/^\/\/ \$ curl (.*)$/);
+      if (!c) continue;
+      const words = c[1].match(/'[^']*'|\S+/g).map((w) => w.replace(/^'|'$/g, ''));
+      let method = 'GET';
+      const headers = {};
+      let body;
+      let url;
+      for (let j = 0; j < words.length; j++) {
+        if (words[j] === '-X') method = words[++j];
+        else if (words[j] === '-H') {
+          const [h, v] = words[++j].split(/:\s*/);
+          headers[h] = v;
+        } else if (words[j] === '-d') body = words[++j];
+        else url = words[j];
+      }
+      const r = await m.dispatchFetch(url, { method, headers, body });
+      const mark = r.headers.get('fencing-mark');
+      assert.equal(`// ${r.status}${mark === null ? '' : ` Fencing-Mark: ${mark}`} ${await r.text()}`.trimEnd(), lines[i + 1], line);
+      n++;
+    }
+    assert.equal(n, 6);
+  } finally {
+    await m.dispose();
+    rmSync(worker.dir, { recursive: true, force: true });
+  }
+});
