@@ -198,6 +198,19 @@ describe('S3Store on moto', { skip }, () => {
     assert.equal((await getRaw(prefix + 'meta')).metadata.big.length, 2045);
   });
 
+  test("a state far over S3's 2 KB metadata limit (64 op ids of 128 characters) is kept exactly: the state is in the body", async () => {
+    const prefix = `${uniqueKey('window')}/`;
+    const gate = new Gate(new S3Store(client, { bucket: S3_BUCKET, prefix }));
+    const ids = Array.from({ length: 64 }, (_, i) => `${String(i).padStart(3, '0')}`.padEnd(128, 'x'));
+    await gate.establish('k', 5);
+    for (const id of ids) assert.equal((await gate.write('k', 5, id, { opId: id })).outcome, 'accept');
+    const state = decodeObjectBody((await getRaw(prefix + 'k')).bytes).state;
+    assert.ok(state.length > 8192, `${state.length} bytes of state`);
+    assert.deepEqual(JSON.parse(state).ops.map(([id]) => id), ids);
+    const again = new Gate(new S3Store(client, { bucket: S3_BUCKET, prefix }), { stateCache: 0 });
+    assert.deepEqual([(await again.write('k', 5, 'x', { opId: ids[0] })).outcome, (await again.write('k', 5, 'y', { opId: 'new' })).outcome], ['duplicate', 'accept']);
+  });
+
   test('an S3Client with the command classes works the same', async () => {
     const { S3Client, GetObjectCommand, PutObjectCommand } = await import('@aws-sdk/client-s3');
     const c = new S3Client({ endpoint: S3_URL, region: 'us-east-1', forcePathStyle: true, credentials: { accessKeyId: 'a', secretAccessKey: 'b' } });
