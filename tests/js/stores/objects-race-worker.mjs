@@ -19,7 +19,17 @@ function rng(seed) {
 
 process.once('message', async (config) => {
   const client = await s3Client();
-  const gate = new Gate(new S3Store(client, { bucket: S3_BUCKET, prefix: config.prefix }), { maxRetries: 200, stateCache: config.stateCache });
+  // every PutObject that succeeded: its precondition and the ETag it made (the server's half of the contract)
+  const puts = [];
+  const recording = {
+    getObject: (i) => client.getObject(i),
+    putObject: async (i) => {
+      const r = await client.putObject(i);
+      puts.push({ precondition: i.IfMatch ?? (i.IfNoneMatch === '*' ? '*' : null), etag: r.ETag });
+      return r;
+    },
+  };
+  const gate = new Gate(new S3Store(recording, { bucket: S3_BUCKET, prefix: config.prefix }), { maxRetries: 200, stateCache: config.stateCache });
   const random = rng(config.seed);
   process.send({ ready: true });
   await new Promise((resolve) => process.once('message', resolve));
@@ -40,6 +50,6 @@ process.once('message', async (config) => {
     history.push({ id, token, start, end: now(), outcome: v?.outcome ?? null, code: v?.code ?? error, markBefore: v?.markBefore ?? null, markAfter: v?.markAfter ?? null });
   }
   client.destroy();
-  process.send({ history });
+  process.send({ history, puts });
   process.disconnect();
 });

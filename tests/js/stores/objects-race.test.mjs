@@ -1,6 +1,7 @@
 // Four OS processes race fenced writes of byte values on ONE S3 object (moto)
 // with current and stale tokens, while this process GETs the object over and
 // over; then (cache on, and off):
+//   - the server's half: no two successful PUTs had one precondition;
 //   - every GET shows a fenced object whose bytes are an accepted write's, and
 //     whose mark is that write's token: no rejected write's bytes are ever visible;
 //   - the marks seen never decrease;
@@ -25,7 +26,7 @@ function spawn(config) {
     child.once('exit', (code) => reject(new Error(`worker exited with ${code} before it was ready`)));
   });
   const done = new Promise((resolve, reject) => {
-    child.on('message', (m) => m.history && resolve(m.history));
+    child.on('message', (m) => m.history && resolve(m));
     child.once('exit', (code) => code !== 0 && reject(new Error(`worker exited with ${code}`)));
   });
   child.send(config);
@@ -54,7 +55,9 @@ describe('4 processes race one S3 object', { skip: !S3_URL && 'FENCEGATE_S3_URL 
         }
       })();
       for (const w of workers) w.child.send('go');
-      const ops = (await Promise.all(workers.map((w) => w.done))).flat();
+      const reports = await Promise.all(workers.map((w) => w.done));
+      const ops = reports.flatMap((r) => r.history);
+      const puts = reports.flatMap((r) => r.puts);
       racing = false;
       await poll;
       const final = await client.getObject({ Bucket: S3_BUCKET, Key: prefix + key });
@@ -62,6 +65,13 @@ describe('4 processes race one S3 object', { skip: !S3_URL && 'FENCEGATE_S3_URL 
       client.destroy();
 
       assert.equal(ops.length, WORKERS * OPS);
+      // the server's half: no two PutObjects that succeeded had the same precondition (If-None-Match: * once,
+      // each ETag matched at most once), and every ETag matched was one a PUT made
+      const preconditions = puts.map((p) => p.precondition);
+      assert.deepEqual(preconditions.filter((p, i) => preconditions.indexOf(p) !== i), [], 'the server let two conditional PUTs with one precondition both land');
+      assert.equal(preconditions.filter((p) => p === '*').length, 1);
+      const made = new Set(puts.map((p) => p.etag));
+      assert.deepEqual(preconditions.filter((p) => p !== '*' && !made.has(p)), []);
       assert.deepEqual(ops.filter((o) => o.outcome === null), [], 'no write failed');
       const accepted = new Map(ops.filter((o) => o.outcome !== 'reject').map((o) => [o.id, o]));
       const rejected = ops.filter((o) => o.outcome === 'reject');
