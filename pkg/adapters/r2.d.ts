@@ -5,8 +5,8 @@
  * the version is the ETag; every commit is one
  * `bucket.put(key, body, { onlyIf: { etagMatches } })` (`{ etagDoesNotMatch: '*' }`
  * for a new key), and a put R2 answers with null is a lost compare-and-set.
- * Errors the binding throws are COMMIT_UNKNOWN, except R2's refusals of the request
- * itself (codes 10012, 10020, 10040, 100100: STORE_ERROR, nothing written).
+ * Errors the binding throws are COMMIT_UNKNOWN, except R2's refusal of the request's
+ * metadata (code 10012: STORE_ERROR, nothing written).
  * No CommonJS copy: workerd loads ES modules.
  */
 import type { ObjectStoreOptions, FencedObjectBody } from './s3.js';
@@ -24,13 +24,13 @@ export function decodeObjectBody(bytes: Uint8Array): FencedObjectBody | null;
 /** The body of a fenced object (state text, value bytes or null, a commit id). */
 export function encodeObjectBody(state: string, value: Uint8Array | null, commitId?: string): Uint8Array;
 
-/** R2's limits the store checks: `{ maxBytes: 5 GiB − 5 MiB, metadataBytes: 8192 }`. */
+/** R2's limits the store checks: `{ maxBytes: 5 GiB − 5 MiB, metadataBytes: 2048 }`. */
 export const R2_LIMITS: { readonly maxBytes: number; readonly metadataBytes: number };
 
 /**
  * Versions are R2 ETags (unquoted).
  * @throws FencegateError INVALID_ARGUMENT for a `bucket` that is not an R2 binding and for
- * options as `S3Store` refuses them (`metadata` over 8192 bytes: `reason: 'METADATA_TOO_LARGE'`).
+ * options as `S3Store` refuses them (`metadata` over 2048 bytes: `reason: 'METADATA_TOO_LARGE'`).
  */
 export class R2Store<V = Uint8Array> {
   constructor(bucket: R2BucketLike, options?: ObjectStoreOptions<V>);

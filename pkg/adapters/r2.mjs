@@ -7,19 +7,20 @@
 // `bucket.put(key, body, { onlyIf: { etagMatches } })` (a new key:
 // `{ etagDoesNotMatch: '*' }`); R2 answers null when the condition fails: a
 // lost compare-and-set (false), and the gate loads and decides again.
-// An error thrown by the binding may have written (`commitUnknown`), except the
-// ones R2 raises on the request itself (metadata too large, a bad key, an
-// entity too large): nothing was written, STORE_ERROR.
+// An error thrown by the binding may have written (`commitUnknown`), except
+// R2's refusal of the request's metadata (code 10012, seen in Miniflare):
+// nothing was written, STORE_ERROR. Other R2 refusals are reported as
+// COMMIT_UNKNOWN, which is never wrong, only more cautious.
 import { FencegateError } from '../lib/errors.mjs';
 import { ObjectStore } from './object-store.mjs';
 
 export { decodeObjectBody, encodeObjectBody } from './object-store.mjs';
 
-/** R2's limits: the largest single `put` (5 GiB less 5 MiB) and custom metadata (8 KiB). */
-export const R2_LIMITS = Object.freeze({ maxBytes: 5 * 2 ** 30 - 5 * 2 ** 20, metadataBytes: 8192 });
+/** R2's limits: the largest single `put` (5 GiB less 5 MiB) and custom metadata (2048 bytes of names and values, as Miniflare enforces it). */
+export const R2_LIMITS = Object.freeze({ maxBytes: 5 * 2 ** 30 - 5 * 2 ** 20, metadataBytes: 2048 });
 
-/** R2 error codes (the number at the end of the message) after which nothing was written. */
-const DEFINITE = /\((10012|10020|100100|10040)\)\s*$/;
+/** R2 error codes (the number at the end of the message) after which nothing was written: metadata too large. */
+const DEFINITE = /\((10012)\)\s*$/;
 
 /**
  * A compare-and-set host store on an R2 bucket binding (`env.BUCKET`).

@@ -24,7 +24,7 @@ export interface ObjectStoreOptions<V = Uint8Array> {
   /**
    * User metadata written on every PUT: names `[a-z0-9-]`, printable ASCII values;
    * INVALID_ARGUMENT with `reason: 'METADATA_TOO_LARGE'` over the service's limit
-   * (S3: 2048 bytes of names and values; R2: 8192). The fence state is never in metadata.
+   * (S3 and R2: 2048 bytes of names and values). The fence state is never in metadata.
    */
   metadata?: Record<string, string>;
   /** The largest object (fenced body: first line, state and value) in bytes; default and at most the service's largest single PUT (S3: 5 GiB). */

@@ -69,7 +69,7 @@ test('R2: byte values, readAs text, refused values and keys, a plain put over a 
     delete: 'accept',
     tombstone: ['{"v":1,"mark":"5"}', null],
     afterDelete: ['STALE_TOKEN', '{"mark":5,"hasValue":false}'],
-    metadata: ['INVALID_ARGUMENT', 'METADATA_TOO_LARGE'],
+    metadata: ['INVALID_ARGUMENT', 'METADATA_TOO_LARGE', 'advance', 2045],
   });
 });
 
