@@ -82,11 +82,23 @@ pub enum Code {
     /// `acquire` with the request id of the current lease but other arguments
     /// (another holder or ttl): the id was reused for a different request.
     RequestIdReused = 25,
+    /// The caller's own statements inside a fenced transaction (`Gate.transaction`)
+    /// failed: the whole transaction was rolled back, the mark and the caller's data
+    /// are as before; the caller's error is the `cause` (docs/decisions "own-data transactions").
+    CallbackFailed = 26,
+    /// `fenceIn` inside the caller's transaction met an operation id already applied
+    /// in this epoch: it throws so the caller's transaction rolls back and the
+    /// statements are not applied twice (R10).
+    DuplicateOperation = 27,
+    /// The database's guard refused a change to a protected row that did not pass
+    /// the fence in the same transaction, or a fence-table change that lowers a mark
+    /// or writes an ill-formed state (docs/guard.md).
+    GuardRefused = 28,
 }
 
 impl Code {
     /// Every code, in discriminant order.
-    pub const ALL: [Code; 26] = [
+    pub const ALL: [Code; 29] = [
         Code::MissingToken,
         Code::MalformedToken,
         Code::StaleToken,
@@ -113,6 +125,9 @@ impl Code {
         Code::OpIdReused,
         Code::LeaseNotHeld,
         Code::RequestIdReused,
+        Code::CallbackFailed,
+        Code::DuplicateOperation,
+        Code::GuardRefused,
     ];
 
     /// The stable string JavaScript sees.
@@ -144,6 +159,9 @@ impl Code {
             Code::OpIdReused => "OP_ID_REUSED",
             Code::LeaseNotHeld => "LEASE_NOT_HELD",
             Code::RequestIdReused => "REQUEST_ID_REUSED",
+            Code::CallbackFailed => "CALLBACK_FAILED",
+            Code::DuplicateOperation => "DUPLICATE_OPERATION",
+            Code::GuardRefused => "GUARD_REFUSED",
         }
     }
 }

@@ -20,6 +20,19 @@ import { codecOf, encodeWith, encodedOf, loadedRecord, tableOf, stateTextOf, sto
 
 const IDENT = /^[A-Za-z_][A-Za-z0-9_]{0,62}$/;
 
+/**
+ * Whether `handle` runs its statements on `db`: the Database itself, or an ORM
+ * transaction over it (Drizzle's better-sqlite3 session keeps it as `client`).
+ */
+function sameDatabase(handle, db) {
+  if (handle === db) return true;
+  try {
+    return handle !== null && typeof handle === 'object' && handle.session !== null && typeof handle.session === 'object' && handle.session.client === db;
+  } catch {
+    return false;
+  }
+}
+
 // SQLite's "try again" classes: SQLITE_BUSY (and _RECOVERY, _SNAPSHOT, _TIMEOUT)
 // and SQLITE_LOCKED (and _SHAREDCACHE, _VTAB). The transaction did not commit
 // (better-sqlite3 rolls back), so the gate may run it again.
@@ -53,10 +66,11 @@ export class SqliteStore {
   #db;
   #select;
   #insert;
-  #update;
   #updateVersion;
   #from;
   #run;
+  #fence;
+  #fenced;
   #busy = false;
   #encode;
   #decode;
@@ -106,14 +120,9 @@ export class SqliteStore {
       delete: `UPDATE "${table}" SET state = ?, value = NULL, version = version + 1 WHERE key = ?`,
       none: `UPDATE "${table}" SET state = ?, version = version + 1 WHERE key = ?`,
     };
-    this.#update = {};
-    // the same, answering the version written, for a gate with a state cache (it remembers it; see commitFrom)
+    // each answering the version written (the gate's state cache remembers it)
     this.#updateVersion = {};
-    for (const [kind, text] of Object.entries(updates)) {
-      const plain = prepare(text);
-      this.#update[kind] = plain.run.bind(plain);
-      this.#updateVersion[kind] = one(prepare(`${text} RETURNING version`));
-    }
+    for (const [kind, text] of Object.entries(updates)) this.#updateVersion[kind] = one(prepare(`${text} RETURNING version`));
     // commitFrom: one conditional statement each (the precondition is the WHERE clause), answering the version written
     this.#from = {
       insert: one(prepare(`INSERT INTO "${table}" (key, state, value, version) VALUES (?, ?, ?, 1) ON CONFLICT (key) DO NOTHING RETURNING version`)),
@@ -121,34 +130,113 @@ export class SqliteStore {
       delete: one(prepare(`UPDATE "${table}" SET state = ?, value = NULL, version = version + 1 WHERE key = ? AND version = ? AND state = ? RETURNING version`)),
       none: one(prepare(`UPDATE "${table}" SET state = ?, version = version + 1 WHERE key = ? AND version = ? AND state = ? RETURNING version`)),
     };
+    /** One transaction's write: the version written, or null when `fn` answers null (rejected: nothing written). */
     const apply = (key, fn) => {
       const stored = selectState(key); // the state text; no row: undefined (better-sqlite3), null (bun:sqlite)
       const out = fn(stored == null ? null : stored);
-      if (out === null || out === undefined) return false; // rejected: write nothing
+      if (out === null || out === undefined) return null; // rejected: write nothing
       const state = stateTextOf(out);
       const { change } = out;
       const value = change.kind === 'set' ? encodedOf(this, change) : null;
-      // A gate's answer with an empty `version` slot (lib/driver.mjs TextAnswer, gates with a state
-      // cache) learns the version written; other answers get the UPDATE without RETURNING.
-      const update = out.version === null ? this.#updateVersion : this.#update;
-      let version = 1;
+      const update = this.#updateVersion;
       if (stored == null) {
         this.#insert.run(key, state, value);
-      } else if (change.kind === 'set') {
-        version = update.set(state, value, key);
-      } else if (change.kind === 'delete') {
-        version = update.delete(state, key);
-      } else {
-        version = update.none(state, key);
+        return 1;
       }
-      if (out.version === null) out.version = version;
-      return true;
+      if (change.kind === 'set') return update.set(state, value, key);
+      if (change.kind === 'delete') return update.delete(state, key);
+      return update.none(state, key);
     };
     this.#run = db.transaction(apply);
+    // The fence row's state and version, read inside a transaction (fencedTransaction, fenceIn)
+    const selectFence = prepare(`SELECT state, version FROM "${table}" WHERE key = ?`);
+    const insertFence = one(prepare(`INSERT INTO "${table}" (key, state, value, version) VALUES (?, ?, NULL, 1) RETURNING version`));
+    const updateFence = this.#updateVersion.none;
+    const fromFence = this.#from.none;
+    /** The fence step on the open transaction: the version of the fence row written, or null (refused: nothing written). */
+    this.#fence = (key, step, cached) => {
+      if (cached !== null) {
+        // the state cache: the decision from the remembered state, committed with it as the precondition
+        const plan = step.decide(cached.state);
+        if (plan !== null) {
+          const version = fromFence(plan.nextStateText, key, cached.version, cached.state);
+          if (version != null) return version;
+        }
+      }
+      const row = selectFence.get(key);
+      const plan = step.decide(row == null ? null : row.state);
+      if (plan === null) return null;
+      return row == null ? insertFence(key, plan.nextStateText) : updateFence(plan.nextStateText, key);
+    };
+    this.#fenced = db.transaction((key, step) => {
+      const version = this.#fence(key, step, step.cached);
+      if (version === null) return null; // refused: the statements never run (nothing was written)
+      const out = step.run(db);
+      if (out !== null && (typeof out === 'object' || typeof out === 'function') && typeof out.then === 'function') {
+        out.then(undefined, () => {});
+        throw new FencegateError('INVALID_ARGUMENT', 'SqliteStore: a SQLite transaction is synchronous: the statements function returned a Promise (rolled back; run the statements without await)');
+      }
+      return { version };
+    });
   }
 
-  /** Runs `fn(state)` in one IMMEDIATE transaction and writes what it returns (or nothing). */
+  /**
+   * The caller's own statements in one IMMEDIATE transaction with the fence
+   * step (Gate.transaction; docs/stores.md "Your own data"): the fence row is
+   * read (or conditionally updated from `step.cached`) and written first, then
+   * `step.run(db)` runs the caller's statements synchronously on this
+   * Database; a refusal writes nothing and never runs them. Answers
+   * `{ version }` of the fence row written, or null (refused).
+   */
+  fencedTransaction(key, step) {
+    if (this.#busy) throw new Error('SqliteStore: re-entrant fenced write from inside one of its own transactions');
+    this.#busy = true;
+    try {
+      return this.#fenced.immediate(key, step);
+    } catch (e) {
+      if (e !== null && typeof e === 'object' && typeof e.code === 'string' && RETRY.test(e.code)) e.conflict = true;
+      throw e;
+    } finally {
+      this.#busy = false;
+    }
+  }
+
+  /**
+   * The fence step inside the caller's open transaction on this store's
+   * Database (`db.transaction(…)`, Drizzle's `db.transaction`): `handle` is
+   * that Database or an ORM transaction over it. Reads and writes the fence
+   * row on the same connection; INVALID_ARGUMENT when no transaction is open
+   * (the check and the caller's change would not be atomic) or the handle is
+   * another database's.
+   */
+  fenceIn(handle, key, step) {
+    const db = this.#db;
+    if (!sameDatabase(handle, db)) {
+      throw new FencegateError('INVALID_ARGUMENT', 'SqliteStore.fenceIn: the handle is not this store\'s Database (nor an ORM transaction over it)');
+    }
+    if (db.inTransaction !== true) {
+      throw new FencegateError('INVALID_ARGUMENT', 'SqliteStore.fenceIn: no transaction is open on the Database: call it inside db.transaction(…) so the fence and your statements commit together');
+    }
+    this.#fence(key, step, null);
+  }
+
+  /** Runs `fn(state)` in one IMMEDIATE transaction and writes what it returns (or nothing); true when it wrote. */
   transaction(key, fn) {
+    return this.#immediate(key, fn) !== null;
+  }
+
+  /**
+   * The gate's transaction verb (docs/stores.md "Writing your own adapter"):
+   * `fn(stateText | null)` answers `{ nextStateText, change }` (written as it
+   * is, with the change, in the same IMMEDIATE transaction) or null (nothing
+   * written). Answers `{ version }` of the row written, or null.
+   */
+  textTransaction(key, fn) {
+    const version = this.#immediate(key, fn);
+    return version === null ? null : { version };
+  }
+
+  #immediate(key, fn) {
     // A callback inside our own transaction (encode/decode, an audit hook)
     // that writes through a gate again would commit inside this transaction
     // and then be overwritten by it: refuse it (the gate reports STORE_ERROR).
@@ -162,15 +250,6 @@ export class SqliteStore {
     } finally {
       this.#busy = false;
     }
-  }
-
-  /**
-   * The gate may hand this store's transaction a plain answer: it writes
-   * `nextStateText` as it is and reads `nextState` only for an answer without
-   * text (lib/driver.mjs `TAKES_STATE_TEXT`).
-   */
-  get [Symbol.for('fencegate.takesStateText')]() {
-    return true;
   }
 
   /**

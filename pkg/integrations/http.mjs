@@ -53,6 +53,9 @@ const STATUS = {
   CORRUPT_STATE: 500,
   EPOCH_OVERFLOW: 500,
   NOT_INITIALIZED: 500,
+  DUPLICATE_OPERATION: 409,
+  CALLBACK_FAILED: 500,
+  GUARD_REFUSED: 500,
 };
 
 const TITLE = {
@@ -82,6 +85,9 @@ const TITLE = {
   CORRUPT_STATE: 'Stored fence state is corrupt',
   EPOCH_OVERFLOW: 'Epochs exhausted',
   NOT_INITIALIZED: 'fencegate not initialized',
+  DUPLICATE_OPERATION: 'Operation already applied',
+  CALLBACK_FAILED: 'The fenced transaction failed',
+  GUARD_REFUSED: 'Change refused by the database guard',
 };
 
 // Statuses that a client may retry as is: they carry Retry-After.
@@ -435,12 +441,25 @@ export async function fenceReply(source, key, run, options = {}) {
     input = readFencing(source, options.headers);
     verdict = await run(input.token, input.options);
   } catch (e) {
+    // fenceIn throws its refusal with the verdict (so the caller's transaction rolls back):
+    // answered as that verdict, the same reply a gate call that returns it gets
+    const refused = refusalOf(e);
+    if (refused !== null) return verdictReply(refused, input, options);
     const reply = errorReply(e, key, options);
     if (reply === null) throw e;
     return reply;
   }
   // Not a verdict: the server's bug, thrown (INVALID_ARGUMENT), never a problem reply blaming the client.
   return verdictReply(verdict, input, options);
+}
+
+/** The verdict a thrown `fenceIn` refusal carries (its code is the verdict's, or DUPLICATE_OPERATION), else null. */
+function refusalOf(e) {
+  if (e === null || typeof e !== 'object' || e.name !== 'FencegateError') return null;
+  const v = e.verdict;
+  if (v === null || typeof v !== 'object') return null;
+  if (e.code === 'DUPLICATE_OPERATION' ? v.outcome === 'duplicate' : v.ok === false && v.code === e.code) return v;
+  return null;
 }
 
 /**

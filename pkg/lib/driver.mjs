@@ -8,7 +8,14 @@
 //   transaction       transaction(key, fn): the host runs `fn(state)` inside its
 //                     own atomic boundary and applies what it returns
 //                     (`{ nextState, change }`, or null: write nothing);
-//                     a host error marked `conflict: true` runs it again (bounded)
+//                     a host error marked `conflict: true` runs it again (bounded).
+//                     A store with textTransaction(key, fn) instead gets
+//                     `{ nextStateText, change }` and answers `{ version }` of
+//                     what it wrote (null: nothing), which the state cache keeps.
+//   own data          fencedTransaction(key, step) / fenceIn(handle, key, step):
+//                     the fence step and the caller's own statements in one
+//                     transaction (`transact`, `fenceIn` below;
+//                     docs/decisions/own-data-transactions.md)
 //
 // The state cache (issue 14, docs/design.md "Issue 14"): for a store with the
 // optional `commitFrom(key, expected, nextText, change)`, a driver built with
@@ -79,35 +86,9 @@ const settled = (p) => p.then(idle, idle);
 
 const noAnswer = (ms) => `no answer within ${ms} ms`;
 
-/**
- * A transaction store whose `transaction` writes `out.nextStateText` as it is
- * when there is one (SqliteStore) declares it with this registered symbol set
- * to true: its answers are `TextAnswer`s (one plain object per write, the
- * object form `nextState` still readable, on the prototype). Every other
- * store gets `nextState` as an own lazy getter, as documented. Such a store
- * sets the answer's `version`, when it is null (asked for), to the version it wrote; with
- * `commitFrom` as well, it gets the state cache: a cached step is one
- * `commitFrom`, and any other step (no entry, a lost precondition, a decision
- * that writes nothing) runs the transaction exactly as without a cache.
- */
-const TAKES_STATE_TEXT = Symbol.for('fencegate.takesStateText');
-
-class TextAnswer {
-  constructor(nextStateText, change, version) {
-    this.nextStateText = nextStateText;
-    this.change = change;
-    /** null: asks the store for the version it writes (set inside its transaction), for the state cache; undefined: not asked. */
-    this.version = version;
-  }
-
-  get nextState() {
-    return JSON.parse(this.nextStateText);
-  }
-}
-
 /** Throws INVALID_ARGUMENT unless `store` has one of the two callback shapes. */
 export function checkStore(store) {
-  if (typeof store.transaction !== 'function' && (typeof store.load !== 'function' || typeof store.commit !== 'function')) {
+  if (typeof store.transaction !== 'function' && typeof store.textTransaction !== 'function' && (typeof store.load !== 'function' || typeof store.commit !== 'function')) {
     throw invalid('a host store has transaction(key, fn), or load(key) and commit(key, expectedVersion, nextState, change)', {
       store,
     });
@@ -126,7 +107,7 @@ export function checkStore(store) {
 export class StoreDriver {
   #store;
   #transactional;
-  /** A transaction store that declares `TAKES_STATE_TEXT`. */
+  /** A store with the verb `textTransaction` (its state as text in, `{ version }` out): driven through it. */
   #takesText = false;
   #faults;
   #maxRetries;
@@ -148,11 +129,11 @@ export class StoreDriver {
   constructor(store, { maxRetries, commitTimeoutMs, loadTimeoutMs, stateCache = 0, inline = false }, faults) {
     checkStore(store);
     this.#inline = inline;
-    this.#transactional = typeof store.transaction === 'function';
-    this.#takesText = this.#transactional && store[TAKES_STATE_TEXT] === true;
-    // Only a store that declares `commitFrom` (its commit checks version and state
+    this.#takesText = typeof store.textTransaction === 'function';
+    this.#transactional = this.#takesText || typeof store.transaction === 'function';
+    // Only a store that has `commitFrom` (its commit checks version and state
     // text, and answers the new version) gets a cache: a compare-and-set store, or a
-    // transaction store that tells the version it wrote (TAKES_STATE_TEXT).
+    // transaction store that answers the version it wrote (`textTransaction`).
     if (stateCache > 0 && (!this.#transactional || this.#takesText) && typeof store.commitFrom === 'function') {
       this.#cache = new Map();
       this.#cacheSize = stateCache;
@@ -308,6 +289,169 @@ export class StoreDriver {
         ? this.#viaTransaction(ctx, key, decide, timing, prev, slot)
         : this.#viaCas(ctx, key, decide, timing, prev, slot);
     return slot.p;
+  }
+
+  /**
+   * One fenced transaction with the caller's own statements on `key`
+   * (docs/decisions/own-data-transactions.md): the store's
+   * `fencedTransaction(key, step)` opens one transaction of its engine, reads
+   * (or, from `step.cached`, conditionally updates) the fence state, calls
+   * `step.decide(state)` — null: refused, it rolls back and the caller's
+   * `body` never runs — writes the next fence state, then `step.run(handle)`
+   * with the engine's transaction handle, and commits both together.
+   * Resolves to `{ result, ran, value }`: the last decision's result
+   * (a verdict), whether the body ran in the committed attempt, and what it
+   * returned. A host error marked `conflict: true` (a serialization failure,
+   * a deadlock, SQLITE_BUSY) runs the whole transaction again, body included
+   * (bounded by `maxRetries`); the body's own error (any other) is `bodyFailed`.
+   */
+  transact(ctx, key, decide, body, bodyFailed) {
+    const queues = this.#queues;
+    const before = queues.get(key);
+    const slot = { p: null };
+    queues.set(key, slot);
+    const prev = before === undefined ? null : before.p;
+    slot.p = this.#viaFencedTransaction(ctx, key, decide, body, bodyFailed, prev, slot);
+    return slot.p;
+  }
+
+  async #viaFencedTransaction(ctx, key, decide, body, bodyFailed, before, slot) {
+    if (before !== null) await settled(before);
+    try {
+      const faults = this.#faults;
+      const ms = this.#commitTimeoutMs;
+      const cache = this.#cache;
+      for (let attempt = 0; ; attempt++) {
+        let decision = null;
+        let ownError = null;
+        let bodyError = null;
+        let ran = false;
+        let value;
+        const entry = cache === null || attempt > 0 ? undefined : cache.get(key);
+        const step = {
+          /** The driver's last known `{ state, version }` of the key, or null: a store may start with a conditional update from it. */
+          cached: entry === undefined ? null : { state: entry.state, version: entry.version },
+          /** The decision on `state` (null: no record): `{ nextStateText, change }` to write, or null (refused: roll back). */
+          decide(state) {
+            decision = null;
+            try {
+              const d = decide(state === undefined ? null : state);
+              decision = d;
+              return writesNothing(d) ? null : { nextStateText: d.nextText, change: d.change };
+            } catch (e) {
+              ownError = e;
+              throw e;
+            }
+          },
+          /** The caller's statements on the engine's transaction handle; only after a decision that applies and its fence write. */
+          run(handle) {
+            if (decision === null || writesNothing(decision)) {
+              // a lying store: reported as its fault (STORE_ERROR), never as the caller's
+              ownError = faults.store(ctx, 'transaction', new Error('the host store ran the caller\'s statements without a decision that applies'));
+              throw ownError;
+            }
+            ran = true;
+            const settle = (v) => {
+              value = v;
+              return v;
+            };
+            const fail = (e) => {
+              bodyError = { error: e };
+              throw e;
+            };
+            let out;
+            try {
+              out = body(handle);
+            } catch (e) {
+              fail(e);
+            }
+            return isThenable(out) ? Promise.resolve(out).then(settle, fail) : settle(out);
+          },
+          body,
+        };
+        let answer;
+        try {
+          answer = this.#store.fencedTransaction(key, step);
+          if (isThenable(answer)) answer = await withTimeout(answer, ms);
+        } catch (cause) {
+          if (cache !== null) cache.delete(key);
+          if (ownError !== null) throw ownError; // our own error (a decision error, a lying store): rolled back
+          if (marksConflict(cause)) {
+            if (attempt < this.#maxRetries) continue;
+            throw faults.conflict(ctx, 'transaction', this.#maxRetries + 1, cause);
+          }
+          if (bodyError !== null && bodyError.error === cause) throw bodyFailed(ctx, decision === null ? null : decision.result, cause);
+          if (marksCommitUnknown(cause)) throw faults.unknown(ctx, 'transaction', cause, messageOf(cause));
+          throw faults.store(ctx, 'transaction', cause);
+        }
+        if (answer === TIMED_OUT) {
+          if (cache !== null) cache.delete(key);
+          throw faults.unknown(ctx, 'transaction', undefined, noAnswer(ms));
+        }
+        if (ownError !== null) throw ownError;
+        if (decision === null) throw faults.store(ctx, 'transaction', new Error('the host transaction returned without deciding'));
+        const applies = !writesNothing(decision);
+        if (applies && !ran) throw faults.store(ctx, 'transaction', new Error('the host transaction committed without running the caller\'s statements'));
+        if (cache !== null) {
+          // `{ version }`: the fence row's version this transaction wrote, remembered with the state text written.
+          if (applies && answer !== null && typeof answer === 'object' && answer.version !== undefined && answer.version !== null && typeof decision.nextText === 'string') {
+            this.#remember(key, decision.nextText, answer.version);
+          } else cache.delete(key);
+        }
+        return { result: decision.result, ran: applies, value };
+      }
+    } finally {
+      this.#release(key, slot);
+    }
+  }
+
+  /**
+   * One fence step inside a transaction the caller already has: the store's
+   * `fenceIn(handle, key, step)` reads the fence state on `handle` (with a row
+   * lock where the engine has one), calls `step.decide(state)` and writes the
+   * next state on the same handle when it applies. No retries, no queue, no
+   * cache (the caller's transaction owns atomicity). Answers the decision's
+   * result synchronously when the store does (`sync`), else a Promise.
+   */
+  fenceIn(ctx, handle, key, decide, sync) {
+    let decision = null;
+    let ownError = null;
+    const step = {
+      decide(state) {
+        try {
+          const d = decide(state === undefined ? null : state);
+          decision = d;
+          return writesNothing(d) ? null : { nextStateText: d.nextText, change: d.change };
+        } catch (e) {
+          ownError = e;
+          throw e;
+        }
+      },
+    };
+    const done = () => {
+      if (ownError !== null) throw ownError;
+      if (decision === null) throw this.#faults.store(ctx, 'fenceIn', new Error('the host store returned without deciding'));
+      if (this.#cache !== null) this.#cache.delete(key); // the caller's transaction may still roll back
+      return decision.result;
+    };
+    const fault = (cause) => {
+      if (ownError !== null) throw ownError;
+      throw this.#faults.store(ctx, 'fenceIn', cause);
+    };
+    let answer;
+    try {
+      answer = this.#store.fenceIn(handle, key, step);
+    } catch (cause) {
+      fault(cause);
+    }
+    if (isThenable(answer)) {
+      if (sync) {
+        answer.then(idle, idle);
+        throw this.#faults.store(ctx, 'fenceIn', new Error('this handle answers asynchronously: use fenceIn, not fenceInSync'));
+      }
+      return Promise.resolve(answer).then(done, fault);
+    }
+    return sync ? done() : Promise.resolve().then(done);
   }
 
   /** Ends a step's turn: the key leaves the queues when this was its newest step. */
@@ -536,21 +680,20 @@ export class StoreDriver {
       const ms = this.#commitTimeoutMs;
       let decision = null;
       let ownError = null;
-      let written = null; // the TextAnswer handed over, which the store tells the version it wrote
       const takesText = this.#takesText;
       const fn = (state) => {
         decision = null;
         ownError = null;
-        written = null;
         try {
           // Inside a transaction the host passes only the state: null/undefined = no record.
           const d = decide(state === undefined ? null : state);
           decision = d;
           if (writesNothing(d)) return null;
+          // `textTransaction`: the state's text, written as it is (the gate's comes from Wasm; the issuer's is its JSON)
+          if (takesText) return { nextStateText: textOf(d), change: d.change };
           if (d.nextText === undefined) return { nextState: d.next, change: d.change };
-          if (takesText) return (written = new TextAnswer(d.nextText, d.change, remember ? null : undefined));
           // The state's text beside its object form (parsed only if the host reads it):
-          // a store that keeps text (SqliteStore) writes `nextStateText` as it is.
+          // a store that keeps text may write `nextStateText` as it is.
           return {
             get nextState() {
               return d.next;
@@ -567,7 +710,7 @@ export class StoreDriver {
       const t0 = timing === null ? 0 : performance.now();
       for (let attempt = 0; ; attempt++) {
         try {
-          answer = this.#store.transaction(key, fn);
+          answer = takesText ? this.#store.textTransaction(key, fn) : this.#store.transaction(key, fn);
           // a synchronous store (SqliteStore) answers at once: no microtask hop
           if (isThenable(answer)) answer = await withTimeout(answer, ms);
           break;
@@ -588,8 +731,9 @@ export class StoreDriver {
       if (ownError !== null) throw ownError;
       if (decision === null) throw faults.store(ctx, 'transaction', new Error('the host transaction returned without calling fn'));
       // The transaction has returned, so its write (if any) is committed: only now may the result leave.
-      if (remember && written !== null && written.version !== null && written.version !== undefined) {
-        this.#remember(key, written.nextStateText, written.version);
+      // `textTransaction` answers `{ version }` of what it wrote (null: nothing written)
+      if (remember && takesText && !writesNothing(decision) && answer !== null && typeof answer === 'object' && answer.version !== undefined && answer.version !== null) {
+        this.#remember(key, textOf(decision), answer.version);
       }
       return decision.result;
     } finally {

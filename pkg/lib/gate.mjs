@@ -73,6 +73,40 @@ function setChange(store, key, value) {
   return { kind: 'set', value, encoded };
 }
 
+/** INVALID_ARGUMENT unless `body` is what the store runs in its transaction: a function, or what its `checkBody` accepts (Redis: a command list). */
+function checkBody(store, body) {
+  if (typeof store.checkBody === 'function') {
+    store.checkBody(body);
+    return;
+  }
+  if (typeof body !== 'function') throw invalid(`transaction: the statements must be a function (tx) => …, got ${describe(body)}`, {});
+}
+
+/** CALLBACK_FAILED: the caller's statements threw inside the fenced transaction, which was rolled back. */
+function bodyFailed(key, verdict, cause) {
+  return new FencegateError(
+    'CALLBACK_FAILED',
+    `the statements of the fenced transaction on ${JSON.stringify(key)} failed, so it was rolled back (the mark and your data are as before): ${messageOf(cause)}`,
+    { key, cause, verdict },
+  );
+}
+
+/** The error `fenceIn` throws for a verdict that does not apply: its code (DUPLICATE_OPERATION for a duplicate), the verdict attached. */
+function refusalError(v) {
+  const code = v.ok ? 'DUPLICATE_OPERATION' : v.code;
+  const why = v.ok
+    ? `operation id already applied in epoch ${v.markAfter}`
+    : code === 'STALE_TOKEN'
+      ? `token ${v.token} is below the mark ${v.markAfter}`
+      : `refused (${code})`;
+  return new FencegateError(code, `fenceIn ${JSON.stringify(v.key)}: ${why}; the surrounding transaction must not commit (throwing rolls it back)`, {
+    key: v.key,
+    verdict: v,
+    token: v.token,
+    mark: v.markAfter,
+  });
+}
+
 function conflictError(key, callback, attempts, cause) {
   if (callback === 'commit') {
     return new FencegateError(
@@ -299,6 +333,115 @@ export class Gate {
       return Promise.reject(e);
     }
     return this.#run(key, token, establish, change, meta, kind);
+  }
+
+  /**
+   * A fenced transaction over the caller's own data
+   * (docs/decisions/own-data-transactions.md): one transaction of the store's
+   * engine reads the fence state of `key`, decides, and only when the verdict
+   * applies writes the next fence state and runs `body(tx)` with the engine's
+   * transaction handle (a SQLite `Database`, a `pg` client, a Durable Object
+   * transaction…; a list of commands for Redis), then commits both together.
+   * Resolves to the verdict, with `result` (what `body` returned) when it
+   * applied. A refusal or a duplicate never runs `body` and writes nothing.
+   * `body` may run more than once (after a rolled-back serialization failure or
+   * busy database) and must only touch the handle it is given. Throws
+   * CALLBACK_FAILED (`cause`: the body's error; rolled back, nothing written),
+   * COMMIT_UNKNOWN, COMMIT_CONFLICT, STORE_ERROR, INVALID_ARGUMENT.
+   */
+  transaction(key, token, body, options) {
+    let meta;
+    try {
+      meta = this.#checked(key, options);
+      this.#ownData('transaction', 'fencedTransaction');
+      checkBody(this.#store, body);
+    } catch (e) {
+      return Promise.reject(e);
+    }
+    const timing = this.#observer.timed ? { started: performance.now(), commitMs: null } : null;
+    return this.#steps(key, token, meta, (step) => this.#driver.transact(key, key, step, body, bodyFailed)).then(({ result: v, ran, value }) => {
+      if (ran) v.result = value;
+      this.#observer.record(v, 'transaction', meta, timing?.started ?? null, null);
+      return v;
+    });
+  }
+
+  /**
+   * The fence step inside a transaction the caller already has (an ORM's
+   * `tx`, a `pg` client after BEGIN, a mysql2 connection, a better-sqlite3
+   * `Database` inside `db.transaction`): reads the fence state of `key` on
+   * `handle` with a row lock, decides, and writes the next fence state on the
+   * same handle. Resolves to the verdict when it applies; otherwise throws a
+   * FencegateError (the verdict's code — STALE_TOKEN, SAME_EPOCH_REJECTED… —
+   * or DUPLICATE_OPERATION for an op id already applied; `verdict` attached),
+   * so the caller's transaction helper rolls back and nothing of it commits.
+   */
+  fenceIn(handle, key, token, options) {
+    let meta;
+    try {
+      meta = this.#checked(key, options);
+      this.#ownData('fenceIn', 'fenceIn');
+    } catch (e) {
+      return Promise.reject(e);
+    }
+    return this.#steps(key, token, meta, (step) => this.#driver.fenceIn(key, handle, key, step, false)).then((v) => this.#fenced(v, meta));
+  }
+
+  /**
+   * `fenceIn` for a synchronous handle (better-sqlite3, bun:sqlite, a Durable
+   * Object's `ctx.storage.sql` inside `transactionSync`): answers the verdict
+   * or throws at once, so a synchronous transaction function rolls back on a
+   * refusal. INVALID_ARGUMENT on a gate whose policy needs a Promise (a
+   * `higherEpoch` ceiling function, host-verified Ed25519 tokens): use `fenceIn`.
+   */
+  fenceInSync(handle, key, token, options) {
+    const meta = this.#checked(key, options);
+    this.#ownData('fenceInSync', 'fenceIn');
+    const p = this.#policy;
+    let policy = null;
+    if (p !== null) {
+      if (p.ceilingFn !== null || (p.hostKeys !== null && typeof token === 'string')) {
+        throw invalid('fenceInSync: this gate\'s policy answers through a Promise (a ceiling function or host-verified tokens); use fenceIn', { key });
+      }
+      policy = { p, scope: typeof token === 'number' ? '' : p.scopeOf(key), ceiling: undefined, verified: false };
+    }
+    const v = this.#driver.fenceIn(key, handle, key, this.#decision(key, token, meta, policy), true);
+    return this.#fenced(v, meta);
+  }
+
+  /** INVALID_ARGUMENT unless the store has the verb `verb` that the call `call` needs. */
+  #ownData(call, verb) {
+    if (typeof this.#store[verb] !== 'function') {
+      throw invalid(`${call}: this host store has no ${verb}(…), so it cannot fence the caller's own statements (docs/stores.md "Your own data")`, {});
+    }
+  }
+
+  /** A verdict of `fenceIn` that applies, passed on; a refusal or a duplicate thrown (so the caller's transaction rolls back). */
+  #fenced(v, meta) {
+    this.#observer.record(v, 'fenceIn', meta, null, null);
+    if (v.ok && v.outcome !== 'duplicate') return v;
+    throw refusalError(v);
+  }
+
+  /** Runs `run(decide)` with the decision of one operation, the gate's policy callbacks awaited first. */
+  #steps(key, token, meta, run) {
+    if (this.#policy === null) return run(this.#decision(key, token, meta, null));
+    return (async () => {
+      const p = this.#policy;
+      const ceiling = await ceilingOf(p);
+      const policy = { p, scope: typeof token === 'number' ? '' : p.scopeOf(key), ceiling, verified: await hostVerified(p, token) };
+      return run(this.#decision(key, token, meta, policy));
+    })();
+  }
+
+  /** The decision of a fence step with no data change of fencegate's own (the caller's statements are the change). */
+  #decision(key, token, meta, policy) {
+    const strict = this.#strict;
+    const window = this.#window;
+    return (state) => {
+      this.#live();
+      return decide(key, state, token, false, strict, policy, meta, window, NONE);
+    };
   }
 
   /** Fenced delete of several keys, one after another; each key is fenced on its own. */
