@@ -68,6 +68,8 @@ test('Drizzle (better-sqlite3, synchronous): fenceInSync(tx) with tx.update; sta
     bump();
     assert.throws(bump, (e) => e instanceof FencegateError && e.code === 'DUPLICATE_OPERATION' && e.verdict.outcome === 'duplicate' && e.verdict.markAfter === 6);
     assert.deepEqual(t.rows(), [{ id: 42, status: 'paid+' }, { id: 43, status: 'new' }]);
+    // the fence applies (7), then the UPDATE fails (NOT NULL): both roll back
+    assert.throws(() => setStatus(7, null), (e) => e.code === 'SQLITE_CONSTRAINT_NOTNULL');
     assert.equal(await t.gate.mark('orders/42'), 6);
     assert.deepEqual(t.fenceRow('orders/42'), { value: null, version: 2 });
     // the Drizzle database outside db.transaction: no transaction open, refused, nothing written
@@ -106,6 +108,7 @@ test('Kysely (SqliteDialect over better-sqlite3): await fenceIn(trx) in db.trans
     await bump();
     await assert.rejects(bump(), (e) => e instanceof FencegateError && e.code === 'DUPLICATE_OPERATION' && e.verdict.outcome === 'duplicate');
     assert.deepEqual(t.rows(), [{ id: 42, status: 'paid+' }, { id: 43, status: 'new' }]);
+    await assert.rejects(setStatus(8, null), (e) => e.code === 'SQLITE_CONSTRAINT_NOTNULL');
     assert.equal(await t.gate.mark('orders/42'), 7);
     assert.deepEqual(t.fenceRow('orders/42'), { value: null, version: 2 });
     // the Kysely instance itself is not a transaction: refused, nothing written
@@ -142,6 +145,7 @@ test('Knex (better-sqlite3 client, its own connection to the file): await fenceI
     await bump();
     await assert.rejects(bump(), (e) => e instanceof FencegateError && e.code === 'DUPLICATE_OPERATION' && e.verdict.markAfter === 10);
     assert.deepEqual(t.rows(), [{ id: 42, status: 'paid+' }, { id: 43, status: 'new' }]);
+    await assert.rejects(setStatus(11, null), (e) => e.code === 'SQLITE_CONSTRAINT_NOTNULL');
     assert.equal(await t.gate.mark('orders/42'), 10);
     assert.deepEqual(t.fenceRow('orders/42'), { value: null, version: 2 });
     // the knex instance (autocommit) is refused, nothing written
