@@ -1,6 +1,6 @@
 // The ORMs on a real PostgreSQL (docs/stores.md "ORMs"), each with its real npm package and its
 // own transaction API, the way its docs write a transaction:
-//   Drizzle   db.transaction(async (tx) => …)              (node-postgres driver, a pg Pool)
+//   Drizzle   db.transaction(async (tx) => …)              (node-postgres driver, a pg Pool; postgres.js driver)
 //   Kysely    db.transaction().execute(async (trx) => …)   (PostgresDialect over a pg Pool)
 //   Knex      knex.transaction(async (trx) => …)           (the pg client)
 //   Prisma 7  prisma.$transaction(async (tx) => …)         (prisma-client generator, @prisma/adapter-pg;
@@ -16,6 +16,8 @@ import { join } from 'node:path';
 import { createRequire } from 'node:module';
 import pg from 'pg';
 import { drizzle } from 'drizzle-orm/node-postgres';
+import { drizzle as drizzlePostgresJs } from 'drizzle-orm/postgres-js';
+import postgres from 'postgres';
 import { pgTable, integer, text } from 'drizzle-orm/pg-core';
 import { eq, sql as dsql } from 'drizzle-orm';
 import { Kysely, PostgresDialect, sql as ksql } from 'kysely';
@@ -118,6 +120,34 @@ test('Drizzle (node-postgres, Pool): await gate.fenceIn(tx) in db.transaction', 
   // the Drizzle database outside a transaction: refused, nothing written
   await assert.rejects(gate.fenceIn(db, 'orders/43', 1), invalid);
   assert.equal(await fenceRow('orders/43'), null);
+});
+
+test('Drizzle (postgres.js driver): await gate.fenceIn(tx) in db.transaction', { skip }, async () => {
+  const { gate } = await setUp();
+  const orders = pgTable('orders', { id: integer('id').primaryKey(), status: text('status').notNull() });
+  const sql = postgres(url, { max: 2, onnotice: () => {} });
+  const db = drizzlePostgresJs({ client: sql });
+  try {
+    await script(gate, {
+      setStatus: (token, status) => db.transaction(async (tx) => {
+        const v = await gate.fenceIn(tx, 'orders/42', token);
+        await tx.update(orders).set({ status }).where(eq(orders.id, 42));
+        return v;
+      }),
+      updateThenFence: (token, status) => db.transaction(async (tx) => {
+        await tx.update(orders).set({ status }).where(eq(orders.id, 42));
+        await gate.fenceIn(tx, 'orders/42', token);
+      }),
+      appendPlus: (token, opId) => db.transaction(async (tx) => {
+        await gate.fenceIn(tx, 'orders/42', token, { opId });
+        await tx.update(orders).set({ status: dsql`${orders.status} || '+'` }).where(eq(orders.id, 42));
+      }),
+    });
+    await assert.rejects(gate.fenceIn(db, 'orders/43', 1), invalid);
+    assert.equal(await fenceRow('orders/43'), null);
+  } finally {
+    await sql.end();
+  }
 });
 
 test('Drizzle (node-postgres): the row lock serialises two transactions on one key; the waiting zombie is refused after the new leader commits', { skip }, async () => {
