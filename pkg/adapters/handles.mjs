@@ -9,7 +9,9 @@
 // placeholders (`'postgres'`: `$1, $2…`; `'mysql'`: `?`), `rows` an array of
 // plain row objects (empty for a statement without a result set). It runs
 // exactly the statement given, on the handle's own connection, inside
-// whatever transaction is open there; it never begins or ends one.
+// whatever transaction is open there; it never begins or ends one. A runner
+// may carry `inTransaction: true` when the handle is inside a transaction by
+// construction (a postgres.js `sql.begin` transaction, an ORM's transaction).
 import { ormRunner } from './orm-handles.mjs';
 
 const isObject = (x) => x !== null && (typeof x === 'object' || typeof x === 'function');
@@ -83,7 +85,12 @@ export function sqlRunner(handle, dialect) {
   const orm = ormRunner(handle, dialect);
   if (orm !== null && orm !== undefined) return orm;
   if (dialect === 'postgres') {
-    if (postgresJsBound(handle)) return async (text, params) => [...(await handle.unsafe(text, params, { prepare: true }))];
+    if (postgresJsBound(handle)) {
+      const run = async (text, params) => [...(await handle.unsafe(text, params, { prepare: true }))];
+      // a postgres.js transaction sql (it has savepoint) is inside its BEGIN by construction
+      if (typeof member(handle, 'savepoint') === 'function') run.inTransaction = true;
+      return run;
+    }
     if (pgClient(handle)) return async (text, params) => (await handle.query({ text, values: params })).rows;
     return null;
   }

@@ -183,10 +183,6 @@ export class PostgresStore {
       fenceRead: `SELECT state, version::text AS version FROM ${t} WHERE key = $1 FOR UPDATE`,
       fenceInsert: `INSERT INTO ${t} (key, state, value, version) VALUES ($1, $2, NULL, 1)`,
       fenceUpdate: `UPDATE ${t} SET state = $2, version = version + 1 WHERE key = $1`,
-      // fenceIn: the locked read, and whether a transaction block is open, in one statement (one row even for a new key)
-      fenceInRead:
-        `WITH f AS (SELECT state, version FROM ${t} WHERE key = $1 FOR UPDATE) ` +
-        'SELECT f.state, f.version::text AS version, transaction_timestamp() <> statement_timestamp() AS in_tx FROM (SELECT) AS one LEFT JOIN f ON true',
     };
     this.#sql = {};
     for (const [name, text] of Object.entries(texts)) this.#sql[name] = { text, prepared: prepare ? statementName(text) : undefined };
@@ -320,9 +316,10 @@ export class PostgresStore {
    * The fence step inside the caller's open transaction: `handle` is a pg
    * Client or PoolClient after BEGIN, a postgres.js transaction `sql` (inside
    * `sql.begin`) or reserved connection, or an ORM transaction
-   * (adapters/orm-handles.mjs). One statement reads the fence row `FOR
-   * UPDATE` and whether a transaction block is open; then the row is written on
-   * the same handle. INVALID_ARGUMENT for a pool (pg Pool, the top-level
+   * (adapters/orm-handles.mjs). Whether a transaction block is open comes from
+   * the handle (pg's protocol status; a postgres.js transaction is one), else
+   * from a SAVEPOINT (refused outside one); then the fence row is read `FOR
+   * UPDATE` and written on the same handle. INVALID_ARGUMENT for a pool (pg Pool, the top-level
    * postgres.js `sql`: no transaction of their own), a handle it cannot run
    * statements on, or no open transaction (nothing written then).
    */
@@ -338,15 +335,25 @@ export class PostgresStore {
     if (run === null) {
       throw invalid('PostgresStore.fenceIn: the handle is not a pg client, a postgres.js transaction sql, nor an ORM transaction fencegate knows', {});
     }
-    if (pgInTransaction(handle) === false) throw notInTransaction();
+    const status = run.inTransaction === true ? true : pgInTransaction(handle);
+    if (status === false) throw notInTransaction();
+    if (status === undefined) {
+      // the handle cannot tell (a reserved postgres.js connection, an older pg, an ORM): SAVEPOINT is
+      // refused outside a transaction block (25P01), at the cost of two statements
+      try {
+        await run('SAVEPOINT fencegate_in_transaction', []);
+      } catch (e) {
+        if (isObject(e) && e.code === '25P01') throw notInTransaction();
+        throw e;
+      }
+      await run('RELEASE SAVEPOINT fencegate_in_transaction', []);
+    }
     const s = this.#sql;
-    const rows = await run(s.fenceInRead.text, [key]);
+    const rows = await run(s.fenceRead.text, [key]);
     const row = rows[0];
-    const inTx = row === undefined ? undefined : row.in_tx;
-    if (!(inTx === true || inTx === 't' || inTx === 'true' || inTx === 1)) throw notInTransaction();
-    const plan = step.decide(row.version === null || row.version === undefined ? null : row.state);
+    const plan = step.decide(row === undefined ? null : row.state);
     if (plan === null) return;
-    if (row.version === null || row.version === undefined) {
+    if (row === undefined) {
       try {
         await run(s.fenceInsert.text, [key, plan.nextStateText]);
       } catch (e) {

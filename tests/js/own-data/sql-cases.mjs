@@ -188,6 +188,29 @@ export function ownDataCases(engine) {
       assert.equal(await gate.mark(k), 10);
     });
 
+    test('fenceIn holds the fence row\'s lock: a second caller\'s fenceIn waits for the first commit, then decides on it', async () => {
+      const k = key('orders');
+      const gate = new Gate(store);
+      const t1 = await engine.open(client);
+      assert.equal((await gate.fenceIn(t1.handle, k, 5)).outcome, 'advance');
+      await t1.commit();
+      const a = await engine.open(client);
+      assert.deepEqual(await gate.fenceIn(a.handle, k, 6), { key: k, ok: true, outcome: 'advance', code: null, token: 6, markBefore: 5, markAfter: 6 });
+      let settled = false;
+      const b = await engine.open(client);
+      const second = new Gate(store).fenceIn(b.handle, k, 6).then(
+        (v) => ((settled = true), v),
+        (e) => ((settled = true), e),
+      );
+      await new Promise((r) => setTimeout(r, 300));
+      assert.equal(settled, false, 'the second fenceIn waited for the row lock');
+      await a.commit();
+      // after the first commit it sees mark 6 (accept at 6), on the row the first wrote
+      assert.deepEqual(await second, { key: k, ok: true, outcome: 'accept', code: null, token: 6, markBefore: 6, markAfter: 6 });
+      await b.commit();
+      assert.deepEqual(await fenceRow(k), { state: '{"v":1,"mark":"6"}', value: null, version: '3' });
+    });
+
     test('fenceIn refuses a pool and a handle outside a transaction (INVALID_ARGUMENT, nothing written)', async () => {
       const k = key('orders');
       const gate = new Gate(store);
@@ -257,11 +280,11 @@ export function ownDataCases(engine) {
               assert.deepEqual([v.outcome, v.code], ['reject', 'STALE_TOKEN']);
               assert.ok(v.markBefore > v.token);
             }
-            for (const v of applied.filter((x) => x.outcome === 'accept')) assert.equal(v.token, 12);
+            for (const v of applied.filter((x) => x.outcome === 'accept')) assert.deepEqual([v.token, v.markAfter], [v.markBefore, v.markBefore], all); // an accept is at the mark
             // every committed body saw the one before it: results are 1..applied, the row holds the count
             assert.deepEqual(applied.map((v) => v.result).sort((x, y) => x - y), applied.map((_, i) => i + 1));
             assert.equal(await status(id), String(applied.length));
-            assert.equal(await gate0(s).mark(k), 12);
+            assert.equal(await gate0(s).mark(k), 12, `${all} ${JSON.stringify(await fenceRow(k))}`);
             assert.ok(ran.length >= applied.length);
           } finally {
             await engine.end(c);
