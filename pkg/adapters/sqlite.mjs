@@ -17,6 +17,7 @@
 import { valueCodec } from '../lib/codec.mjs';
 import { FencegateError } from '../lib/errors.mjs';
 import { codecOf, encodeWith, encodedOf, loadedRecord, tableOf, stateTextOf, storeOptions, CODEC_OPTIONS } from './support.mjs';
+import { ormRunner } from './orm-handles.mjs';
 
 const IDENT = /^[A-Za-z_][A-Za-z0-9_]{0,62}$/;
 
@@ -70,6 +71,7 @@ export class SqliteStore {
   #from;
   #run;
   #fence;
+  #fenceVia;
   #fenced;
   #busy = false;
   #encode;
@@ -168,6 +170,27 @@ export class SqliteStore {
       if (plan === null) return null;
       return row == null ? insertFence(key, plan.nextStateText) : updateFence(plan.nextStateText, key);
     };
+    // The same fence step through an ORM transaction's runner (Knex, Kysely, Drizzle, Prisma on
+    // SQLite): the caller's transaction is on another connection to this database file (or on
+    // this Database through an asynchronous wrapper), so the statements go through the ORM.
+    // SQLite transactions are serializable: a writer that committed between this read and
+    // this write makes the write fail (SQLITE_BUSY*), which rolls the caller's transaction back.
+    const mainFile = "SELECT file FROM pragma_database_list WHERE name = 'main'";
+    const selectFile = prepare(mainFile);
+    this.#fenceVia = async (run, key, step) => {
+      const [theirs] = await run(mainFile, []);
+      const ours = selectFile.get().file;
+      const file = theirs == null ? undefined : theirs.file;
+      // an in-memory or temporary database has no file: only this Database's own open transaction can be it
+      if (file !== ours || (ours === '' && db.inTransaction !== true)) {
+        throw new FencegateError('INVALID_ARGUMENT', 'SqliteStore.fenceIn: the ORM transaction is on another database than this store\'s');
+      }
+      const [row] = await run(`SELECT state, version FROM "${table}" WHERE key = ?`, [key]);
+      const plan = step.decide(row == null ? null : row.state);
+      if (plan === null) return;
+      if (row == null) await run(`INSERT INTO "${table}" (key, state, value, version) VALUES (?, ?, NULL, 1)`, [key, plan.nextStateText]);
+      else await run(`UPDATE "${table}" SET state = ?, version = version + 1 WHERE key = ?`, [plan.nextStateText, key]);
+    };
     this.#fenced = db.transaction((key, step) => {
       const version = this.#fence(key, step, step.cached);
       if (version === null) return null; // refused: the statements never run (nothing was written)
@@ -203,15 +226,20 @@ export class SqliteStore {
 
   /**
    * The fence step inside the caller's open transaction on this store's
-   * Database (`db.transaction(…)`, Drizzle's `db.transaction`): `handle` is
-   * that Database or an ORM transaction over it. Reads and writes the fence
-   * row on the same connection; INVALID_ARGUMENT when no transaction is open
-   * (the check and the caller's change would not be atomic) or the handle is
-   * another database's.
+   * Database (`db.transaction(…)`, Drizzle's better-sqlite3 `db.transaction`):
+   * `handle` is that Database or a Drizzle transaction over it, and the step
+   * runs synchronously on the same connection. Or `handle` is another ORM's
+   * transaction on this database file (Knex, Kysely: lib/orm-handles'
+   * `ormRunner`): the step runs through it and answers a Promise (use
+   * `gate.fenceIn`). INVALID_ARGUMENT when no transaction is open (the check
+   * and the caller's change would not be atomic) or the handle is another
+   * database's.
    */
   fenceIn(handle, key, step) {
     const db = this.#db;
     if (!sameDatabase(handle, db)) {
+      const run = ormRunner(handle, 'sqlite');
+      if (run !== null) return this.#fenceVia(run, key, step);
       throw new FencegateError('INVALID_ARGUMENT', 'SqliteStore.fenceIn: the handle is not this store\'s Database (nor an ORM transaction over it)');
     }
     if (db.inTransaction !== true) {
