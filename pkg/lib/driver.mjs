@@ -362,7 +362,11 @@ export class StoreDriver {
               throw e;
             }
           },
-          /** The caller's statements on the engine's transaction handle; only after a decision that applies and its fence write. */
+          /**
+           * The caller's statements on the engine's transaction handle; only after a decision that applies and its fence write.
+           * A body that is not a function (what the store's checkBody accepts: Redis commands) ran inside the engine
+           * already: `handle` is then its outcome, the body's value or a Promise of it (rejected: the body failed).
+           */
           run(handle) {
             if (decision === null || writesNothing(decision)) {
               ownError = new Error('the host store ran the caller\'s statements without a decision that applies');
@@ -379,7 +383,7 @@ export class StoreDriver {
             };
             let out;
             try {
-              out = body(handle);
+              out = typeof body === 'function' ? body(handle) : handle;
             } catch (e) {
               fail(e);
             }
