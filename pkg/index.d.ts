@@ -677,7 +677,11 @@ export interface FencedStep {
   readonly cached: { state: string; version: unknown } | null;
   /** The decision on the stored state text (null: no fence row): what to write, or null (refused: roll back, never run the body). */
   decide(state: string | null): { nextStateText: string; change: Change<unknown> } | null;
-  /** The caller's statements: call it after the fence row is written, inside the transaction, with the engine's handle. */
+  /**
+   * The caller's statements: call it after the fence row is written, inside the transaction, with the engine's handle.
+   * For a body that is not a function (what `checkBody` accepted, e.g. Redis commands, which ran inside the engine):
+   * call it with the outcome instead, the body's value or a Promise of it (rejected: the body failed, CALLBACK_FAILED).
+   */
   run(handle: unknown): unknown;
   /** The body as the caller passed it (for stores whose body is not a function). */
   readonly body: unknown;

@@ -7,6 +7,7 @@
 # and FENCEGATE_S3_URL: moto's S3 server (PyPI `moto[server]`, an emulator of S3's
 # API with conditional PUTs; the most real S3-compatible server that installs from
 # the registries here: docs/stores.md "Objects: S3 and R2"), bucket `fencegate`.
+# FENCEGATE_REDIS_CLUSTER_URLS: a 3-master Redis Cluster (no replicas), comma-separated.
 # Redis runs with no persistence (--save '' --appendonly no); PostgreSQL runs as
 # the postgres user (initdb/pg_ctl refuse root) with fsync off; MariaDB runs in
 # DIR (as root when started by root: --user=root) with its redo-log flush off,
@@ -113,6 +114,7 @@ start() {
 
   start_mariadb "$dir"
   start_moto "$dir"
+  start_redis_cluster "$dir"
 
   for _ in $(seq 1 50); do
     if node -e "require('net').connect($rport,'127.0.0.1').on('connect',()=>process.exit(0)).on('error',()=>process.exit(1))"; then break; fi
@@ -122,10 +124,59 @@ start() {
 export FENCEGATE_REDIS_URL=redis://127.0.0.1:$rport
 export FENCEGATE_PG_URL=postgres://postgres@127.0.0.1:$pport/postgres
 export FENCEGATE_MYSQL_URL=mysql://fencegate:fgtestpw@127.0.0.1:$MYSQL_PORT/fencegate
+export FENCEGATE_REDIS_CLUSTER_URLS=$REDIS_CLUSTER_URLS
 ENV
   echo "export FENCEGATE_S3_URL=http://127.0.0.1:$S3_PORT" >>"$dir/env"
   echo "services: moto S3 on 127.0.0.1:$S3_PORT (bucket fencegate)"
-  echo "services: redis on 127.0.0.1:$rport, postgresql on 127.0.0.1:$pport, mariadb on 127.0.0.1:$MYSQL_PORT (env in $dir/env)"
+  echo "services: redis on 127.0.0.1:$rport, postgresql on 127.0.0.1:$pport, mariadb on 127.0.0.1:$MYSQL_PORT, redis cluster on $REDIS_CLUSTER_URLS (env in $dir/env)"
+}
+
+# A 3-master Redis Cluster (no replicas) in DIR/redis-cluster: three redis-server
+# --cluster-enabled nodes on free loopback ports (client port and cluster bus
+# port each picked free: --cluster-port), joined by redis-cli --cluster create;
+# waits until every node answers cluster_state:ok. Sets REDIS_CLUSTER_URLS.
+start_redis_cluster() {
+  local d="$1/redis-cluster" i port bus addrs=() urls=() n
+  mkdir -p "$d"
+  for i in 1 2 3; do
+    port=$(free_port)
+    bus=$(free_port)
+    mkdir -p "$d/$i"
+    redis-server --port "$port" --bind 127.0.0.1 --save '' --appendonly no \
+      --cluster-enabled yes --cluster-port "$bus" --cluster-config-file "$d/$i/nodes.conf" --cluster-node-timeout 5000 \
+      --daemonize yes --pidfile "$d/$i/redis.pid" --dir "$d/$i" --logfile "$d/$i/redis.log"
+    addrs+=("127.0.0.1:$port")
+    urls+=("redis://127.0.0.1:$port")
+  done
+  for i in $(seq 1 50); do
+    n=0
+    for a in "${addrs[@]}"; do redis-cli -h 127.0.0.1 -p "${a##*:}" ping >/dev/null 2>&1 && n=$((n + 1)); done
+    [ "$n" = 3 ] && break
+    [ "$i" = 50 ] && { echo "services: redis cluster nodes did not answer within 5 s" >&2; exit 1; }
+    sleep 0.1
+  done
+  redis-cli --cluster create "${addrs[@]}" --cluster-replicas 0 --cluster-yes >"$d/create.log" 2>&1 || {
+    cat "$d/create.log" >&2; exit 1; }
+  for i in $(seq 1 100); do
+    n=0
+    for a in "${addrs[@]}"; do
+      redis-cli -h 127.0.0.1 -p "${a##*:}" cluster info 2>/dev/null | grep -q '^cluster_state:ok' && n=$((n + 1))
+    done
+    [ "$n" = 3 ] && break
+    [ "$i" = 100 ] && { echo "services: redis cluster did not reach cluster_state:ok within 20 s" >&2; cat "$d/create.log" >&2; exit 1; }
+    sleep 0.2
+  done
+  REDIS_CLUSTER_URLS=$(IFS=,; echo "${urls[*]}")
+}
+
+stop_redis_cluster() {
+  local d="$1/redis-cluster" f
+  [ -d "$d" ] || return 0
+  for f in "$d"/*/redis.pid; do
+    [ -f "$f" ] || continue
+    kill "$(cat "$f")" 2>/dev/null || true
+    rm -f "$f"
+  done
 }
 
 # MariaDB in DIR/mysql: a fresh data dir (mariadb-install-db), then mariadbd in
@@ -179,6 +230,7 @@ stop() {
   fi
   stop_mariadb "$dir"
   stop_moto "$dir"
+  stop_redis_cluster "$dir"
 }
 
 case "${1:-}" in

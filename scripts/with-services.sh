@@ -4,7 +4,8 @@
 #   bash scripts/with-services.sh node --test tests/js/
 # Installs redis-server / postgresql / mariadb-server / etcd-server with apt-get
 # when missing (CI).
-# The command sees FENCEGATE_REDIS_URL, FENCEGATE_PG_URL, FENCEGATE_MYSQL_URL,
+# The command sees FENCEGATE_REDIS_URL, FENCEGATE_REDIS_CLUSTER_URLS (a 3-master Redis
+# Cluster, comma-separated), FENCEGATE_PG_URL, FENCEGATE_MYSQL_URL,
 # FENCEGATE_S3_URL (moto's S3 server, bucket `fencegate`), FENCEGATE_ETCD_URLS
 # (all members, comma-separated), FENCEGATE_ETCD_URL (the first member),
 # FENCEGATE_ETCD_DIR (for scripts/etcd-cluster.sh stop-member / start-member)

@@ -98,6 +98,275 @@ function fnv(text) {
 // defines its own command instead of running this one with its arguments.
 const COMMAND_FROM = `fencegateCommitFrom_${fnv(COMMIT_FROM)}`;
 
+// The own-data transaction (fencedTransaction, docs/stores.md "Your own data: Redis"): the
+// fence precondition, the caller's commands and the fence write in one script, so nothing
+// runs between them and nothing of the caller's runs when the precondition is lost.
+// KEYS[1] the fence hash, KEYS[2..] the caller's keys (each declared once).
+// ARGV[1] 'n' (no fence state expected) or 's' (the stored state text ARGV[2] expected),
+// ARGV[3] the next state, ARGV[4] the number of commands, then per command: its argument
+// count (name included), its number of keys, one pair (argument position, KEYS index) per
+// key, then its arguments (a key's own place empty: the script puts KEYS[i] there, so a
+// command touches only declared keys). Answers 0 (precondition lost: nothing ran),
+// { version written, { reply, … } }, or an error reply: BAD_VERSION (nothing ran), or
+// FENCEGATE_COMMAND_FAILED <n> <error> after the n-th command answered an error: the
+// caller's keys that earlier commands may have changed are put back as they were (DUMP
+// taken before the first command that touches them, RESTORE with their TTL; a command
+// that answers an error has changed nothing), and the fence is not written.
+// The fence write comes last: nothing runs between the check and it either way, and a
+// fence hash that could fail HINCRBY is refused by the check before any command runs.
+const TRANSACTION = `
+local cur = redis.call('HMGET', KEYS[1], 'state', 'version')
+if ARGV[1] == 'n' then
+  if cur[1] then return 0 end
+elseif cur[1] ~= ARGV[2] then
+  return 0
+end
+if (cur[1] or cur[2]) and not (cur[2] and string.match(cur[2], '^[1-9][0-9]*$')) then
+  return redis.error_reply('${BAD_VERSION} ' .. tostring(cur[2]))
+end
+local count = tonumber(ARGV[4])
+local replies = {}
+local saved = {}
+local at = 5
+for c = 1, count do
+  local argc, nk = tonumber(ARGV[at]), tonumber(ARGV[at + 1])
+  local base = at + 2 + 2 * nk
+  local args = {}
+  for a = 1, argc do args[a] = ARGV[base + a - 1] end
+  for k = 0, nk - 1 do
+    local ki = tonumber(ARGV[at + 3 + 2 * k])
+    args[tonumber(ARGV[at + 2 + 2 * k])] = KEYS[ki]
+    if c < count and saved[ki] == nil then
+      saved[ki] = { redis.call('DUMP', KEYS[ki]), redis.call('PTTL', KEYS[ki]) }
+    end
+  end
+  at = base + argc
+  local r = redis.pcall(unpack(args))
+  if type(r) == 'table' and r.err then
+    for ki, s in pairs(saved) do
+      if s[1] then
+        local ttl = s[2]
+        if ttl < 0 then ttl = 0 end
+        redis.call('RESTORE', KEYS[ki], ttl, s[1], 'REPLACE')
+      else
+        redis.call('DEL', KEYS[ki])
+      end
+    end
+    return redis.error_reply('${'FENCEGATE_COMMAND_FAILED'} ' .. c .. ' ' .. r.err)
+  end
+  replies[c] = r
+end
+local version = redis.call('HINCRBY', KEYS[1], 'version', 1)
+redis.call('HSET', KEYS[1], 'state', ARGV[3])
+return { version, replies }
+`;
+
+/** The error reply of the transaction script after a caller's command answered an error (see TRANSACTION). */
+const COMMAND_FAILED = 'FENCEGATE_COMMAND_FAILED';
+
+const COMMAND_TX = `fencegateTransaction_${fnv(TRANSACTION)}`;
+
+/** At most this many arguments per command (name included): the script unpacks them onto Lua's C stack (8000 slots). */
+export const MAX_COMMAND_ARGUMENTS = 4096;
+
+/**
+ * The commands a transaction body may run: data-changing commands on keys the
+ * body names, each with where its keys are (argument positions, 1 = the
+ * first after the name). Anything else — scripts and functions (EVAL,
+ * FCALL…), transactions (MULTI, WATCH), SELECT, MOVE, COPY, FLUSH*, CONFIG,
+ * reads, commands whose keys hide in patterns (SORT … STORE) or that pick at
+ * random (SPOP) — is refused with INVALID_ARGUMENT before anything is sent.
+ * Key layouts: `first` (one key, first), `two` (the first two), `all` (every
+ * argument), `pairs` (key value key value…), `afterOp` (BITOP op dest key…),
+ * `numkeys` (dest numkeys key… : ZUNIONSTORE and kin).
+ */
+const LAYOUTS = {
+  first: ['SET', 'SETNX', 'SETEX', 'PSETEX', 'GETSET', 'GETDEL', 'GETEX', 'APPEND', 'SETRANGE', 'INCR', 'INCRBY', 'INCRBYFLOAT',
+    'DECR', 'DECRBY', 'HSET', 'HSETNX', 'HMSET', 'HDEL', 'HINCRBY', 'HINCRBYFLOAT', 'LPUSH', 'RPUSH', 'LPUSHX', 'RPUSHX', 'LPOP',
+    'RPOP', 'LSET', 'LREM', 'LTRIM', 'LINSERT', 'SADD', 'SREM', 'ZADD', 'ZINCRBY', 'ZREM', 'ZREMRANGEBYSCORE', 'ZREMRANGEBYRANK',
+    'ZREMRANGEBYLEX', 'ZPOPMIN', 'ZPOPMAX', 'EXPIRE', 'PEXPIRE', 'EXPIREAT', 'PEXPIREAT', 'PERSIST', 'SETBIT', 'BITFIELD', 'PFADD',
+    'XADD', 'XDEL', 'XTRIM', 'GEOADD'],
+  two: ['RENAME', 'RENAMENX', 'LMOVE', 'RPOPLPUSH', 'SMOVE', 'ZRANGESTORE'],
+  all: ['DEL', 'UNLINK', 'SINTERSTORE', 'SUNIONSTORE', 'SDIFFSTORE', 'PFMERGE'],
+  pairs: ['MSET', 'MSETNX'],
+  afterOp: ['BITOP'],
+  numkeys: ['ZUNIONSTORE', 'ZINTERSTORE', 'ZDIFFSTORE'],
+};
+
+/** Command name (upper case) → its key layout. */
+const LAYOUT_OF = new Map(Object.entries(LAYOUTS).flatMap(([layout, names]) => names.map((n) => [n, layout])));
+
+/** The commands a transaction body may run (upper case), for the docs and the types. */
+export const TRANSACTION_COMMANDS = Object.freeze([...LAYOUT_OF.keys()].sort());
+
+/** The key positions (indexes into the command, 0 = the name) of a command with `layout` and `args`, or a string: why its shape is wrong. */
+function keyPositions(layout, args) {
+  const n = args.length;
+  const range = (from, to) => Array.from({ length: to - from }, (_, i) => from + i);
+  switch (layout) {
+    case 'first':
+      return n >= 2 ? [1] : 'it names no key';
+    case 'two':
+      return n >= 3 ? [1, 2] : 'it needs two keys';
+    case 'all':
+      return n >= 2 ? range(1, n) : 'it names no key';
+    case 'pairs':
+      return n >= 3 && (n - 1) % 2 === 0 ? range(0, (n - 1) / 2).map((i) => 1 + 2 * i) : 'it needs key value pairs';
+    case 'afterOp':
+      return n >= 4 ? range(2, n) : 'it needs an operation, a destination key and a source key';
+    default: {
+      // numkeys: dest numkeys key… [options]
+      const count = n >= 3 ? textOf(args[2]) : '';
+      if (!/^[1-9][0-9]{0,3}$/.test(count) || 3 + Number(count) > n) return 'its numkeys is not a positive count of the keys that follow';
+      return [1, ...range(3, 3 + Number(count))];
+    }
+  }
+}
+
+/** An argument as the text or bytes sent (a number as its decimal text), or undefined when it is none of string, finite number, Buffer/Uint8Array. */
+function argOf(x) {
+  if (typeof x === 'string') return x;
+  if (typeof x === 'number') return Number.isFinite(x) ? String(x) : undefined;
+  if (x instanceof Uint8Array) return Buffer.isBuffer(x) ? x : Buffer.from(x.buffer, x.byteOffset, x.byteLength);
+  return undefined;
+}
+
+/** A sent argument as text (for command names and counts; bytes read as UTF-8). */
+function textOf(x) {
+  return typeof x === 'string' ? x : Buffer.isBuffer(x) ? x.toString('utf8') : String(x);
+}
+
+/** The bytes of a key (UTF-8 for text), for comparing keys and their hash slots. */
+function bytesOf(key) {
+  return typeof key === 'string' ? Buffer.from(key, 'utf8') : key;
+}
+
+const CRC16 = (() => {
+  const t = new Uint16Array(256);
+  for (let i = 0; i < 256; i++) {
+    let c = i << 8;
+    for (let j = 0; j < 8; j++) c = c & 0x8000 ? ((c << 1) ^ 0x1021) & 0xffff : (c << 1) & 0xffff;
+    t[i] = c;
+  }
+  return t;
+})();
+
+/** The Redis Cluster hash slot of a key (CRC16-XMODEM of its hash tag `{…}` when it has a non-empty one, else of the whole key, mod 16384). */
+export function hashSlot(key) {
+  let b = bytesOf(key);
+  const open = b.indexOf(0x7b);
+  if (open >= 0) {
+    const close = b.indexOf(0x7d, open + 1);
+    if (close > open + 1) b = b.subarray(open + 1, close);
+  }
+  let crc = 0;
+  for (const x of b) crc = ((crc << 8) & 0xffff) ^ CRC16[((crc >> 8) ^ x) & 0xff];
+  return crc % 16384;
+}
+
+function badBody(message, details = {}) {
+  return new FencegateError('INVALID_ARGUMENT', `RedisStore transaction: ${message}`, details);
+}
+
+/**
+ * A transaction body checked and laid out for the script: `{ keys, argv, count }`
+ * (the caller's distinct keys in first-use order, the script's ARGV from its 5th
+ * on, the number of commands). `prefix`: the store's key prefix (a key under it
+ * is a fence record, refused); `fenceKey`: the fence hash (null: not known yet,
+ * checkBody); `cluster`: every key must hash to the fence hash's slot.
+ * INVALID_ARGUMENT (with `index`, the command's place in the list) otherwise.
+ */
+function layOut(body, prefix, fenceKey, cluster) {
+  if (!Array.isArray(body)) {
+    throw badBody(`the body must be a list of commands, e.g. [['HSET', 'job:7', 'state', 'done']], got ${body === null ? 'null' : typeof body}`);
+  }
+  const keys = [];
+  const keyIndex = new Map(); // key bytes (latin1 text) → KEYS index
+  const argv = [];
+  const prefixBytes = Buffer.from(prefix, 'utf8');
+  const fenceBytes = fenceKey === null ? null : Buffer.from(fenceKey, 'utf8');
+  const fenceSlot = cluster && fenceKey !== null ? hashSlot(fenceKey) : null;
+  body.forEach((command, index) => {
+    if (!Array.isArray(command) || command.length === 0) {
+      throw badBody(`command ${index} must be a list [name, ...arguments]`, { index });
+    }
+    if (command.length > MAX_COMMAND_ARGUMENTS) {
+      throw badBody(`command ${index} has ${command.length} arguments, more than ${MAX_COMMAND_ARGUMENTS}`, { index });
+    }
+    const args = command.map(argOf);
+    const bad = args.indexOf(undefined);
+    if (bad >= 0) {
+      throw badBody(`command ${index} argument ${bad} must be a string, a finite number or a Buffer`, { index });
+    }
+    const name = typeof command[0] === 'string' ? command[0].toUpperCase() : '';
+    const layout = LAYOUT_OF.get(name);
+    if (layout === undefined) {
+      throw badBody(`command ${index} (${JSON.stringify(textOf(args[0]).slice(0, 40))}) is not one this store runs in a fenced transaction ` +
+        '(data-changing commands on named keys: RedisStore TRANSACTION_COMMANDS)', { index, command: textOf(args[0]).slice(0, 40) });
+    }
+    const positions = keyPositions(layout, args);
+    if (typeof positions === 'string') throw badBody(`command ${index} (${name}): ${positions}`, { index, command: name });
+    const pairs = [];
+    for (const p of positions) {
+      const key = args[p];
+      const bytes = bytesOf(key);
+      if ((prefixBytes.length > 0 && bytes.subarray(0, prefixBytes.length).equals(prefixBytes)) || (fenceBytes !== null && bytes.equals(fenceBytes))) {
+        throw badBody(`command ${index} (${name}) names ${JSON.stringify(textOf(key))}, a key under the store's prefix ${JSON.stringify(prefix)} (fencegate's own records)`,
+          { index, command: name });
+      }
+      if (fenceSlot !== null && hashSlot(bytes) !== fenceSlot) {
+        throw badBody(
+          `command ${index} (${name}) names ${JSON.stringify(textOf(key))} in hash slot ${hashSlot(bytes)}, but the fence record ${JSON.stringify(fenceKey)} is in slot ${fenceSlot}: ` +
+            'under Redis Cluster one script runs on one slot; give the resource key and your keys one hash tag (e.g. key "{job:7}", keys "{job:7}:state")',
+          { index, command: name, reason: 'CROSSSLOT', slot: hashSlot(bytes), fenceSlot },
+        );
+      }
+      const id = bytes.toString('latin1');
+      let k = keyIndex.get(id);
+      if (k === undefined) {
+        keys.push(key);
+        k = keys.length + 1; // KEYS[1] is the fence hash
+        keyIndex.set(id, k);
+      }
+      pairs.push(String(p + 1), String(k));
+      args[p] = '';
+    }
+    // the name as sent in upper case (its bytes are checked above)
+    args[0] = name;
+    argv.push(String(args.length), String(positions.length), ...pairs, ...args);
+  });
+  return { keys, argv, count: body.length };
+}
+
+/** The error a caller's command answered inside the transaction script (the body's error: CALLBACK_FAILED). */
+function commandError(e, body) {
+  const message = typeof e.message === 'string' ? e.message : '';
+  const rest = message.slice(message.indexOf(COMMAND_FAILED) + COMMAND_FAILED.length + 1);
+  const space = rest.indexOf(' ');
+  const index = Number(rest.slice(0, space)) - 1;
+  const reply = rest.slice(space + 1);
+  const command = Array.isArray(body) && Array.isArray(body[index]) && typeof body[index][0] === 'string' ? body[index][0].toUpperCase() : null;
+  const err = new Error(`command ${index} (${command}) answered: ${reply}; nothing of the list was kept`, { cause: e });
+  err.index = index;
+  err.command = command;
+  err.reply = reply;
+  return err;
+}
+
+/** A Cluster redirection or slot error answered by the server, as a clear FencegateError; null for any other error. */
+function clusterError(key, e) {
+  if (!isErrorReply(e) || typeof e.message !== 'string') return null;
+  if (/^(MOVED|ASK) /.test(e.message)) {
+    return unsafe('MOVED', `RedisStore: the server answered ${JSON.stringify(e.message)}: it is a Redis Cluster node that does not hold ${JSON.stringify(key)}'s slot, ` +
+      'and this client does not follow redirections; nothing was written: pass an ioredis Cluster client', { key, cause: e });
+  }
+  if (/^CROSSSLOT /.test(e.message)) {
+    return new FencegateError('INVALID_ARGUMENT', `RedisStore transaction: the server answered ${JSON.stringify(e.message)}: the fence record and your keys are in more than one ` +
+      'hash slot; nothing was written: give the resource key and your keys one hash tag (e.g. key "{job:7}", keys "{job:7}:state")', { key, reason: 'CROSSSLOT', cause: e });
+  }
+  return null;
+}
+
 /** A failed send: an error reply (the script did not run) as it is; anything else may have run (`commitUnknown`). */
 function sentError(key, e) {
   if (!isErrorReply(e)) {
@@ -221,7 +490,10 @@ function driverOf(redis) {
       redis.defineCommand(COMMAND, { numberOfKeys: 1, lua: COMPARE_AND_SET });
     }
     if (typeof redis[COMMAND_FROM] !== 'function') redis.defineCommand(COMMAND_FROM, { numberOfKeys: 1, lua: COMMIT_FROM });
+    if (typeof redis[COMMAND_TX] !== 'function') redis.defineCommand(COMMAND_TX, { lua: TRANSACTION }); // key count as the first argument
     return {
+      cluster: redis.isCluster === true,
+      tx: (keys, args) => redis[COMMAND_TX](keys.length, ...keys, ...args),
       hmget: (key) => redis.hmget(key, 'state', 'value', 'version'),
       cas: (key, args) => redis[COMMAND](key, ...args),
       casFrom: (key, expected, next, change) =>
@@ -249,7 +521,19 @@ function driverOf(redis) {
     };
     const script = scriptOf(COMPARE_AND_SET);
     const scriptFrom = scriptOf(COMMIT_FROM);
+    let txSha = null;
     return {
+      cluster: false,
+      tx: async (keys, args) => {
+        const tail = [String(keys.length), ...keys, ...args];
+        txSha ??= String(await send(['SCRIPT', 'LOAD', TRANSACTION]));
+        try {
+          return await send(['EVALSHA', txSha, ...tail]);
+        } catch (e) {
+          if (isErrorReply(e) && /^NOSCRIPT/.test(e.message)) return send(['EVAL', TRANSACTION, ...tail]);
+          throw e;
+        }
+      },
       hmget: async (key) => {
         const r = await send(['HMGET', key, 'state', 'value', 'version']);
         return r.map((x) => (x === null || x === undefined ? null : textOf(x)));
@@ -486,6 +770,89 @@ export class RedisStore {
       throw e;
     }
     return false;
+  }
+
+  /**
+   * INVALID_ARGUMENT unless `body` is a command list this store runs in a
+   * fenced transaction (Gate.transaction calls it before anything is sent):
+   * a list of commands `[name, ...arguments]`, arguments strings, finite
+   * numbers or Buffers, names from TRANSACTION_COMMANDS, no key under the
+   * store's prefix. (The Cluster slot check needs the resource key: it runs
+   * in fencedTransaction, also before anything is sent.)
+   */
+  checkBody(body) {
+    layOut(body, this.#prefix, null, false);
+  }
+
+  /**
+   * The caller's own commands in one script with the fence step
+   * (Gate.transaction; docs/stores.md "Your own data: Redis"). Redis runs no
+   * JS, so the body is a command list, and it runs inside the script: the
+   * script checks the fence hash's state text (from `step.cached` first, else
+   * as just read), runs the commands, writes the next fence state, all
+   * atomically; a lost precondition runs none of them (then: read, decide
+   * again, send again; lost again → `conflict`, the gate retries). A command
+   * that answers an error puts back what the earlier ones changed and writes
+   * no fence: `step.run` gets a rejected Promise (CALLBACK_FAILED). Applied:
+   * `step.run(replies)` (the commands' replies as the client gives them
+   * become the verdict's `result`), answers `{ version }`. Refused: null.
+   */
+  async fencedTransaction(key, step) {
+    const fenceKey = this.#prefix + key;
+    const body = layOut(step.body, this.#prefix, fenceKey, this.#driver.cluster);
+    if (this.#checked === null) await this.#ensureChecked();
+    const cached = step.cached;
+    if (cached !== null) {
+      const plan = step.decide(cached.state);
+      if (plan !== null) {
+        const out = await this.#sendTransaction(key, fenceKey, body, cached.state, plan, step);
+        if (out !== null) return out;
+      }
+    }
+    let state;
+    let version;
+    try {
+      [state, , version] = await this.#driver.hmget(fenceKey);
+    } catch (e) {
+      throw clusterError(key, e) ?? e;
+    }
+    if (state !== null && (version === null || !isVersion(version))) throw badVersion(key, version);
+    const plan = step.decide(state);
+    if (plan === null) return null; // refused: nothing sent, the commands never run
+    const out = await this.#sendTransaction(key, fenceKey, body, state, plan, step);
+    if (out !== null) return out;
+    const e = new Error(`RedisStore: the fence state of ${JSON.stringify(key)} changed between the read and the transaction script (nothing ran)`);
+    e.conflict = true;
+    throw e;
+  }
+
+  /** One transaction script; `{ version }` when it ran (after `step.run`), null when the precondition `expected` (state text, null: none) was lost. */
+  async #sendTransaction(key, fenceKey, body, expected, plan, step) {
+    const args = [expected === null ? 'n' : 's', expected ?? '', plan.nextStateText, String(body.count), ...body.argv];
+    const closes = this.#closes.count;
+    let reply;
+    try {
+      reply = await this.#driver.tx([fenceKey, ...body.keys], args);
+    } catch (e) {
+      if (isErrorReply(e) && typeof e.message === 'string' && e.message.includes(COMMAND_FAILED)) {
+        await step.run(Promise.reject(commandError(e, step.body))); // the body failed: rejects with its error
+      }
+      throw clusterError(key, e) ?? sentError(key, e);
+    }
+    if (Array.isArray(reply)) {
+      step.run(Array.isArray(reply[1]) ? reply[1] : []);
+      return { version: String(reply[0]) };
+    }
+    if (this.#closes.count !== closes) {
+      // As in commit: lost across a closed connection may have lost to its own first send.
+      const e = new Error(
+        `RedisStore: the connection closed while the transaction of ${JSON.stringify(key)} was in flight and it came back lost; ` +
+          'the client may have sent it twice, so the first send may have committed',
+      );
+      e.commitUnknown = true;
+      throw e;
+    }
+    return null;
   }
 
   /** The stored text of `value` (the codec's `encode`); INVALID_ARGUMENT when the codec refuses it. */

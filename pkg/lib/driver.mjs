@@ -343,7 +343,11 @@ export class StoreDriver {
               throw e;
             }
           },
-          /** The caller's statements on the engine's transaction handle; only after a decision that applies and its fence write. */
+          /**
+           * The caller's statements on the engine's transaction handle; only after a decision that applies and its fence write.
+           * A body that is not a function (what the store's checkBody accepts: Redis commands) ran inside the engine
+           * already: `handle` is then its outcome, the body's value or a Promise of it (rejected: the body failed).
+           */
           run(handle) {
             if (decision === null || writesNothing(decision)) {
               // a lying store: reported as its fault (STORE_ERROR), never as the caller's
@@ -361,7 +365,7 @@ export class StoreDriver {
             };
             let out;
             try {
-              out = body(handle);
+              out = typeof body === 'function' ? body(handle) : handle;
             } catch (e) {
               fail(e);
             }

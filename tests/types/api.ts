@@ -635,3 +635,21 @@ export async function ownDataNetwork(pg: PostgresClient, my: import('fencegate/m
   await mstore.fenceIn(handle, 'k', { decide: () => null });
   return (n ?? 0) + Number(f.markAfter) + Number(s.markAfter) + (r === null ? 0 : 1);
 }
+
+// Redis: the own-data transaction with a command list.
+import { TRANSACTION_COMMANDS, MAX_COMMAND_ARGUMENTS, hashSlot, type RedisCommandList, type RedisArgument } from 'fencegate/redis';
+
+export async function useRedisTransaction(redis: RedisClient): Promise<void> {
+  const store = new RStore(redis);
+  const arg: RedisArgument = new Uint8Array([1]);
+  const commands: RedisCommandList = [['HSET', '{job:7}:state', 'state', 'done'], ['INCRBY', '{job:7}:n', 2], ['SET', '{job:7}:b', arg]];
+  store.checkBody(commands);
+  const v = await new Gate(store).transaction<unknown[]>('{job:7}', 7, commands, { opId: 'op-1' });
+  const replies: unknown[] | undefined = v.result;
+  const slot: number = hashSlot('{job:7}') + hashSlot(new Uint8Array([0x61]));
+  const names: readonly string[] = TRANSACTION_COMMANDS;
+  const most: number = MAX_COMMAND_ARGUMENTS;
+  // @ts-expect-error a command starts with its name
+  const bad: RedisCommandList = [[1, 'k']];
+  void [replies, slot, names, most, bad];
+}
