@@ -216,7 +216,7 @@ function keyPositions(layout, args) {
       return n >= 4 ? range(2, n) : 'it needs an operation, a destination key and a source key';
     default: {
       // numkeys: dest numkeys key… [options]
-      const count = n >= 3 ? textOf(args[2]) : '';
+      const count = n >= 3 ? argText(args[2]) : '';
       if (!/^[1-9][0-9]{0,3}$/.test(count) || 3 + Number(count) > n) return 'its numkeys is not a positive count of the keys that follow';
       return [1, ...range(3, 3 + Number(count))];
     }
@@ -232,7 +232,7 @@ function argOf(x) {
 }
 
 /** A sent argument as text (for command names and counts; bytes read as UTF-8). */
-function textOf(x) {
+function argText(x) {
   return typeof x === 'string' ? x : Buffer.isBuffer(x) ? x.toString('utf8') : String(x);
 }
 
@@ -301,8 +301,8 @@ function layOut(body, prefix, fenceKey, cluster) {
     const name = typeof command[0] === 'string' ? command[0].toUpperCase() : '';
     const layout = LAYOUT_OF.get(name);
     if (layout === undefined) {
-      throw badBody(`command ${index} (${JSON.stringify(textOf(args[0]).slice(0, 40))}) is not one this store runs in a fenced transaction ` +
-        '(data-changing commands on named keys: RedisStore TRANSACTION_COMMANDS)', { index, command: textOf(args[0]).slice(0, 40) });
+      throw badBody(`command ${index} (${JSON.stringify(argText(args[0]).slice(0, 40))}) is not one this store runs in a fenced transaction ` +
+        '(data-changing commands on named keys: RedisStore TRANSACTION_COMMANDS)', { index, command: argText(args[0]).slice(0, 40) });
     }
     const positions = keyPositions(layout, args);
     if (typeof positions === 'string') throw badBody(`command ${index} (${name}): ${positions}`, { index, command: name });
@@ -311,12 +311,12 @@ function layOut(body, prefix, fenceKey, cluster) {
       const key = args[p];
       const bytes = bytesOf(key);
       if ((prefixBytes.length > 0 && bytes.subarray(0, prefixBytes.length).equals(prefixBytes)) || (fenceBytes !== null && bytes.equals(fenceBytes))) {
-        throw badBody(`command ${index} (${name}) names ${JSON.stringify(textOf(key))}, a key under the store's prefix ${JSON.stringify(prefix)} (fencegate's own records)`,
+        throw badBody(`command ${index} (${name}) names ${JSON.stringify(argText(key))}, a key under the store's prefix ${JSON.stringify(prefix)} (fencegate's own records)`,
           { index, command: name });
       }
       if (fenceSlot !== null && hashSlot(bytes) !== fenceSlot) {
         throw badBody(
-          `command ${index} (${name}) names ${JSON.stringify(textOf(key))} in hash slot ${hashSlot(bytes)}, but the fence record ${JSON.stringify(fenceKey)} is in slot ${fenceSlot}: ` +
+          `command ${index} (${name}) names ${JSON.stringify(argText(key))} in hash slot ${hashSlot(bytes)}, but the fence record ${JSON.stringify(fenceKey)} is in slot ${fenceSlot}: ` +
             'under Redis Cluster one script runs on one slot; give the resource key and your keys one hash tag (e.g. key "{job:7}", keys "{job:7}:state")',
           { index, command: name, reason: 'CROSSSLOT', slot: hashSlot(bytes), fenceSlot },
         );
