@@ -383,7 +383,13 @@ export class Gate {
     } catch (e) {
       return Promise.reject(e);
     }
-    return this.#steps(key, token, meta, (step) => this.#driver.fenceIn(key, handle, key, step, false)).then((v) => this.#fenced(v, meta));
+    let answer;
+    try {
+      answer = this.#steps(key, token, meta, (step) => this.#driver.fenceIn(key, handle, key, step, false));
+    } catch (e) {
+      return Promise.reject(e); // a store that refuses the handle at once (INVALID_ARGUMENT): still a rejection, not a throw
+    }
+    return answer.then((v) => this.#fenced(v, meta));
   }
 
   /**
