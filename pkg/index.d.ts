@@ -54,7 +54,10 @@ export type ErrorCode =
   | 'QUARANTINED'
   | 'OP_ID_REUSED'
   | 'LEASE_NOT_HELD'
-  | 'REQUEST_ID_REUSED';
+  | 'REQUEST_ID_REUSED'
+  | 'CALLBACK_FAILED'
+  | 'DUPLICATE_OPERATION'
+  | 'GUARD_REFUSED';
 
 /** Codes a verdict of a fenced operation can carry. */
 export type RejectCode =
@@ -200,14 +203,16 @@ export interface FenceRecord {
 }
 
 /**
- * Per-operation options of `write` / `establish` / `delete`. Any other member
- * name (a typo such as `opid`) is INVALID_ARGUMENT and nothing changes.
+ * Per-operation options of `write` / `establish` / `delete`: a plain object
+ * (an array, `Map`, `Date` or other built-in kind is INVALID_ARGUMENT). Any
+ * other member name (a typo such as `opid`) is INVALID_ARGUMENT and nothing changes.
  */
 export interface OperationOptions {
   /**
-   * Operation id (1..=128 bytes, no control characters). A repeat within the
+   * Operation id (1 to 128 bytes, no control characters). A repeat within the
    * epoch answers `duplicate` and applies nothing; an id pushed out of the
-   * window answers OP_ID_EXPIRED. Ignored by `establish`.
+   * window answers OP_ID_EXPIRED. `establish` refuses it (INVALID_ARGUMENT):
+   * an establish changes no data, so there is nothing to de-duplicate.
    */
   opId?: string;
   /**
@@ -220,9 +225,10 @@ export interface OperationOptions {
    */
   fingerprint?: string | Uint8Array | ArrayBuffer;
   /**
-   * The holder or lease presenting the token (1..=256 UTF-8 bytes; the Issuer's holder limit too). The first named
+   * The holder or lease presenting the token (1 to 256 UTF-8 bytes; the Issuer's holder limit too). The first named
    * holder of an epoch binds it; another holder at the same epoch gets
-   * EPOCH_CONFLICT. A signed token's lease id is used when this is absent.
+   * EPOCH_CONFLICT. A signed token's (non-empty) lease id is the holder
+   * instead, whatever this says.
    */
   holder?: string;
 }
@@ -230,7 +236,8 @@ export interface OperationOptions {
 /** One verdict as reported to `onVerdict`. */
 export interface AuditRecord {
   key: string;
-  operation: 'write' | 'establish' | 'delete';
+  /** `transaction` and `fenceIn`: the own-data forms ({@link Gate.transaction}, {@link Gate.fenceIn}, `fenceInSync`). */
+  operation: 'write' | 'establish' | 'delete' | 'transaction' | 'fenceIn';
   outcome: Outcome;
   code: RejectCode | null;
   token: Epoch | null;
@@ -475,12 +482,13 @@ export class MemoryGate<V = unknown> {
   /**
    * Fenced write: `value` is stored on advance/accept; nothing changes on reject.
    * @param token a safe integer ≥ 1 or a bigint in 1..2^64−1; anything else is rejected with a code.
-   * @throws FencegateError INVALID_ARGUMENT when `key` is not a string, or for bad or unknown `options` members.
+   * @throws FencegateError INVALID_ARGUMENT when `key` is not a non-empty string (or starts with `issuer:`,
+   *   the Issuer's records), when `value` is `undefined` (as `Gate.write`), or for bad or unknown `options` members.
    */
   write(key: string, token: unknown, value: V, options?: OperationOptions): Verdict;
   /**
    * Raises the mark to `token` with no data change (a new owner's barrier). Equal → accept.
-   * @throws FencegateError INVALID_ARGUMENT for a bad key, or bad or unknown `options` members.
+   * @throws FencegateError INVALID_ARGUMENT for a bad key, an `opId`, or bad or unknown `options` members.
    */
   establish(key: string, token: unknown, options?: OperationOptions): Verdict;
   /** Counters per outcome and code. */
@@ -636,6 +644,13 @@ export interface TransactionStore<V = unknown> {
    * retries it up to `maxRetries` times, then answers COMMIT_CONFLICT.
    */
   transaction(key: string, fn: (state: PersistedState | string | null) => TransactionResult<V>): MaybePromise<unknown>;
+  /**
+   * Optional, used instead of `transaction` when present: the same, with the state as text both
+   * ways — `fn` answers `{ nextStateText, change }` (write the text as it is) or null — and the
+   * store answers `{ version }` of the record it wrote (null: nothing written). With
+   * {@link CasStore.commitFrom} as well, it gets the gate's state cache (SqliteStore does).
+   */
+  textTransaction?(key: string, fn: (state: string | null) => { nextStateText: string; change: Change<V> } | null): MaybePromise<{ version: unknown } | null>;
   load?(key: string): MaybePromise<StoredRecord<V> | null | undefined>;
   /** Optional, synchronous: see {@link CasStore.encodeValue}. */
   encodeValue?(value: V): string;
@@ -650,8 +665,39 @@ export interface TransactionStore<V = unknown> {
  */
 export type StoreErrorReason = 'EVICTION_POLICY' | 'EVICTION_POLICY_UNKNOWN';
 
+/** What {@link Gate.transaction} runs: a function of the engine's transaction handle, or what the store's `checkBody` accepts (Redis: commands). */
+export type TransactionBody<R = unknown> = ((tx: any) => R | Promise<R>) | readonly unknown[] | object;
+
+/** The verdict of {@link Gate.transaction}: `result` is what the body returned, present when the verdict applied. */
+export type TransactionVerdict<R = unknown> = Verdict & { result?: R };
+
+/** A step the gate hands to {@link OwnDataStore.fencedTransaction} (docs/stores.md "Writing your own adapter"). */
+export interface FencedStep {
+  /** The gate's last known fence state text and version of the key (its state cache), or null. */
+  readonly cached: { state: string; version: unknown } | null;
+  /** The decision on the stored state text (null: no fence row): what to write, or null (refused: roll back, never run the body). */
+  decide(state: string | null): { nextStateText: string; change: Change<unknown> } | null;
+  /** The caller's statements: call it after the fence row is written, inside the transaction, with the engine's handle. */
+  run(handle: unknown): unknown;
+  /** The body as the caller passed it (for stores whose body is not a function). */
+  readonly body: unknown;
+}
+
+/**
+ * The own-data verbs a host store may have (each one a capability: the gate
+ * uses what is there). `fencedTransaction` answers `{ version }` of the fence
+ * row written, or null when refused; it throws with `conflict: true` for the
+ * engine's "retry the transaction" class and `commitUnknown: true` when it may
+ * have committed. `fenceIn` runs the step on the caller's handle.
+ */
+export interface OwnDataStore {
+  fencedTransaction?(key: string, step: FencedStep): MaybePromise<{ version: unknown } | null>;
+  fenceIn?(handle: unknown, key: string, step: Pick<FencedStep, 'decide'>): MaybePromise<void>;
+  checkBody?(body: unknown): void;
+}
+
 /** A host store: either callback shape. */
-export type HostStore<V = unknown> = CasStore<V> | TransactionStore<V>;
+export type HostStore<V = unknown> = (CasStore<V> | TransactionStore<V>) & OwnDataStore;
 
 /** Options of a host-store-backed {@link Gate}. */
 export interface HostGateOptions extends GateOptions {
@@ -694,14 +740,80 @@ export class Gate<V = unknown> {
   readonly shape: 'transaction' | 'compare-and-set';
   /** Fenced write of `value` (not `undefined`; use `delete`). */
   write(key: string, token: unknown, value: V, options?: OperationOptions): Promise<Verdict>;
-  /** Raises the mark with no data change (a new owner's barrier). */
+  /** Raises the mark with no data change (a new owner's barrier); an `opId` is INVALID_ARGUMENT. */
   establish(key: string, token: unknown, options?: OperationOptions): Promise<Verdict>;
   /** Counters per outcome and code. */
   counters(): GateCounters;
+  // ── The caller's own data (docs/stores.md "Your own data"): one block for Gate.transaction, fenceIn, fenceInSync ──
+  /**
+   * One transaction of the store's engine: the fence row of `key` is read (or, for a
+   * cached key, conditionally updated) and decided on; only when the verdict applies is
+   * the fence row written and `body(tx)` called with the engine's transaction handle (a
+   * pg `PoolClient`/`Client`, a postgres.js transaction `sql`, a mysql2 `PoolConnection`,
+   * a better-sqlite3 `Database`…), then both commit. A refusal or duplicate never calls
+   * `body` and writes nothing: it resolves to that verdict. On an applied verdict,
+   * `result` is what `body` returned. `body` may run again after a rolled-back
+   * serialization failure, deadlock or busy database (bounded by `maxRetries`): it must
+   * only touch `tx`. @throws FencegateError CALLBACK_FAILED (`cause`: the body's error,
+   * `verdict`: the decision rolled back; nothing written), COMMIT_UNKNOWN, COMMIT_CONFLICT,
+   * STORE_ERROR, INVALID_ARGUMENT (a store without `fencedTransaction`, a body that is not
+   * a function).
+   */
+  transaction<R = unknown, Tx = any>(key: string, token: unknown, body: (tx: Tx) => R | Promise<R>, options?: OperationOptions): Promise<Verdict & { result?: Awaited<R> }>;
+  /**
+   * The fence step inside a transaction the caller already has on `handle` (a pg client
+   * after BEGIN, a postgres.js `sql.begin` transaction, a mysql2 connection after
+   * `beginTransaction()`, an ORM transaction): the fence row is read with a row lock and
+   * written on that handle. Resolves to the verdict when it applies. @throws FencegateError
+   * with the refusal's code (STALE_TOKEN, SAME_EPOCH_REJECTED…) or DUPLICATE_OPERATION,
+   * `verdict` attached, so the caller's transaction rolls back; INVALID_ARGUMENT for a pool,
+   * an unknown handle or no open transaction (nothing written).
+   */
+  fenceIn(handle: unknown, key: string, token: unknown, options?: OperationOptions): Promise<Verdict>;
+  /** {@link Gate.fenceIn} for synchronous handles (better-sqlite3, bun:sqlite, `ctx.storage.sql`): the verdict, or throws at once. */
+  fenceInSync(handle: unknown, key: string, token: unknown, options?: OperationOptions): Verdict;
   /** Fenced maintenance delete: clears the value, keeps the fence record. */
   delete(key: string, token: unknown, options?: OperationOptions): Promise<Verdict>;
   /** Fenced delete of several keys, each fenced on its own (not atomic across keys). */
   deleteMany(keys: string[], token: unknown): Promise<Verdict[]>;
+  /**
+   * A fenced transaction over your own data (docs/stores.md "Your own data"):
+   * one transaction of the store's engine reads the fence row of `key`,
+   * decides, and only when the verdict applies writes the next fence state
+   * and runs `body(tx)` with the engine's transaction handle (SqliteStore: the
+   * `Database`, synchronously; PostgresStore: the pg client or postgres.js
+   * `sql`; a Durable Object transaction; Redis: a command list instead of a
+   * function), committing both together. A refusal or a duplicate op id never
+   * runs `body` and writes nothing. `body` may run again after a rolled-back
+   * serialization failure or busy database (bounded by `maxRetries`): it must
+   * touch only the handle it is given.
+   * Resolves to the verdict, with `result` (what `body` returned) when it applied.
+   * @throws FencegateError CALLBACK_FAILED (`cause`: the body's error, `verdict`:
+   * the decision that was rolled back; nothing written), COMMIT_UNKNOWN,
+   * COMMIT_CONFLICT, STORE_ERROR, INVALID_ARGUMENT (a store without
+   * `fencedTransaction`, a body it cannot run).
+   */
+  transaction<R = unknown>(key: string, token: unknown, body: TransactionBody<R>, options?: OperationOptions): Promise<TransactionVerdict<R>>;
+  /**
+   * The fence step inside a transaction you already have (an ORM's `tx`, a pg
+   * client after BEGIN, a mysql2 connection, a better-sqlite3 `Database` inside
+   * `db.transaction`): reads the fence row on `handle` with a row lock, decides,
+   * writes the next fence state on the same handle. Resolves to the verdict
+   * when it applies.
+   * @throws FencegateError with the refusal's code (STALE_TOKEN,
+   * SAME_EPOCH_REJECTED, …) or DUPLICATE_OPERATION (an op id already applied),
+   * `verdict` attached: throwing is what makes the surrounding transaction roll
+   * back. INVALID_ARGUMENT for a handle the store cannot run statements on, or
+   * that is not inside a transaction.
+   */
+  fenceIn(handle: unknown, key: string, token: unknown, options?: OperationOptions): Promise<Verdict>;
+  /**
+   * {@link Gate.fenceIn} for a synchronous handle (better-sqlite3, bun:sqlite, a
+   * Durable Object's `ctx.storage.sql` inside `transactionSync`): the verdict,
+   * or a throw at once. INVALID_ARGUMENT on a gate whose policy answers
+   * through a Promise (a `higherEpoch` ceiling function, host-verified Ed25519).
+   */
+  fenceInSync(handle: unknown, key: string, token: unknown, options?: OperationOptions): Verdict;
   /** Mark and value through the host's `load`. */
   read(key: string): Promise<Reading<V>>;
   /** The high-water mark (0 = no fence record). */
@@ -907,7 +1019,7 @@ export interface RequestIdReused {
 export interface AcquireArgs {
   /** 1..=512 UTF-8 bytes (the resource-key and signed-token scope limit). */
   scope: string;
-  /** 1..=256 UTF-8 bytes: the gate's holder limit, so `establish(key, lease.epoch, { holder: lease.holder })` always takes it. */
+  /** 1 to 256 UTF-8 bytes: the gate's holder limit, so `establish(key, lease.epoch, { holder: lease.holder })` always takes it. */
   holder: string;
   /** Lease length in ms, a safe integer ≥ 1; `now + ttlMs` must stay ≤ 2^53−1. */
   ttlMs: number;

@@ -3,7 +3,10 @@
 #   scripts/services.sh install           apt-get installs redis-server, postgresql and mariadb-server if missing
 #   scripts/services.sh start DIR         starts all three, writes DIR/env (source it)
 #   scripts/services.sh stop DIR          stops what `start DIR` started (by pid file / pg_ctl)
-# DIR/env exports FENCEGATE_REDIS_URL, FENCEGATE_PG_URL and FENCEGATE_MYSQL_URL.
+# DIR/env exports FENCEGATE_REDIS_URL, FENCEGATE_PG_URL and FENCEGATE_MYSQL_URL,
+# and FENCEGATE_S3_URL: moto's S3 server (PyPI `moto[server]`, an emulator of S3's
+# API with conditional PUTs; the most real S3-compatible server that installs from
+# the registries here: docs/stores.md "Objects: S3 and R2"), bucket `fencegate`.
 # Redis runs with no persistence (--save '' --appendonly no); PostgreSQL runs as
 # the postgres user (initdb/pg_ctl refuse root) with fsync off; MariaDB runs in
 # DIR (as root when started by root: --user=root) with its redo-log flush off,
@@ -29,6 +32,46 @@ install() {
     apt-get update -qq
     apt-get install -y -qq --no-install-recommends "${need[@]}" >/dev/null
   fi
+  moto_bin >/dev/null || {
+    echo "services: installing moto[server] $MOTO_VERSION (PyPI)"
+    python3 -m pip install -q --disable-pip-version-check "moto[server]==$MOTO_VERSION"
+  }
+}
+
+MOTO_VERSION=5.2.1
+
+# moto's S3 server, run by scripts/moto-s3.py (one request at a time: moto's own
+# threaded server does not make a conditional PUT atomic; see that file).
+moto_bin() {
+  python3 -c 'import moto.server, flask_cors, werkzeug' >/dev/null 2>&1 && { echo "python3 $(dirname "$0")/moto-s3.py"; return 0; }
+  return 1
+}
+
+# moto in DIR/moto on a free loopback port; waits until it answers, then creates
+# the bucket `fencegate`. Sets S3_PORT.
+start_moto() {
+  local dir=$1 bin i
+  bin=$(moto_bin) || { echo "services: moto is not installed (run: $0 install)" >&2; exit 1; }
+  mkdir -p "$dir/moto"
+  S3_PORT=$(free_port)
+  # shellcheck disable=SC2086
+  (exec $bin 127.0.0.1 "$S3_PORT" </dev/null >"$dir/moto/server.log" 2>&1) &
+  echo $! >"$dir/moto/moto.pid"
+  for i in $(seq 1 150); do
+    if node -e "require('net').connect($S3_PORT,'127.0.0.1').on('connect',()=>process.exit(0)).on('error',()=>process.exit(1))"; then break; fi
+    [ "$i" = 150 ] && { echo "services: moto did not answer within 15 s" >&2; cat "$dir/moto/server.log" >&2; exit 1; }
+    sleep 0.1
+  done
+  node -e "fetch('http://127.0.0.1:$S3_PORT/fencegate',{method:'PUT'}).then((r)=>process.exit(r.ok?0:1),()=>process.exit(1))" ||
+    { echo "services: moto: creating bucket fencegate failed" >&2; cat "$dir/moto/server.log" >&2; exit 1; }
+}
+
+stop_moto() {
+  local f="$1/moto/moto.pid" pid
+  [ -f "$f" ] || return 0
+  pid=$(cat "$f")
+  kill "$pid" 2>/dev/null || true
+  rm -f "$f"
 }
 
 mariadb_bin() {
@@ -69,6 +112,7 @@ start() {
     start >/dev/null || { cat "$dir/pg/server.log" >&2; exit 1; }
 
   start_mariadb "$dir"
+  start_moto "$dir"
 
   for _ in $(seq 1 50); do
     if node -e "require('net').connect($rport,'127.0.0.1').on('connect',()=>process.exit(0)).on('error',()=>process.exit(1))"; then break; fi
@@ -79,6 +123,8 @@ export FENCEGATE_REDIS_URL=redis://127.0.0.1:$rport
 export FENCEGATE_PG_URL=postgres://postgres@127.0.0.1:$pport/postgres
 export FENCEGATE_MYSQL_URL=mysql://fencegate:fgtestpw@127.0.0.1:$MYSQL_PORT/fencegate
 ENV
+  echo "export FENCEGATE_S3_URL=http://127.0.0.1:$S3_PORT" >>"$dir/env"
+  echo "services: moto S3 on 127.0.0.1:$S3_PORT (bucket fencegate)"
   echo "services: redis on 127.0.0.1:$rport, postgresql on 127.0.0.1:$pport, mariadb on 127.0.0.1:$MYSQL_PORT (env in $dir/env)"
 }
 
@@ -132,6 +178,7 @@ stop() {
     as_postgres "$bin/pg_ctl" -D "$dir/pg/data" -m immediate -w stop >/dev/null 2>&1 || true
   fi
   stop_mariadb "$dir"
+  stop_moto "$dir"
 }
 
 case "${1:-}" in

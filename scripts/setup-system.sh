@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Installs the Debian packages the tests drive for real: Chromium (browser
 # tests, through npm playwright-core), redis-server, PostgreSQL and MariaDB
-# (store adapters), etcd-server (the etcd adapter's 3-member cluster). Skips
+# (store adapters), etcd-server (the etcd adapter's 3-member cluster), and from
+# PyPI moto's S3 server (the S3 adapter's emulator: scripts/services.sh install). Skips
 # what is already installed; needs root (as on CI).
 set -euo pipefail
 need=()
@@ -16,3 +17,4 @@ if [ ${#need[@]} -gt 0 ]; then
   apt-get update -qq
   apt-get install -y -qq --no-install-recommends "${need[@]}" >/dev/null
 fi
+bash "$(dirname "$0")/services.sh" install

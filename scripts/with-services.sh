@@ -5,7 +5,7 @@
 # Installs redis-server / postgresql / mariadb-server / etcd-server with apt-get
 # when missing (CI).
 # The command sees FENCEGATE_REDIS_URL, FENCEGATE_PG_URL, FENCEGATE_MYSQL_URL,
-# FENCEGATE_ETCD_URLS
+# FENCEGATE_S3_URL (moto's S3 server, bucket `fencegate`), FENCEGATE_ETCD_URLS
 # (all members, comma-separated), FENCEGATE_ETCD_URL (the first member),
 # FENCEGATE_ETCD_DIR (for scripts/etcd-cluster.sh stop-member / start-member)
 # and FENCEGATE_REQUIRE_SERVICES=1

@@ -63,12 +63,12 @@ impl<'de> Deserialize<'de> for Dec {
         impl Visitor<'_> for V {
             type Value = Dec;
             fn expecting(&self, f: &mut fmt::Formatter) -> fmt::Result {
-                f.write_str("canonical decimal text in 0..=2^64-1")
+                f.write_str("canonical decimal text in 0 to 2^64-1")
             }
             fn visit_str<E: de::Error>(self, text: &str) -> Result<Dec, E> {
                 decimal(text).map(Dec).ok_or_else(|| {
                     E::custom(format_args!(
-                        "{} is not canonical decimal text in 0..=2^64-1",
+                        "{} is not canonical decimal text in 0 to 2^64-1",
                         to_text(&crate::state::cut(text, 40))
                     ))
                 })

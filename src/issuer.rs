@@ -228,7 +228,7 @@ fn decimal(text: &str, what: &str) -> Result<u64, StateError> {
     }
     parse_token(text).map_err(|_| {
         StateError(format!(
-            "issuer {what} {} is not canonical decimal text in 0..=2^64-1",
+            "issuer {what} {} is not canonical decimal text in 0 to 2^64-1",
             quoted(text)
         ))
     })
@@ -320,7 +320,7 @@ impl IssuerState {
                         let ttl_ms = decimal(ttl, "lease ttlMs")?;
                         if ttl_ms == 0 || ttl_ms > MAX_SAFE_INTEGER {
                             return Err(StateError(format!(
-                                "issuer lease ttlMs {ttl_ms} is not in 1..=2^53-1 ms"
+                                "issuer lease ttlMs {ttl_ms} is not in 1 to 2^53-1 ms"
                             )));
                         }
                         LeaseForm::Keyed { id, ttl_ms }

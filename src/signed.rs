@@ -200,19 +200,19 @@ impl Claims {
         }
         if !valid_kid(&self.kid) {
             return Err(SignedError::InvalidArgument(format!(
-                "a key id is 1..={MAX_KID_LEN} characters of [A-Za-z0-9._-], got {}",
+                "a key id is 1 to {MAX_KID_LEN} characters of [A-Za-z0-9._-], got {}",
                 quoted(&self.kid)
             )));
         }
         if self.scope.is_empty() || self.scope.len() > MAX_SCOPE_LEN {
             return Err(SignedError::InvalidArgument(format!(
-                "a scope is 1..={MAX_SCOPE_LEN} UTF-8 bytes, got {}",
+                "a scope is 1 to {MAX_SCOPE_LEN} UTF-8 bytes, got {}",
                 self.scope.len()
             )));
         }
         if self.lease_id.len() > MAX_LEASE_ID_LEN {
             return Err(SignedError::InvalidArgument(format!(
-                "a lease id is 0..={MAX_LEASE_ID_LEN} UTF-8 bytes, got {}",
+                "a lease id is 0 to {MAX_LEASE_ID_LEN} UTF-8 bytes, got {}",
                 self.lease_id.len()
             )));
         }
@@ -545,7 +545,7 @@ impl Key {
     pub fn hmac(secret: &[u8]) -> Result<Key, SignedError> {
         if !(MIN_HMAC_KEY_LEN..=MAX_HMAC_KEY_LEN).contains(&secret.len()) {
             return Err(SignedError::InvalidArgument(format!(
-                "an HMAC-SHA256 secret is {MIN_HMAC_KEY_LEN}..={MAX_HMAC_KEY_LEN} bytes, got {}",
+                "an HMAC-SHA256 secret is {MIN_HMAC_KEY_LEN} to {MAX_HMAC_KEY_LEN} bytes, got {}",
                 secret.len()
             )));
         }
@@ -758,7 +758,7 @@ impl Keyring {
     pub fn insert(&mut self, kid: &str, key: Key) -> Result<(), SignedError> {
         if !valid_kid(kid) {
             return Err(SignedError::InvalidArgument(format!(
-                "a key id is 1..={MAX_KID_LEN} characters of [A-Za-z0-9._-], got {}",
+                "a key id is 1 to {MAX_KID_LEN} characters of [A-Za-z0-9._-], got {}",
                 quoted(kid)
             )));
         }
@@ -783,7 +783,7 @@ impl Keyring {
     pub fn retire(&mut self, kid: &str) -> Result<(), SignedError> {
         if !valid_kid(kid) {
             return Err(SignedError::InvalidArgument(format!(
-                "a key id is 1..={MAX_KID_LEN} characters of [A-Za-z0-9._-], got {}",
+                "a key id is 1 to {MAX_KID_LEN} characters of [A-Za-z0-9._-], got {}",
                 quoted(kid)
             )));
         }

@@ -190,7 +190,7 @@ impl ResourceState {
             Some(h) if !h.is_empty() && h.len() <= MAX_HOLDER_BYTES => Some(h),
             _ => {
                 return Err(StateError(format!(
-                    "holder must be null or a string of 1..={MAX_HOLDER_BYTES} bytes"
+                    "holder must be null or a string of 1 to {MAX_HOLDER_BYTES} bytes"
                 )))
             }
         };

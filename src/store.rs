@@ -198,9 +198,12 @@ pub(crate) fn apply_to<V>(
     check: impl FnOnce(u64) -> (Verdict, Option<String>),
     insert: impl FnOnce(Entry<V>),
 ) -> Verdict {
+    // A signed token's verified lease id is the holder, whatever `holder` the
+    // operation names: a self-declared name cannot make two owners of one
+    // epoch look like one (docs/signed-tokens.md).
     fn with_claim<'a>(meta: &OpMeta<'a>, claimed: &'a Option<String>) -> OpMeta<'a> {
         OpMeta {
-            holder: meta.holder.or(claimed.as_deref()),
+            holder: claimed.as_deref().or(meta.holder),
             ..*meta
         }
     }

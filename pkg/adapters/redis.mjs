@@ -20,7 +20,9 @@
 // client from `createClient`, connected); this module imports only the codec.
 // node-redis runs the same script through EVALSHA (falling back to EVAL when the
 // server lost its script cache) with `sendCommand`, so RESP2 and RESP3 clients
-// and any type mapping read the same.
+// read the same; string replies are read as text whether the client's type
+// mapping gives strings or bytes (Buffer), and any other mapping of them is a
+// STORE_ERROR that names the mapping (reason TYPE_MAPPING).
 import { valueCodec } from '../lib/codec.mjs';
 import { FencegateError } from '../lib/errors.mjs';
 import { codecOf, encodeWith, encodedOf, loadedRecord, storeOptions, CODEC_OPTIONS } from './support.mjs';
@@ -177,11 +179,37 @@ function isErrorReply(e) {
   return false;
 }
 
-/** A CONFIG GET reply as `[name, value, …]`: RESP2 arrays, RESP3 maps (a Map or a plain object). */
+const utf8 = new TextDecoder('utf-8', { fatal: true });
+
+/**
+ * A node-redis string reply as text, whatever the client's type mapping made
+ * of it (`withTypeMapping`): a string, or bytes (`Buffer`, any Uint8Array:
+ * UTF-8). Anything else is STORE_ERROR naming the mapping (RedisStore reads
+ * strings and bytes; docs/stores.md "Redis").
+ */
+function textOf(x) {
+  if (typeof x === 'string') return x;
+  if (x instanceof Uint8Array) {
+    try {
+      return utf8.decode(x);
+    } catch (cause) {
+      throw new FencegateError('STORE_ERROR', 'RedisStore read a reply that is not UTF-8 text', { reason: 'TYPE_MAPPING', cause });
+    }
+  }
+  throw new FencegateError(
+    'STORE_ERROR',
+    `RedisStore read a string reply as ${x === null ? 'null' : typeof x === 'object' ? `an object (${Object.prototype.toString.call(x)})` : `a ${typeof x}`}: ` +
+      "the node-redis client's type mapping (withTypeMapping) turns Redis strings into something else; RedisStore reads them as strings or bytes (Buffer), so map BLOB_STRING and SIMPLE_STRING to String or Buffer",
+    { reason: 'TYPE_MAPPING' },
+  );
+}
+
+/** A CONFIG GET reply as `[name, value, …]` of texts: RESP2 arrays, RESP3 maps (a Map, a plain object or an array of pairs), strings or bytes. */
 function pairs(reply) {
-  if (reply instanceof Map) return [...reply].flat();
-  if (reply !== null && typeof reply === 'object' && !Array.isArray(reply)) return Object.entries(reply).flat();
-  return reply;
+  let flat = reply;
+  if (reply instanceof Map) flat = [...reply].flat();
+  else if (reply !== null && typeof reply === 'object' && !Array.isArray(reply)) flat = Object.entries(reply).flat();
+  return Array.isArray(flat) ? flat.map((x) => (typeof x === 'string' || x instanceof Uint8Array ? textOf(x) : x)) : flat;
 }
 
 /** The commands the store sends, over ioredis (a defined Lua command) or node-redis (`sendCommand`). */
@@ -210,7 +238,7 @@ function driverOf(redis) {
       let sha = null;
       return async (key, args) => {
         const tail = ['1', key, ...args];
-        sha ??= String(await send(['SCRIPT', 'LOAD', lua]));
+        sha ??= textOf(await send(['SCRIPT', 'LOAD', lua]));
         try {
           return await send(['EVALSHA', sha, ...tail]);
         } catch (e) {
@@ -224,7 +252,7 @@ function driverOf(redis) {
     return {
       hmget: async (key) => {
         const r = await send(['HMGET', key, 'state', 'value', 'version']);
-        return r.map((x) => (x === null || x === undefined ? null : String(x)));
+        return r.map((x) => (x === null || x === undefined ? null : textOf(x)));
       },
       cas: async (key, args) => Number(await script(key, args)),
       casFrom: async (key, expected, next, change) => Number(await scriptFrom(key, expected === null ? [next, change] : [expected, next, change])),

@@ -40,6 +40,8 @@ export class SqliteStore<V = unknown> {
   /** The stored text of `value`; FencegateError INVALID_ARGUMENT (with `path`) when the codec refuses it. */
   encodeValue(value: V): string;
   transaction(key: string, fn: (state: string | null) => { nextState: object; change: { kind: string; value?: V; encoded?: string } } | null): boolean;
+  /** The gate's verb: `fn` answers the next state as text (written as it is); answers `{ version }` written, or null. */
+  textTransaction(key: string, fn: (state: string | null) => { nextStateText: string; change: { kind: string; value?: V; encoded?: string } } | null): { version: number } | null;
   load(key: string): { state: string; version: number; value?: V } | null;
   /**
    * The commit of a gate's state cache: one `UPDATE … WHERE key = ? AND version = ? AND state = ?`
@@ -52,4 +54,17 @@ export class SqliteStore<V = unknown> {
     nextText: string,
     change: { kind: string; value?: V; encoded?: string },
   ): { version: number } | false;
+  /**
+   * Gate.transaction's verb: one IMMEDIATE transaction that reads (or, from the gate's cache,
+   * conditionally updates) the fence row, writes the next fence state, then runs the caller's
+   * statements synchronously on this Database (`step.run(db)`); a body that returns a Promise is
+   * refused (INVALID_ARGUMENT, rolled back). Answers `{ version }` of the fence row, or null (refused).
+   */
+  fencedTransaction(key: string, step: import('fencegate').FencedStep): { version: number } | null;
+  /**
+   * Gate.fenceIn/fenceInSync's verb: the fence step on this store's Database inside the caller's open
+   * transaction (`db.transaction(…)`, Drizzle's better-sqlite3 `db.transaction`). INVALID_ARGUMENT when
+   * no transaction is open or `handle` is not this Database (nor an ORM transaction over it).
+   */
+  fenceIn(handle: unknown, key: string, step: Pick<import('fencegate').FencedStep, 'decide'>): void;
 }

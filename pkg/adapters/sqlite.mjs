@@ -66,7 +66,6 @@ export class SqliteStore {
   #db;
   #select;
   #insert;
-  #update;
   #updateVersion;
   #from;
   #run;
@@ -121,14 +120,9 @@ export class SqliteStore {
       delete: `UPDATE "${table}" SET state = ?, value = NULL, version = version + 1 WHERE key = ?`,
       none: `UPDATE "${table}" SET state = ?, version = version + 1 WHERE key = ?`,
     };
-    this.#update = {};
-    // the same, answering the version written, for a gate with a state cache (it remembers it; see commitFrom)
+    // each answering the version written (the gate's state cache remembers it)
     this.#updateVersion = {};
-    for (const [kind, text] of Object.entries(updates)) {
-      const plain = prepare(text);
-      this.#update[kind] = plain.run.bind(plain);
-      this.#updateVersion[kind] = one(prepare(`${text} RETURNING version`));
-    }
+    for (const [kind, text] of Object.entries(updates)) this.#updateVersion[kind] = one(prepare(`${text} RETURNING version`));
     // commitFrom: one conditional statement each (the precondition is the WHERE clause), answering the version written
     this.#from = {
       insert: one(prepare(`INSERT INTO "${table}" (key, state, value, version) VALUES (?, ?, ?, 1) ON CONFLICT (key) DO NOTHING RETURNING version`)),
@@ -136,28 +130,22 @@ export class SqliteStore {
       delete: one(prepare(`UPDATE "${table}" SET state = ?, value = NULL, version = version + 1 WHERE key = ? AND version = ? AND state = ? RETURNING version`)),
       none: one(prepare(`UPDATE "${table}" SET state = ?, version = version + 1 WHERE key = ? AND version = ? AND state = ? RETURNING version`)),
     };
+    /** One transaction's write: the version written, or null when `fn` answers null (rejected: nothing written). */
     const apply = (key, fn) => {
       const stored = selectState(key); // the state text; no row: undefined (better-sqlite3), null (bun:sqlite)
       const out = fn(stored == null ? null : stored);
-      if (out === null || out === undefined) return false; // rejected: write nothing
+      if (out === null || out === undefined) return null; // rejected: write nothing
       const state = stateTextOf(out);
       const { change } = out;
       const value = change.kind === 'set' ? encodedOf(this, change) : null;
-      // A gate's answer with an empty `version` slot (lib/driver.mjs TextAnswer, gates with a state
-      // cache) learns the version written; other answers get the UPDATE without RETURNING.
-      const update = out.version === null ? this.#updateVersion : this.#update;
-      let version = 1;
+      const update = this.#updateVersion;
       if (stored == null) {
         this.#insert.run(key, state, value);
-      } else if (change.kind === 'set') {
-        version = update.set(state, value, key);
-      } else if (change.kind === 'delete') {
-        version = update.delete(state, key);
-      } else {
-        version = update.none(state, key);
+        return 1;
       }
-      if (out.version === null) out.version = version;
-      return true;
+      if (change.kind === 'set') return update.set(state, value, key);
+      if (change.kind === 'delete') return update.delete(state, key);
+      return update.none(state, key);
     };
     this.#run = db.transaction(apply);
     // The fence row's state and version, read inside a transaction (fencedTransaction, fenceIn)
@@ -232,8 +220,23 @@ export class SqliteStore {
     this.#fence(key, step, null);
   }
 
-  /** Runs `fn(state)` in one IMMEDIATE transaction and writes what it returns (or nothing). */
+  /** Runs `fn(state)` in one IMMEDIATE transaction and writes what it returns (or nothing); true when it wrote. */
   transaction(key, fn) {
+    return this.#immediate(key, fn) !== null;
+  }
+
+  /**
+   * The gate's transaction verb (docs/stores.md "Writing your own adapter"):
+   * `fn(stateText | null)` answers `{ nextStateText, change }` (written as it
+   * is, with the change, in the same IMMEDIATE transaction) or null (nothing
+   * written). Answers `{ version }` of the row written, or null.
+   */
+  textTransaction(key, fn) {
+    const version = this.#immediate(key, fn);
+    return version === null ? null : { version };
+  }
+
+  #immediate(key, fn) {
     // A callback inside our own transaction (encode/decode, an audit hook)
     // that writes through a gate again would commit inside this transaction
     // and then be overwritten by it: refuse it (the gate reports STORE_ERROR).
@@ -247,15 +250,6 @@ export class SqliteStore {
     } finally {
       this.#busy = false;
     }
-  }
-
-  /**
-   * The gate may hand this store's transaction a plain answer: it writes
-   * `nextStateText` as it is and reads `nextState` only for an answer without
-   * text (lib/driver.mjs `TAKES_STATE_TEXT`).
-   */
-  get [Symbol.for('fencegate.takesStateText')]() {
-    return true;
   }
 
   /**

@@ -233,6 +233,7 @@ export function parseCommand(argv, readFile) {
     if (!/^(0|[1-9][0-9]*)$/.test(values.now) || !Number.isSafeInteger(Number(values.now))) fail('--now is host time in ms');
     now = Number(values.now);
   }
+  if (values.epochs !== undefined && values.epochs !== 'number' && values.epochs !== 'bigint') fail(`--epochs is number or bigint, got ${JSON.stringify(values.epochs)}`);
   const resources = storeOf(values, '');
   if (resources === null) fail('name the store: --sqlite FILE, --redis URL, --postgres URL or --mysql URL');
   const issuerStore = storeOf(values, 'issuer-');

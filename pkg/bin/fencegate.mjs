@@ -16,7 +16,11 @@
 // and a key it split wrongly could raise an issuer from a key nobody named.
 // Prints the JSON report of `reconcile()`.
 // Exit status: 0 done (changes or not), 3 done but some keys could not be read
-// or repaired (see `errors` in the report), 1 failed (JSON error on stderr), 2 usage.
+// or repaired (see `errors` in the report), 1 failed (JSON error on stderr), 2
+// usage: a malformed command line (the usage text), or an argument's value the
+// library refused before anything was written (INVALID_ARGUMENT: a bad key,
+// table name or --scopes entry; the JSON error on stderr). One rule: 2 is what
+// the caller must change in the command, 1 what went wrong while running it.
 //
 // No password reaches stdout or stderr: every secret the store URLs (or
 // PGPASSWORD / REDISCLI_AUTH / MYSQL_PWD) carry is masked in everything printed, URL
@@ -38,7 +42,8 @@ const USAGE = `usage: fencegate reconcile (--sqlite FILE | --redis URL | --postg
   --key KEY          one resource key of the --scope before it, exactly as written (repeat it)
   --scopes FILE      JSON: { "scope": ["key", …] } or [{ "scope": "…", "keys": ["…"] }]
   Exit status: 0 done, 3 done but some keys could not be read or repaired,
-  1 failed (JSON error on stderr), 2 usage. See docs/restore.md.`;
+  1 failed (JSON error on stderr), 2 usage (a bad command line, or an argument
+  the library refused: JSON error with code INVALID_ARGUMENT). See docs/restore.md.`;
 
 export { secretsIn, redact };
 
@@ -72,7 +77,7 @@ function redactStrings(value) {
 /** The last error event of a store driver (a connection failure behind "Connection is closed."). */
 let lastDriverError = null;
 
-/** Prints a failure as a JSON error on stderr (masked) and exits 1. */
+/** Prints a failure as a JSON error on stderr (masked) and exits 1, or 2 for INVALID_ARGUMENT (an argument to change: a usage error). */
 function fail(e) {
   let code = null;
   let message;
@@ -84,7 +89,7 @@ function fail(e) {
   }
   const driver = typeof lastDriverError?.message === 'string' ? { driver: lastDriverError.message } : {};
   rawErr(`${redact(json({ error: { code, message, ...driver } }), SECRETS)}\n`);
-  process.exit(1);
+  process.exit(code === 'INVALID_ARGUMENT' ? 2 : 1);
 }
 process.on('uncaughtException', fail);
 process.on('unhandledRejection', fail);

@@ -6,6 +6,7 @@
 // Express is an optional peer dependency: this module does not import it.
 import { readFencing, verdictReply, errorReply, tokenProblemReply } from './http.mjs';
 import { fencingOptions } from '../adapters/support.mjs';
+import { FencegateError } from '../lib/errors.mjs';
 
 function send(res, reply) {
   res.status(reply.status);
@@ -45,14 +46,25 @@ export function fencing(fencing) {
  * reject the returned Promise (Express 5 passes them to its error handler).
  */
 export async function fenced(res, run) {
-  const f = res.locals?.fencing;
-  if (f === undefined) throw new TypeError('fenced(res, run) needs the fencing() middleware on this route');
-  let reply;
+  let f;
   try {
-    reply = verdictReply(await run(f.token, f.options), f, f.reply);
+    f = res.locals?.fencing;
+  } catch {
+    f = undefined; // not a response: said below
+  }
+  if (f === undefined || f === null || typeof f !== 'object') {
+    throw new FencegateError('INVALID_ARGUMENT', 'fenced(res, run) needs the fencing() middleware on this route', { option: 'res' });
+  }
+  if (typeof run !== 'function') throw new FencegateError('INVALID_ARGUMENT', 'fenced(res, run): run must be a function (token, options) => verdict', { option: 'run' });
+  let reply;
+  let verdict;
+  try {
+    verdict = await run(f.token, f.options);
   } catch (e) {
     reply = errorReply(e, f.key, f.reply);
     if (reply === null) throw e;
   }
+  // A result that is not a verdict is the handler's bug: INVALID_ARGUMENT rejects (Express's error handler).
+  if (reply === undefined) reply = verdictReply(verdict, f, f.reply);
   send(res, reply);
 }

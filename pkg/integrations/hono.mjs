@@ -6,6 +6,7 @@
 // Hono is an optional peer dependency: this module does not import it.
 import { readFencing, verdictReply, errorReply, tokenProblemReply, toResponse } from './http.mjs';
 import { fencingOptions } from '../adapters/support.mjs';
+import { FencegateError } from '../lib/errors.mjs';
 
 /**
  * Middleware: sets `c.var.fencing` = `{ key, token, header, problem, options }`
@@ -39,13 +40,24 @@ export function fencing(fencing) {
  * (Hono's error handler sees them).
  */
 export async function fenced(c, run) {
-  const f = c.get('fencing');
-  if (f === undefined) throw new TypeError('fenced(c, run) needs the fencing() middleware on this route');
+  let f;
   try {
-    return toResponse(verdictReply(await run(f.token, f.options), f, f.reply));
+    f = c.get('fencing');
+  } catch {
+    f = undefined; // not a Hono context: said below
+  }
+  if (f === undefined || f === null || typeof f !== 'object') {
+    throw new FencegateError('INVALID_ARGUMENT', 'fenced(c, run) needs the fencing() middleware on this route', { option: 'c' });
+  }
+  if (typeof run !== 'function') throw new FencegateError('INVALID_ARGUMENT', 'fenced(c, run): run must be a function (token, options) => verdict', { option: 'run' });
+  let verdict;
+  try {
+    verdict = await run(f.token, f.options);
   } catch (e) {
     const reply = errorReply(e, f.key, f.reply);
     if (reply === null) throw e;
     return toResponse(reply);
   }
+  // A result that is not a verdict is the handler's bug: INVALID_ARGUMENT thrown to Hono's error handler.
+  return toResponse(verdictReply(verdict, f, f.reply));
 }

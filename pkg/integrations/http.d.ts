@@ -27,21 +27,33 @@ export interface HeaderNames {
   holder?: string;
 }
 
-/** Options of the reply functions and middleware. Any other name (here or in `headers`) is INVALID_ARGUMENT at the call. */
+/**
+ * Options of the reply functions and middleware, checked at the call (INVALID_ARGUMENT): any other
+ * name (here or in `headers`); a header name that is not an HTTP field name (RFC 9110 token
+ * characters, not empty) or two members naming one header; a `retryAfter` that is not a whole
+ * number of seconds 0..2^31−1.
+ */
 export interface FenceOptions {
   headers?: HeaderNames;
   /** Prefix of problem `type` URIs; default {@link PROBLEM_TYPE_BASE}. E.g. your docs URL. */
   typeBase?: string;
-  /** Seconds sent in `Retry-After` on 503 answers (STORE_ERROR, COMMIT_CONFLICT, COMMIT_UNKNOWN); default 1. */
+  /** Whole seconds (0..2^31−1; a fraction is INVALID_ARGUMENT) sent in `Retry-After` on 503 answers (STORE_ERROR, COMMIT_CONFLICT, COMMIT_UNKNOWN); default 1. */
   retryAfter?: number;
 }
 
-/** Where headers come from: a Fetch `Request` or `Headers`, or Node's `req.headers` object. */
+/**
+ * Where headers come from, read by shape (never by class): an object with `get(name)` (a Fetch
+ * `Headers` of any implementation, a `Map`; `null`/`undefined` = absent), an object with `headers`
+ * (a `Request` of any implementation, Node's `IncomingMessage`), or Node's `req.headers` object
+ * (names matched case-insensitively). A value that is not text is INVALID_ARGUMENT.
+ */
 export type HeaderSource =
   | Request
   | Headers
-  | { get(name: string): string | null }
-  | Record<string, string | string[] | undefined>;
+  | { get(name: string): string | null | undefined }
+  | { headers: { get(name: string): string | null | undefined } | Record<string, string | string[] | number | undefined> }
+  | Map<string, string | string[]>
+  | Record<string, string | string[] | number | undefined>;
 
 /** What {@link readFencing} found. */
 export interface FencingInput {
@@ -124,7 +136,11 @@ export interface Reply<B = FencedBody | RefusalProblem | ErrorProblem> {
   body: B;
 }
 
-/** The reply to a verdict: 200 + {@link FencedBody}, or `statusFor(code)` + {@link RefusalProblem}. */
+/**
+ * The reply to a verdict: 200 + {@link FencedBody}, or `statusFor(code)` + {@link RefusalProblem}.
+ * @throws FencegateError INVALID_ARGUMENT (`returned`) when `verdict` is not a gate's verdict (undefined,
+ *   an array, another result), saying what it is.
+ */
 export function verdictReply(verdict: Verdict, input?: FencingInput | null, options?: FenceOptions): Reply<FencedBody | RefusalProblem>;
 
 /** The reply to a thrown FencegateError (503s carry `retry-after`); `null` for any other value. */
@@ -136,7 +152,10 @@ export function tokenProblemReply(key: string, input: FencingInput, mark: Epoch 
 /** A Fetch `Response` carrying a reply (JSON text body). */
 export function toResponse(reply: Reply): Response;
 
-/** Runs a fenced operation; `run` calls the gate with the token and the header options. */
+/**
+ * Runs a fenced operation; `run` calls the gate with the token and the header options and must
+ * return (or resolve to) its verdict. A signed token's lease id is the holder whatever `holder` says.
+ */
 export type FencedRun = (token: Epoch | string | undefined, options: OperationOptions) => Verdict | Promise<Verdict>;
 
 /**
@@ -144,7 +163,8 @@ export type FencedRun = (token: Epoch | string | undefined, options: OperationOp
  * FencegateError (from the headers or the gate) becomes a problem reply; any
  * other error is rethrown.
  * @throws FencegateError INVALID_ARGUMENT (a rejected Promise) for an unknown or mistyped option, before the
- *   request is read or `run` is called.
+ *   request is read or `run` is called; also when `run`'s result is not a verdict (`returned`:
+ *   what it was; the operation may have been applied), instead of answering.
  */
 export function fenceReply(source: HeaderSource, key: string, run: FencedRun, options?: FenceOptions): Promise<Reply>;
 

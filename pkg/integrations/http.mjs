@@ -5,18 +5,14 @@
 // reasons: docs/http.md. Framework middleware (fencegate/hono,
 // fencegate/express) is built on the neutral functions here.
 import { parseToken, FencegateError } from '../lib/core.mjs';
-import { checkMembers } from '../adapters/support.mjs';
+import { replyOptions, headerNames } from '../adapters/support.mjs';
 
-/** The names of {@link FenceOptions} and of its `headers`. */
-const FENCE_OPTIONS = { headers: 'object', typeBase: 'string', retryAfter: 'number' };
-const HEADER_NAMES = { token: 'string', opId: 'string', holder: 'string' };
-
-/** Reply/fence options checked (unknown names and wrong types are INVALID_ARGUMENT). */
+/** Reply/fence options checked (unknown names, wrong types, bad header names and a non-integer retryAfter are INVALID_ARGUMENT). */
 function fenceOptions(options, what) {
-  options = checkMembers(options, what, FENCE_OPTIONS);
-  if (options.headers !== undefined) options.headers = checkMembers(options.headers, `${what} headers`, HEADER_NAMES);
-  return options;
+  return replyOptions(options, what);
 }
+
+const own = (table, code) => typeof code === 'string' && Object.hasOwn(table, code);
 
 /** The request header carrying the fencing token (decimal epoch or signed `fg1.` text). */
 export const TOKEN_HEADER = 'Fencing-Token';
@@ -57,6 +53,9 @@ const STATUS = {
   CORRUPT_STATE: 500,
   EPOCH_OVERFLOW: 500,
   NOT_INITIALIZED: 500,
+  DUPLICATE_OPERATION: 409,
+  CALLBACK_FAILED: 500,
+  GUARD_REFUSED: 500,
 };
 
 const TITLE = {
@@ -86,6 +85,9 @@ const TITLE = {
   CORRUPT_STATE: 'Stored fence state is corrupt',
   EPOCH_OVERFLOW: 'Epochs exhausted',
   NOT_INITIALIZED: 'fencegate not initialized',
+  DUPLICATE_OPERATION: 'Operation already applied',
+  CALLBACK_FAILED: 'The fenced transaction failed',
+  GUARD_REFUSED: 'Change refused by the database guard',
 };
 
 // Statuses that a client may retry as is: they carry Retry-After.
@@ -97,7 +99,7 @@ const RETRYABLE = new Set(['STORE_ERROR', 'COMMIT_CONFLICT', 'COMMIT_UNKNOWN']);
  */
 export function statusFor(code) {
   if (code === null || code === undefined) return 200;
-  return STATUS[code] ?? 500;
+  return own(STATUS, code) ? STATUS[code] : 500; // only the table's own entries: never Object.prototype's
 }
 
 // Op ids and holders in headers: visible ASCII only. Header bytes above 0x7F
@@ -106,14 +108,63 @@ export function statusFor(code) {
 const OP_ID_RE = /^[\x21-\x2b\x2d-\x7e]{1,128}$/;
 const HOLDER_RE = /^[\x21-\x2b\x2d-\x7e]{1,256}$/;
 
-/** Looks a header up in a Fetch `Headers`/`Request` or a Node-style header object. */
+/**
+ * Looks a header up by the source's shape, never its class (a Request or
+ * Headers of another realm or package, a polyfill, a framework's class, a
+ * `Map`): an object with `get(name)` is asked for the name and its lower-case
+ * form (a `Map` with differently cased keys is searched); else an object with
+ * a `headers` member is read through it (a Request, Node's IncomingMessage);
+ * else the object's own members are the headers, matched case-insensitively
+ * (RFC 9110 §5.1). `null` or `undefined` from any of them is "absent"; an
+ * array of texts is joined with ", " (Node's repeated headers); other values
+ * are INVALID_ARGUMENT, as is a source that throws while read.
+ */
 function header(source, name) {
   if (source === null || typeof source !== 'object') return null;
-  const headers = typeof Request === 'function' && source instanceof Request ? source.headers : source;
-  if (typeof headers.get === 'function') return headers.get(name);
-  const v = headers[name.toLowerCase()];
+  try {
+    return headerText(headersOf(source), name);
+  } catch (e) {
+    if (e instanceof FencegateError) throw e;
+    throw new FencegateError('INVALID_ARGUMENT', `reading the ${name} header threw: ${e instanceof Error ? e.message : 'a non-error value'}`, { header: name, cause: e });
+  }
+}
+
+function headersOf(source) {
+  if (typeof source.get === 'function') return source;
+  const h = source.headers;
+  if (h !== null && typeof h === 'object') return h;
+  return source;
+}
+
+function headerText(headers, name) {
+  const lower = name.toLowerCase();
+  let v;
+  if (typeof headers.get === 'function') {
+    v = headers.get(name);
+    if (v === undefined || v === null) v = headers.get(lower);
+    if ((v === undefined || v === null) && headers instanceof Map) {
+      for (const [k, value] of headers) {
+        if (typeof k === 'string' && k.toLowerCase() === lower && value !== undefined && value !== null) {
+          v = value;
+          break;
+        }
+      }
+    }
+  } else {
+    v = Object.hasOwn(headers, lower) ? headers[lower] : undefined;
+    if (v === undefined || v === null) {
+      const found = [];
+      for (const k of Object.keys(headers)) {
+        if (k.toLowerCase() === lower && headers[k] !== undefined && headers[k] !== null) found.push(headers[k]);
+      }
+      v = found.length === 0 ? undefined : found.length === 1 ? found[0] : found.flat();
+    }
+  }
   if (v === undefined || v === null) return null;
-  return Array.isArray(v) ? v.join(', ') : String(v);
+  if (typeof v === 'string') return v;
+  if (typeof v === 'number' || typeof v === 'bigint' || typeof v === 'boolean') return String(v);
+  if (Array.isArray(v) && v.every((x) => typeof x === 'string')) return v.join(', ');
+  throw new FencegateError('INVALID_ARGUMENT', `the ${name} header is not text (a string, or an array of strings)`, { header: name });
 }
 
 function badHeader(name, value, what) {
@@ -131,7 +182,7 @@ function badHeader(name, value, what) {
  *   present but not 1..128 (holder 1..256) visible ASCII characters without commas.
  */
 export function readFencing(source, names = {}) {
-  names = checkMembers(names, 'readFencing header names', HEADER_NAMES);
+  names = headerNames(names, 'readFencing header names');
   const tokenName = names.token ?? TOKEN_HEADER;
   const opIdName = names.opId ?? OP_ID_HEADER;
   const holderName = names.holder ?? HOLDER_HEADER;
@@ -163,6 +214,74 @@ export function readFencing(source, names = {}) {
     options.holder = holder;
   }
   return { token, header: text, problem, options };
+}
+
+/** The `code` of a FencegateError (of any copy of the package), else null; a getter or trap that throws reads as "not one". */
+function codeOf(error) {
+  try {
+    if (error === null || typeof error !== 'object' || error.name !== 'FencegateError' || typeof error.code !== 'string') return null;
+    return error.code;
+  } catch {
+    return null;
+  }
+}
+
+function messageOf(error) {
+  try {
+    const m = error.message;
+    return typeof m === 'string' ? m : 'the request was refused';
+  } catch {
+    return 'the request was refused';
+  }
+}
+
+const OUTCOMES = ['advance', 'accept', 'duplicate', 'reject'];
+
+function isEpoch(x) {
+  return (typeof x === 'number' && Number.isSafeInteger(x) && x >= 0) || (typeof x === 'bigint' && x >= 0n && x <= 0xffff_ffff_ffff_ffffn);
+}
+
+/** What a non-verdict is, for the message: never its own conversions. */
+function whatIs(x) {
+  if (x === undefined) return 'undefined (a handler with braces and no `return`?)';
+  if (x === null) return 'null';
+  if (Array.isArray(x)) return 'an array';
+  if (typeof x !== 'object') return `a ${typeof x}`;
+  if ('changed' in x && 'floor' in x) return "quarantine()'s result, not a verdict";
+  if ('hasValue' in x) return "read()'s result, not a verdict";
+  if ('leaseId' in x || 'lease' in x) return "an Issuer's result, not a verdict";
+  return `an object without a verdict's members (outcome ${typeof x.outcome === 'string' ? JSON.stringify(x.outcome.slice(0, 40)) : typeof x.outcome})`;
+}
+
+/**
+ * `x` when it is a gate's verdict (`{ key, ok, outcome, code, token,
+ * markBefore, markAfter }`, consistent), else INVALID_ARGUMENT saying what
+ * was returned: a handler that forgot `return`, or returned another result,
+ * is the server's bug, reported with a code and never answered as a 200.
+ */
+function verdictOf(x) {
+  let ok = false;
+  try {
+    ok = x !== null && typeof x === 'object' && !Array.isArray(x) && typeof x.key === 'string' &&
+      OUTCOMES.includes(x.outcome) && x.ok === (x.outcome !== 'reject') &&
+      (x.outcome === 'reject' ? typeof x.code === 'string' : x.code === null) &&
+      isEpoch(x.markBefore) && isEpoch(x.markAfter) && (x.token === null || isEpoch(x.token)) &&
+      (x.outcome !== 'duplicate' || x.original === 'advance' || x.original === 'accept');
+  } catch {
+    ok = false;
+  }
+  if (ok) return x;
+  let what;
+  try {
+    what = whatIs(x);
+  } catch {
+    what = 'an object that cannot be read';
+  }
+  throw new FencegateError(
+    'INVALID_ARGUMENT',
+    `run(token, options) must return (or resolve to) the gate's verdict, e.g. \`(t, o) => gate.write(key, t, value, o)\`; it returned ${what}. The operation may have been applied: nothing was answered`,
+    { returned: x },
+  );
 }
 
 const text = (epoch) => (epoch === null || epoch === undefined ? null : String(epoch));
@@ -208,9 +327,15 @@ function problemType(code, base) {
  * the header as received (null when absent) when it was not a valid epoch.
  */
 export function verdictReply(verdict, input = null, options = {}) {
-  fenceOptions(options, 'verdictReply');
-  const v = verdict;
-  const token = v.token === null ? input?.header ?? null : String(v.token);
+  options = fenceOptions(options, 'verdictReply');
+  const v = verdictOf(verdict);
+  let header = null;
+  try {
+    header = input !== null && typeof input === 'object' && typeof input.header === 'string' ? input.header : null;
+  } catch {
+    // an input that cannot be read names no header
+  }
+  const token = v.token === null ? header : String(v.token);
   if (v.ok) {
     const body = { key: v.key, outcome: v.outcome, code: null, token, markBefore: String(v.markBefore), mark: String(v.markAfter) };
     if (v.outcome === 'duplicate') body.original = v.original;
@@ -222,7 +347,7 @@ export function verdictReply(verdict, input = null, options = {}) {
     headers: { 'content-type': PROBLEM_JSON },
     body: {
       type: problemType(v.code, options.typeBase ?? PROBLEM_TYPE_BASE),
-      title: TITLE[v.code] ?? 'Fencing token refused',
+      title: own(TITLE, v.code) ? TITLE[v.code] : 'Fencing token refused',
       status,
       detail: detailOf(v, options.headers?.token ?? TOKEN_HEADER),
       code: v.code,
@@ -243,9 +368,10 @@ export function verdictReply(verdict, input = null, options = {}) {
  * Returns `null` for anything that is not a FencegateError.
  */
 export function errorReply(error, key = null, options = {}) {
-  fenceOptions(options, 'errorReply');
-  if (error === null || typeof error !== 'object' || error.name !== 'FencegateError' || typeof error.code !== 'string') return null;
-  const code = error.code;
+  options = fenceOptions(options, 'errorReply');
+  if (key !== null && typeof key !== 'string') throw new FencegateError('INVALID_ARGUMENT', 'errorReply(error, key): key must be a string or null', { option: 'key' });
+  const code = codeOf(error);
+  if (code === null) return null;
   const status = statusFor(code);
   const headers = { 'content-type': PROBLEM_JSON };
   if (RETRYABLE.has(code)) headers['retry-after'] = String(options.retryAfter ?? 1);
@@ -254,10 +380,8 @@ export function errorReply(error, key = null, options = {}) {
     detail = `the store did not confirm the commit; it may have landed. Retry the same request with the same ${options.headers?.token ?? TOKEN_HEADER} and ${options.headers?.opId ?? OP_ID_HEADER}: with an op id it is applied at most once`;
   } else if (code === 'STORE_ERROR' || code === 'COMMIT_CONFLICT') {
     detail = 'nothing was written; retry the same request';
-  } else if (code === 'INVALID_ARGUMENT' && typeof error.header === 'string') {
-    detail = error.message;
   } else if (status < 500) {
-    detail = error.message;
+    detail = messageOf(error);
   } else {
     detail = 'the server could not complete the fenced operation; nothing is known to have changed';
   }
@@ -266,7 +390,7 @@ export function errorReply(error, key = null, options = {}) {
     headers,
     body: {
       type: problemType(code, options.typeBase ?? PROBLEM_TYPE_BASE),
-      title: TITLE[code] ?? 'Fenced operation failed',
+      title: own(TITLE, code) ? TITLE[code] : 'Fenced operation failed',
       status,
       detail,
       code,
@@ -282,7 +406,16 @@ export function errorReply(error, key = null, options = {}) {
  * verdict gets, with the key's current `mark`.
  */
 export function tokenProblemReply(key, input, mark, options = {}) {
-  const v = { key, ok: false, outcome: 'reject', code: input.problem, token: null, markBefore: mark, markAfter: mark };
+  let problem;
+  try {
+    problem = input.problem;
+  } catch {
+    problem = undefined;
+  }
+  if (problem !== 'MISSING_TOKEN' && problem !== 'MALFORMED_TOKEN') {
+    throw new FencegateError('INVALID_ARGUMENT', "tokenProblemReply(key, input, mark): input must be readFencing's result with problem 'MISSING_TOKEN' or 'MALFORMED_TOKEN'", { option: 'input' });
+  }
+  const v = { key, ok: false, outcome: 'reject', code: problem, token: null, markBefore: mark, markAfter: mark };
   return verdictReply(v, input, options);
 }
 
@@ -299,17 +432,34 @@ export function toResponse(reply) {
  * headers or the gate becomes a problem reply; any other error is rethrown.
  */
 export async function fenceReply(source, key, run, options = {}) {
-  fenceOptions(options, 'fence'); // before the request is read or the gate called
+  options = fenceOptions(options, 'fence'); // before the request is read or the gate called
+  if (typeof key !== 'string') throw new FencegateError('INVALID_ARGUMENT', 'fence(request, key, run): key must be the resource key (a string)', { option: 'key' });
+  if (typeof run !== 'function') throw new FencegateError('INVALID_ARGUMENT', 'fence(request, key, run): run must be a function (token, options) => verdict', { option: 'run' });
   let input;
+  let verdict;
   try {
     input = readFencing(source, options.headers);
-    const verdict = await run(input.token, input.options);
-    return verdictReply(verdict, input, options);
+    verdict = await run(input.token, input.options);
   } catch (e) {
+    // fenceIn throws its refusal with the verdict (so the caller's transaction rolls back):
+    // answered as that verdict, the same reply a gate call that returns it gets
+    const refused = refusalOf(e);
+    if (refused !== null) return verdictReply(refused, input, options);
     const reply = errorReply(e, key, options);
     if (reply === null) throw e;
     return reply;
   }
+  // Not a verdict: the server's bug, thrown (INVALID_ARGUMENT), never a problem reply blaming the client.
+  return verdictReply(verdict, input, options);
+}
+
+/** The verdict a thrown `fenceIn` refusal carries (its code is the verdict's, or DUPLICATE_OPERATION), else null. */
+function refusalOf(e) {
+  if (e === null || typeof e !== 'object' || e.name !== 'FencegateError') return null;
+  const v = e.verdict;
+  if (v === null || typeof v !== 'object') return null;
+  if (e.code === 'DUPLICATE_OPERATION' ? v.outcome === 'duplicate' : v.ok === false && v.code === e.code) return v;
+  return null;
 }
 
 /**

@@ -90,8 +90,20 @@ for (const T of [
 for (const name of ['URL', 'URLSearchParams']) {
   if (typeof globalThis[name] === 'function') RICH.set(globalThis[name].prototype, name);
 }
-// Built-ins whose own enumerable properties would be dropped: refuse those properties.
-const NO_EXTRA_PROPS = new Set([Map.prototype, Set.prototype, Date.prototype, RegExp.prototype]);
+// Built-ins whose own enumerable properties would be dropped: refuse those
+// properties. Every kept built-in but the typed arrays, whose own names include
+// every index (finding a named one costs a pass over all of them: they are
+// dropped, as structured clone drops them; docs/stores.md "Values").
+const TYPED_ARRAY = Object.getPrototypeOf(Uint8Array.prototype);
+const NO_EXTRA_PROPS = new Set([...RICH.keys()].filter((p) => Object.getPrototypeOf(p) !== TYPED_ARRAY));
+
+/** The first own enumerable string member of a kept built-in (a String object's index members are its text, not members). */
+function extraMember(v, proto) {
+  const keys = Object.keys(v);
+  if (proto !== String.prototype) return keys[0];
+  const n = String.prototype.valueOf.call(v).length;
+  return keys.find((k) => !(String(k >>> 0) === k && k >>> 0 < n));
+}
 
 function instanceName(v, proto) {
   if (v instanceof Error) return `an Error (${v.name})`;
@@ -256,7 +268,7 @@ function classify(value, strict) {
     if (name === undefined) return refuse(instanceName(v, proto));
     rich(name);
     if (NO_EXTRA_PROPS.has(proto)) {
-      const extra = Object.keys(v)[0];
+      const extra = extraMember(v, proto);
       if (extra !== undefined) {
         path.push(extra);
         refuse(`a property on ${name} (it would be dropped)`);

@@ -2,6 +2,9 @@
 // token canonical form, and the host-callback plumbing (timeouts, unknown commits).
 import { FencegateError } from './errors.mjs';
 import { ready, MAX_KEY_BYTES } from './runtime.mjs';
+import { plainObject } from '../adapters/support.mjs';
+
+export { plainObject };
 
 export const MAX_U64 = 0xffff_ffff_ffff_ffffn;
 export const MAX_SAFE = 9007199254740991n;
@@ -62,14 +65,25 @@ export function cut(s, max = 40) {
   return `${s.slice(0, end)}…`;
 }
 
+/** The Issuer's default `keyPrefix`: resource keys never start with it (docs/issuer.md). */
+export const ISSUER_PREFIX = 'issuer:';
+
 /**
- * Throws INVALID_ARGUMENT unless `key` is a well-formed string of at most
- * MAX_KEY_BYTES UTF-8 bytes. A long key is not quoted whole: the message and
+ * Throws INVALID_ARGUMENT unless `key` is a non-empty well-formed string of at
+ * most MAX_KEY_BYTES UTF-8 bytes that does not start with the Issuer's default
+ * key prefix `issuer:`. A long key is not quoted whole: the message and
  * `key` carry its first 40 characters, `keyBytes` its length.
  */
 export function checkKey(key) {
   if (!wellFormed(key)) {
     throw invalid('a resource key must be a well-formed string (no lone surrogates)', { key: typeof key === 'string' ? cut(key) : key });
+  }
+  if (key.length === 0) throw invalid('a resource key must not be empty (it is also the default scope of signed tokens, which is never empty)', { key });
+  if (key.startsWith(ISSUER_PREFIX)) {
+    throw invalid(
+      `resource keys starting with ${JSON.stringify(ISSUER_PREFIX)} are reserved for the Issuer's records (a store shared with an Issuer would mix the two); got ${JSON.stringify(cut(key))}`,
+      { key: cut(key) },
+    );
   }
   // ≤ 170 UTF-16 units is ≤ 510 bytes: no need to count.
   if (key.length > MAX_KEY_BYTES / 3) {
@@ -182,17 +196,21 @@ export const MAX_TIMER_MS = 2 ** 31 - 1;
  * out), which the caller reads instead of `options`; a member or trap that
  * throws is INVALID_ARGUMENT (`unreadable`), with nothing changed.
  */
-export function checkOptions(options, known, what) {
+export function checkOptions(options, known, what, prefix = '') {
   let names;
   try {
+    if (!plainObject(options)) {
+      throw invalid(`${prefix ? prefix.slice(0, -1) : `${what} options`} must be a plain object { ${known.join(', ')} }, got ${describeKind(options)}`, prefix ? { option: prefix.slice(0, -1), options } : { options });
+    }
     names = [];
     for (const name in options) names.push(name);
   } catch (cause) {
+    if (cause instanceof FencegateError) throw cause;
     throw unreadable(what, cause);
   }
   for (const name of names) {
     if (!known.includes(name)) {
-      throw invalid(`unknown ${what} option ${JSON.stringify(name)} (known: ${known.join(', ')})`, { option: name });
+      throw invalid(`unknown ${what} option ${JSON.stringify(prefix + name)} (known: ${known.join(', ')})`, { option: name, path: prefix + name });
     }
   }
   // What was checked is what is used: each known member read once, here.
@@ -207,6 +225,16 @@ export function checkOptions(options, known, what) {
     if (v !== undefined) copy[name] = v;
   }
   return copy;
+}
+
+/** `describe(v)`, naming the built-in kind of an object that is not a plain one (a Map, a Date…). */
+export function describeKind(v) {
+  try {
+    if (v !== null && typeof v === 'object' && !Array.isArray(v) && !plainObject(v)) return 'an object of a built-in kind (Map, Set, Date, RegExp, a boxed primitive, bytes)';
+  } catch {
+    // a revoked Proxy: describe says what it can
+  }
+  return describe(v);
 }
 
 /**

@@ -4,7 +4,7 @@ import * as wasm from '../dist/fencegate.js';
 import { FencegateError } from './errors.mjs';
 import { ready, initAsync, CODES, DUPLICATE, lastMarks, exactMarks, writeInput, writeOpId } from './runtime.mjs';
 import { policyFromOptions, refreshCeiling, setPolicyCeiling, addPolicyKey, retirePolicyKey, freePolicy } from './signed.mjs';
-import { metaOf, windowOf, auditOf, Observer, pack, plainPolicy, verdictOut, verdictFor, claimsOut, marksOut, ESTABLISH } from './verdict.mjs';
+import { metaOf, establishOpId, windowOf, auditOf, Observer, pack, plainPolicy, verdictOut, verdictFor, claimsOut, marksOut, ESTABLISH } from './verdict.mjs';
 import { invalid, notReady, checkKey, checkOptions, GATE_OPTIONS, describe, stateTextOf, checkStateText, MAX_U64 } from './common.mjs';
 
 export { FencegateError };
@@ -195,6 +195,8 @@ export class MemoryGate {
    * `options.holder` binds the epoch to its holder (EPOCH_CONFLICT otherwise).
    */
   write(key, token, value, options) {
+    // As Gate.write: a value is required (there is no "no value" to write).
+    if (value === undefined) throw invalid('value must not be undefined; a MemoryGate has no delete: write null or another value', { key });
     if (options === undefined && this.#quiet) {
       // The numeric lane (see #fenced), written out: the most common call.
       const number = typeof token === 'number';
@@ -228,7 +230,7 @@ export class MemoryGate {
   #fenced(key, token, options, write, value) {
     const slot = this.#slot(key);
     const started = this.#listening ? performance.now() : null;
-    if (this.#quiet && typeof token === 'number' && options !== undefined) {
+    if (this.#quiet && write && typeof token === 'number' && options !== undefined) {
       // Only an operation id (what metaOf would accept, without making its object): the id alone in the input buffer.
       const opId = onlyOpId(options);
       const bytes = opId === undefined ? -1 : writeOpId(opId);
@@ -239,6 +241,7 @@ export class MemoryGate {
       }
     }
     const meta = options === undefined ? null : metaOf(options);
+    if (!write && meta?.opId !== undefined) throw establishOpId(key);
     if (this.#plain) {
       let status;
       if (meta === null) {

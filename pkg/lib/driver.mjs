@@ -8,7 +8,14 @@
 //   transaction       transaction(key, fn): the host runs `fn(state)` inside its
 //                     own atomic boundary and applies what it returns
 //                     (`{ nextState, change }`, or null: write nothing);
-//                     a host error marked `conflict: true` runs it again (bounded)
+//                     a host error marked `conflict: true` runs it again (bounded).
+//                     A store with textTransaction(key, fn) instead gets
+//                     `{ nextStateText, change }` and answers `{ version }` of
+//                     what it wrote (null: nothing), which the state cache keeps.
+//   own data          fencedTransaction(key, step) / fenceIn(handle, key, step):
+//                     the fence step and the caller's own statements in one
+//                     transaction (`transact`, `fenceIn` below;
+//                     docs/decisions/own-data-transactions.md)
 //
 // The state cache (issue 14, docs/design.md "Issue 14"): for a store with the
 // optional `commitFrom(key, expected, nextText, change)`, a driver built with
@@ -79,35 +86,9 @@ const settled = (p) => p.then(idle, idle);
 
 const noAnswer = (ms) => `no answer within ${ms} ms`;
 
-/**
- * A transaction store whose `transaction` writes `out.nextStateText` as it is
- * when there is one (SqliteStore) declares it with this registered symbol set
- * to true: its answers are `TextAnswer`s (one plain object per write, the
- * object form `nextState` still readable, on the prototype). Every other
- * store gets `nextState` as an own lazy getter, as documented. Such a store
- * sets the answer's `version`, when it is null (asked for), to the version it wrote; with
- * `commitFrom` as well, it gets the state cache: a cached step is one
- * `commitFrom`, and any other step (no entry, a lost precondition, a decision
- * that writes nothing) runs the transaction exactly as without a cache.
- */
-const TAKES_STATE_TEXT = Symbol.for('fencegate.takesStateText');
-
-class TextAnswer {
-  constructor(nextStateText, change, version) {
-    this.nextStateText = nextStateText;
-    this.change = change;
-    /** null: asks the store for the version it writes (set inside its transaction), for the state cache; undefined: not asked. */
-    this.version = version;
-  }
-
-  get nextState() {
-    return JSON.parse(this.nextStateText);
-  }
-}
-
 /** Throws INVALID_ARGUMENT unless `store` has one of the two callback shapes. */
 export function checkStore(store) {
-  if (typeof store.transaction !== 'function' && (typeof store.load !== 'function' || typeof store.commit !== 'function')) {
+  if (typeof store.transaction !== 'function' && typeof store.textTransaction !== 'function' && (typeof store.load !== 'function' || typeof store.commit !== 'function')) {
     throw invalid('a host store has transaction(key, fn), or load(key) and commit(key, expectedVersion, nextState, change)', {
       store,
     });
@@ -126,7 +107,7 @@ export function checkStore(store) {
 export class StoreDriver {
   #store;
   #transactional;
-  /** A transaction store that declares `TAKES_STATE_TEXT`. */
+  /** A store with the verb `textTransaction` (its state as text in, `{ version }` out): driven through it. */
   #takesText = false;
   #faults;
   #maxRetries;
@@ -148,11 +129,11 @@ export class StoreDriver {
   constructor(store, { maxRetries, commitTimeoutMs, loadTimeoutMs, stateCache = 0, inline = false }, faults) {
     checkStore(store);
     this.#inline = inline;
-    this.#transactional = typeof store.transaction === 'function';
-    this.#takesText = this.#transactional && store[TAKES_STATE_TEXT] === true;
-    // Only a store that declares `commitFrom` (its commit checks version and state
+    this.#takesText = typeof store.textTransaction === 'function';
+    this.#transactional = this.#takesText || typeof store.transaction === 'function';
+    // Only a store that has `commitFrom` (its commit checks version and state
     // text, and answers the new version) gets a cache: a compare-and-set store, or a
-    // transaction store that tells the version it wrote (TAKES_STATE_TEXT).
+    // transaction store that answers the version it wrote (`textTransaction`).
     if (stateCache > 0 && (!this.#transactional || this.#takesText) && typeof store.commitFrom === 'function') {
       this.#cache = new Map();
       this.#cacheSize = stateCache;
@@ -365,7 +346,8 @@ export class StoreDriver {
           /** The caller's statements on the engine's transaction handle; only after a decision that applies and its fence write. */
           run(handle) {
             if (decision === null || writesNothing(decision)) {
-              ownError = new Error('the host store ran the caller\'s statements without a decision that applies');
+              // a lying store: reported as its fault (STORE_ERROR), never as the caller's
+              ownError = faults.store(ctx, 'transaction', new Error('the host store ran the caller\'s statements without a decision that applies'));
               throw ownError;
             }
             ran = true;
@@ -698,21 +680,20 @@ export class StoreDriver {
       const ms = this.#commitTimeoutMs;
       let decision = null;
       let ownError = null;
-      let written = null; // the TextAnswer handed over, which the store tells the version it wrote
       const takesText = this.#takesText;
       const fn = (state) => {
         decision = null;
         ownError = null;
-        written = null;
         try {
           // Inside a transaction the host passes only the state: null/undefined = no record.
           const d = decide(state === undefined ? null : state);
           decision = d;
           if (writesNothing(d)) return null;
+          // `textTransaction`: the state's text, written as it is (the gate's comes from Wasm; the issuer's is its JSON)
+          if (takesText) return { nextStateText: textOf(d), change: d.change };
           if (d.nextText === undefined) return { nextState: d.next, change: d.change };
-          if (takesText) return (written = new TextAnswer(d.nextText, d.change, remember ? null : undefined));
           // The state's text beside its object form (parsed only if the host reads it):
-          // a store that keeps text (SqliteStore) writes `nextStateText` as it is.
+          // a store that keeps text may write `nextStateText` as it is.
           return {
             get nextState() {
               return d.next;
@@ -729,7 +710,7 @@ export class StoreDriver {
       const t0 = timing === null ? 0 : performance.now();
       for (let attempt = 0; ; attempt++) {
         try {
-          answer = this.#store.transaction(key, fn);
+          answer = takesText ? this.#store.textTransaction(key, fn) : this.#store.transaction(key, fn);
           // a synchronous store (SqliteStore) answers at once: no microtask hop
           if (isThenable(answer)) answer = await withTimeout(answer, ms);
           break;
@@ -750,8 +731,9 @@ export class StoreDriver {
       if (ownError !== null) throw ownError;
       if (decision === null) throw faults.store(ctx, 'transaction', new Error('the host transaction returned without calling fn'));
       // The transaction has returned, so its write (if any) is committed: only now may the result leave.
-      if (remember && written !== null && written.version !== null && written.version !== undefined) {
-        this.#remember(key, written.nextStateText, written.version);
+      // `textTransaction` answers `{ version }` of what it wrote (null: nothing written)
+      if (remember && takesText && !writesNothing(decision) && answer !== null && typeof answer === 'object' && answer.version !== undefined && answer.version !== null) {
+        this.#remember(key, textOf(decision), answer.version);
       }
       return decision.result;
     } finally {

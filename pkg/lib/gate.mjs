@@ -22,7 +22,7 @@ import * as wasm from '../dist/fencegate.js';
 import { FencegateError } from './errors.mjs';
 import { lastMarks } from './runtime.mjs';
 import { policyFromOptions, ceilingOf, hostVerified, addPolicyKey, retirePolicyKey, freePolicy } from './signed.mjs';
-import { metaOf, windowOf, auditOf, Observer, pack, packCeiling, plainPolicy, verdictOut, claimsOut, nextOut, stepOf, marksOut, ESTABLISH, STRICT, HOST_VERIFIED } from './verdict.mjs';
+import { metaOf, establishOpId, windowOf, auditOf, Observer, pack, packCeiling, plainPolicy, verdictOut, claimsOut, nextOut, stepOf, marksOut, ESTABLISH, STRICT, HOST_VERIFIED } from './verdict.mjs';
 import { invalid, checkReady, checkKey, checkOptions, messageOf, GATE_OPTIONS, describe, listOf, stateTextOf, checkStateText, wellFormed } from './common.mjs';
 import { StoreDriver, driverOptions, DEFAULT_STATE_CACHE } from './driver.mjs';
 
@@ -328,6 +328,7 @@ export class Gate {
     let meta;
     try {
       meta = this.#checked(key, options);
+      if (establish && meta?.opId !== undefined) throw establishOpId(key);
     } catch (e) {
       return Promise.reject(e);
     }

@@ -29,10 +29,25 @@ import { MemoryHostStore } from './memory.mjs';
 
 const NONE = Object.freeze({ kind: 'none' });
 
-const RETRY_HINT = 'retry acquire with the same requestId: it returns the lease if it was committed, or grants the same next epoch if not';
+/**
+ * What the caller of each operation can do after a commit whose outcome is
+ * unknown: each names only what that operation takes (renew and release have
+ * no requestId). `acquire` has two: with and without a requestId.
+ */
+const RETRY_HINTS = {
+  acquire: 'retry acquire with the same requestId: it returns the lease if it was committed, or grants the same next epoch if not',
+  acquireNoId: 'no requestId was given, so a retry cannot tell a committed acquire from a new one: read current(scope) (a lease naming your holder was committed), and pass a requestId to acquire so a retry is safe',
+  renew: 'retry renew with the same leaseId, holder, ttlMs and now: a renewal that landed renews to the same expiry again',
+  release: 'retry release with the same leaseId and holder: if the first attempt landed, the retry answers released: false; the lease is over once one answers ok',
+  raise: 'retry raise with the same atLeast: a raise never lowers an epoch, so one that landed answers the same epoch again',
+};
 
-function storeError(scope, key, callback, cause) {
-  const hint = callback === 'load' ? 'nothing was written' : `it may or may not have written; ${RETRY_HINT}`;
+function retryHint(op) {
+  return RETRY_HINTS[op] ?? 'read current(scope) to see whether it was committed, then retry';
+}
+
+function storeError(scope, key, callback, cause, op) {
+  const hint = callback === 'load' ? 'nothing was written' : `it may or may not have written; ${retryHint(op)}`;
   return new FencegateError('STORE_ERROR', `host store ${callback}(${JSON.stringify(key)}) failed (${hint}): ${messageOf(cause)}`, {
     scope,
     key,
@@ -43,10 +58,10 @@ function storeError(scope, key, callback, cause) {
   });
 }
 
-function unknownError(scope, key, callback, cause, why) {
+function unknownError(scope, key, callback, cause, why, op) {
   return new FencegateError(
     'COMMIT_UNKNOWN',
-    `host store ${callback}(${JSON.stringify(key)}) may or may not have committed (${why}); no result was returned; ${RETRY_HINT}`,
+    `host store ${callback}(${JSON.stringify(key)}) may or may not have committed (${why}); no result was returned; ${retryHint(op)}`,
     { scope, key, callback, cause },
   );
 }
@@ -69,8 +84,8 @@ function stateOf({ scope, key }, record) {
 
 /** How the store driver reports an issuer's failures (see driver.mjs); the context is `{ scope, key }`. */
 const FAULTS = {
-  store: ({ scope, key }, callback, cause) => storeError(scope, key, callback, cause),
-  unknown: ({ scope, key }, callback, cause, why) => unknownError(scope, key, callback, cause, why),
+  store: ({ scope, key, op }, callback, cause) => storeError(scope, key, callback, cause, op),
+  unknown: ({ scope, key, op }, callback, cause, why) => unknownError(scope, key, callback, cause, why, op),
   conflict({ scope, key }, callback, attempts, cause) {
     const how = callback === 'commit' ? 'compare-and-set' : 'the host transaction';
     return new FencegateError(
@@ -162,10 +177,10 @@ function checkText(name, value) {
   const max = name === 'scope' ? MAX_KEY_BYTES : TABLES[LIMIT_NAMES[name]];
   // Well-formed (no lone surrogates: UTF-8 in Wasm would make two strings one) and bounded.
   if (!wellFormed(value) || value === '') {
-    throw invalid(`a ${name} is 1..=${max} UTF-8 bytes of well-formed text, got ${describe(value)}`, { [name]: value });
+    throw invalid(`a ${name} is 1 to ${max} UTF-8 bytes of well-formed text, got ${describe(value)}`, { [name]: value });
   }
   if (value.length > max / 3 && utf8Length(value, max) > max) {
-    throw invalid(`a ${name} is 1..=${max} UTF-8 bytes of text; ${JSON.stringify(cut(value))} is ${utf8Length(value, Infinity)} bytes`, {
+    throw invalid(`a ${name} is 1 to ${max} UTF-8 bytes of text; ${JSON.stringify(cut(value))} is ${utf8Length(value, Infinity)} bytes`, {
       [name]: cut(value),
       [`${name}Bytes`]: utf8Length(value, Infinity),
     });
@@ -355,7 +370,9 @@ export class Issuer {
     const loading = loadIssuerSide();
     if (loading !== null) return loading.then(() => this.#apply(scope, op));
     const key = this.#o.keyPrefix + scope;
-    return this.#driver.run({ scope, key }, key, (state) => {
+    // `op`: which retry advice a failure gives (RETRY_HINTS).
+    const hint = op.op === 'acquire' && op.requestId === undefined ? 'acquireNoId' : op.op === 'raiseRevoking' ? 'raise' : op.op;
+    return this.#driver.run({ scope, key, op: hint }, key, (state) => {
       const { result, nextState } = step(scope, key, state, op);
       return { result, next: nextState, change: NONE };
     });

@@ -4,7 +4,7 @@
 import { bounded, claimsOut } from './verdict.mjs';
 import * as wasm from '../dist/fencegate.js';
 import { ready, TABLES } from './runtime.mjs';
-import { invalid, notReady, wellFormed, describe, listOf, checkOptions, messageOf } from './common.mjs';
+import { invalid, notReady, wellFormed, describe, describeKind, listOf, checkOptions, messageOf, plainObject } from './common.mjs';
 import { FencegateError } from './errors.mjs';
 
 // Mode and algorithm names and the longest token text come from Rust
@@ -16,6 +16,12 @@ function isBytes(v) {
 
 function checkText(value, what) {
   if (!wellFormed(value)) throw invalid(`${what} must be a well-formed string`, { [what]: value });
+}
+
+/** A scope: a non-empty well-formed string (one rule with resource keys: neither is ever empty). */
+function checkScope(value) {
+  checkText(value, 'scope');
+  if (value.length === 0) throw invalid('scope must not be empty', { scope: value });
 }
 
 /** Adds `keys` ({ kid: secret | {hmac} | {ed25519} }) and `retired` ([kid]) to a RawPolicy. */
@@ -30,9 +36,14 @@ function addKeys(raw, keys, retired, host = false) {
     for (const kid of ids) raw.retire(kid);
   }
   if (keys !== undefined) {
-    if (keys === null || typeof keys !== 'object' || Array.isArray(keys)) {
-      throw invalid('keys must be an object { keyId: key }', { keys });
+    let plain = false;
+    try {
+      plain = plainObject(keys);
+    } catch {
+      // a revoked Proxy
     }
+    // A Map's entries are not members: `Object.keys` would see no key at all.
+    if (!plain) throw invalid(`keys must be a plain object { keyId: key }, got ${describeKind(keys)}`, { keys });
     let hostKey = false;
     for (const kid of Object.keys(keys)) hostKey = addKey(raw, kid, keys[kid], host) === HOST_KEY || hostKey;
     return hostKey;
@@ -58,6 +69,8 @@ function addKey(raw, kid, k, host = false) {
   if (typeof kid !== 'string') throw invalid('a key id must be a string', { kid });
   let alg;
   let bytes;
+  // `{ hmac }` / `{ ed25519 }`: any other member (`ed25519Seed`, `hamc`) is refused, naming `keys.<kid>.<name>`.
+  if (!isBytes(k) && k !== null && typeof k === 'object') k = checkOptions(k, ['hmac', 'ed25519'], 'key', `keys.${kid}.`);
   if (isBytes(k)) [alg, bytes] = ['hmac-sha256', k];
   else if (k && typeof k === 'object' && isBytes(k.hmac)) [alg, bytes] = ['hmac-sha256', k.hmac];
   else if (k && typeof k === 'object' && isBytes(k.ed25519)) [alg, bytes] = [ed25519Kind(host), k.ed25519];
@@ -93,6 +106,8 @@ function higherEpochOf(h) {
   if (h === undefined || h === null) return { mode: 'adopt' };
   if (typeof h === 'string') h = { mode: h };
   if (typeof h !== 'object') throw invalid('higherEpoch must be an object { mode, maxJump, ceiling }', { higherEpoch: h });
+  // A misspelled member (`mdoe`) must not silently keep the default mode: refused, naming `higherEpoch.mdoe`.
+  h = checkOptions(h, ['mode', 'maxJump', 'ceiling'], 'gate', 'higherEpoch.');
   const mode = h.mode === undefined ? 'adopt' : h.mode;
   const modes = TABLES.higherEpochModes;
   if (typeof mode !== 'string' || !modes.includes(mode)) {
@@ -138,12 +153,11 @@ export function policyFromOptions(options, host = false) {
   else if (typeof scope === 'function') {
     scopeOf = (key) => {
       const s = scope(key);
-      checkText(s, 'scope');
+      checkScope(s);
       return s;
     };
   } else {
-    checkText(scope, 'scope');
-    if (scope.length === 0) throw invalid('scope must not be empty');
+    checkScope(scope);
     scopeOf = () => scope;
   }
   const h = higherEpochOf(higherEpoch);
@@ -298,7 +312,7 @@ export function mintToken(claims, key) {
   if (claims === null || typeof claims !== 'object') throw invalid('claims must be an object { scope, epoch, leaseId, generation }');
   claims = checkOptions(claims, ['scope', 'epoch', 'leaseId', 'generation'], 'claims');
   const { scope, epoch, leaseId = '', generation = 0 } = claims;
-  checkText(scope, 'scope');
+  checkScope(scope);
   checkText(leaseId, 'leaseId');
   const [alg, bytes, kid] = signingKey(key);
   return wipingStack(() => wasm.__mintToken(scope, epoch, leaseId, generation, kid, alg, bytes));
@@ -314,7 +328,7 @@ export function verifyToken(text, options) {
   if (options === null || typeof options !== 'object') throw invalid('options must be { keys, retired?, scope }');
   options = checkOptions(options, ['keys', 'retired', 'scope'], 'verifyToken');
   const { keys, retired, scope } = options;
-  if (scope !== null) checkText(scope, 'scope');
+  if (scope !== null) checkScope(scope);
   const raw = new wasm.RawPolicy(false, TABLES.higherEpochModes.indexOf('adopt'), undefined);
   try {
     addKeys(raw, keys, retired);

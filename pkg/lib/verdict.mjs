@@ -3,7 +3,7 @@
 // read from the output scratch; and the audit trail.
 import * as wasm from '../dist/fencegate.js';
 import { CODES, DUPLICATE, TABLES, REQUEST_FLAGS, lastMarks, exactMarks, wasmText, writeInput } from './runtime.mjs';
-import { MAX_U64, invalid, wellFormed, checkOptions, unreadable } from './common.mjs';
+import { MAX_U64, invalid, wellFormed, checkOptions, unreadable, plainObject, describeKind } from './common.mjs';
 import { FencegateError } from './errors.mjs';
 
 /** The names of a write/establish/delete's options. */
@@ -239,9 +239,10 @@ function fingerprintOf(fingerprint) {
  */
 export function metaOf(options) {
   if (options === undefined || options === null) return null;
-  if (typeof options !== 'object') throw invalid('operation options must be an object { opId, holder, fingerprint }', { options });
   let opId, holder, fingerprintIn;
   try {
+    // An array, Map, Date… is refused: `for…in` sees none of a Map's entries, so its `opId` would be ignored.
+    if (!plainObject(options)) throw invalid(`operation options must be a plain object { opId, holder, fingerprint }, got ${describeKind(options)}`, { options });
     // An unknown name (a typo such as `opid`) must not silently turn de-duplication or the holder check off.
     for (const name in options) {
       if (name !== 'opId' && name !== 'holder' && name !== 'fingerprint') checkOptions(options, OP_OPTIONS, 'operation');
@@ -259,11 +260,16 @@ export function metaOf(options) {
   return { opId, holder, fingerprint };
 }
 
+/** INVALID_ARGUMENT for an `opId` given to establish, which changes no data and so has nothing to de-duplicate. */
+export function establishOpId(key) {
+  return invalid('establish takes no opId: it changes no data, so there is nothing to de-duplicate (a repeated establish of the same epoch is accepted anyway); pass only holder', { key, option: 'opId' });
+}
+
 /** The gate option `opWindow` (operation ids kept per key and epoch): 1..=maxWindow (1024), default defaultWindow (64). */
 export function windowOf(options) {
   const { maxWindow, defaultWindow } = TABLES;
   const w = options?.opWindow ?? defaultWindow;
-  if (!Number.isSafeInteger(w) || w < 1 || w > maxWindow) throw invalid(`opWindow must be an integer in 1..=${maxWindow}`, { opWindow: w });
+  if (!Number.isSafeInteger(w) || w < 1 || w > maxWindow) throw invalid(`opWindow must be an integer in 1 to ${maxWindow}`, { opWindow: w });
   return w;
 }
 
@@ -325,7 +331,7 @@ export class Observer {
     const entry = {
       key: v.key, operation, outcome: v.outcome, code: v.code, token: v.token,
       markBefore: v.markBefore, markAfter: v.markAfter,
-      holder: meta?.holder ?? v.claims?.leaseId ?? null, opId: meta?.opId ?? null,
+      holder: (v.claims?.leaseId || undefined) ?? meta?.holder ?? null, opId: meta?.opId ?? null, // the lease id binds when there is one
       durationMs: started === null ? null : performance.now() - started, commitMs,
     };
     try {

@@ -115,8 +115,9 @@ pub fn gate_decide(
         let mark = stored.as_ref().map_or(0, |s| s.mark);
         let (verdict, claims) = policy.admit(mark, &req, same_epoch, op);
         let claimed = lease_holder(&claims);
+        // A verified lease id is the holder, whatever `holder` the caller named.
         let meta = OpMeta {
-            holder: meta.holder.or(claimed.as_deref()),
+            holder: claimed.as_deref().or(meta.holder),
             ..meta
         };
         let d = decide_with_state(stored.as_ref(), verdict, op, &meta);
@@ -184,7 +185,7 @@ pub(crate) fn check_meta(
         if !valid_op_id(id) {
             return Err(error(
                 Code::InvalidArgument,
-                "an operation id is 1..=128 bytes of text without control characters",
+                "an operation id is 1 to 128 bytes of text without control characters",
                 &[("opId", JsValue::from_str(id))],
             ));
         }
@@ -193,14 +194,14 @@ pub(crate) fn check_meta(
         // The issuer's holder check (pkg/lib/issuer.mjs) says the same.
         return Err(error(
             Code::InvalidArgument,
-            &format!("a holder is 1..={MAX_HOLDER_BYTES} UTF-8 bytes of text"),
+            &format!("a holder is 1 to {MAX_HOLDER_BYTES} UTF-8 bytes of text"),
             &[("holderBytes", JsValue::from(h.len()))],
         ));
     }
     if window == 0 || window as usize > MAX_WINDOW {
         return Err(error(
             Code::InvalidArgument,
-            &format!("the operation-id window is 1..={MAX_WINDOW}"),
+            &format!("the operation-id window is 1 to {MAX_WINDOW}"),
             &[("opWindow", JsValue::from(window))],
         ));
     }

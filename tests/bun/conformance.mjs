@@ -17,6 +17,9 @@ function open(file) {
 
 /** Drops the precondition: reads outside the transaction, then writes unconditionally. */
 class LyingStore extends SqliteStore {
+  // the gate drives `transaction` below, not SqliteStore's own textTransaction verb
+  textTransaction = undefined;
+
   constructor(db) {
     super(db);
     this.db = db;

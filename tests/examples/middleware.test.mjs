@@ -17,9 +17,10 @@ const stops = [];
 
 before(() => {
   project = scratchProject('middleware-');
-  const [hono, express] = readmeBlocks(HEADING);
+  const [hono, express, orders] = readmeBlocks(HEADING);
   writeFileSync(join(project, 'hono-app.mjs'), hono);
   writeFileSync(join(project, 'express-app.mjs'), express);
+  writeFileSync(join(project, 'orders-app.mjs'), orders);
 });
 
 after(async () => {
@@ -121,4 +122,27 @@ test('Express 5 app from the README on Node: the must-hold cases and 20 concurre
   const server = app.listen(0, '127.0.0.1');
   stops.push(() => new Promise((r) => server.close(r)));
   await mustHold(await listen(server));
+});
+
+test('Express app over a real SQLite orders table from the README: the handler\'s own UPDATE runs only under a current token', async () => {
+  process.env.SHOP_DB = join(project, 'shop.db');
+  const { default: app } = await import(pathToFileURL(join(project, 'orders-app.mjs')).href);
+  const server = app.listen(0, '127.0.0.1');
+  stops.push(() => new Promise((r) => server.close(r)));
+  const base = await listen(server);
+  const put = (token, body, extra = {}) => request(base, 'PUT', '/orders/42', { headers: { 'Fencing-Token': token, 'content-type': 'text/plain', ...extra }, body });
+  const order = async () => (await request(base, 'GET', '/orders/42')).body;
+  assert.deepEqual(await order(), null);
+  assert.deepEqual(await put('5', 'paid'), { status: 200, body: applied('advance', '5', '0', '5', 'orders/42') });
+  assert.deepEqual(await order(), { id: 42, status: 'paid' });
+  assert.deepEqual(await put('6', 'shipped'), { status: 200, body: applied('advance', '6', '5', '6', 'orders/42') });
+  const stale = await put('5', 'refunded');
+  assert.deepEqual([stale.status, stale.body.code, stale.body.token, stale.body.mark], [409, 'STALE_TOKEN', '5', '6']);
+  assert.deepEqual(await order(), { id: 42, status: 'shipped' });
+  assert.deepEqual(await put('6', 'delivered', { 'Fencing-Op-Id': 'd-1' }), { status: 200, body: applied('accept', '6', '6', '6', 'orders/42') });
+  assert.deepEqual(await put('6', 'delivered twice', { 'Fencing-Op-Id': 'd-1' }), { status: 200, body: { ...applied('duplicate', '6', '6', '6', 'orders/42'), original: 'accept' } });
+  assert.deepEqual(await order(), { id: 42, status: 'delivered' });
+  const missing = await request(base, 'PUT', '/orders/42', { headers: { 'content-type': 'text/plain' }, body: 'no token' });
+  assert.deepEqual([missing.status, missing.body.code, missing.body.mark], [428, 'MISSING_TOKEN', '6']);
+  assert.deepEqual(await order(), { id: 42, status: 'delivered' });
 });

@@ -65,6 +65,35 @@ async function fixture() {
 
 const UNTOUCHED = { issuer: 5, keys: [['orders/1,2', true, 3, null], ['2', true, 9, null], ['orders/1', false, 0, null]] };
 
+test('issue 32 item 15: exit 2 for every usage error (the command line, or an argument the library refused: INVALID_ARGUMENT), 1 for a failure while running, nothing changed', async () => {
+  const f = await fixture();
+  try {
+    const run = (...args) => cli(['reconcile', '--sqlite', f.file, ...(args.includes('--now') ? [] : ['--now', String(T)]), ...args]);
+    const usage = [
+      [['--scope', 'orders', '--key', 'a', '--frobnicate'], null],
+      [['--scope', 'orders', '--key', 'a', '--now', '1.5'], null],
+      [['--scope', 'orders', '--key', 'a', '--epochs', 'float'], null],
+      [['--scope', 'orders', '--key', ''], 'INVALID_ARGUMENT'],
+      [['--scope', 'orders', '--key', 'issuer:orders'], 'INVALID_ARGUMENT'],
+      [['--scope', '', '--key', 'a'], 'INVALID_ARGUMENT'],
+      [['--scope', 'orders', '--key', 'a', '--table', 'no such table'], 'INVALID_ARGUMENT'],
+    ];
+    for (const [args, code] of usage) {
+      const r = run(...args);
+      assert.deepEqual([r.status, r.stdout], [2, ''], `${args.join(' ')}: ${r.stderr}`);
+      if (code === null) assert.match(r.stderr, /^fencegate: .*\nusage: fencegate reconcile/s, args.join(' '));
+      else assert.equal(JSON.parse(r.stderr).error.code, code, args.join(' '));
+    }
+    assert.deepEqual(await f.state(), UNTOUCHED);
+    // A failure while running (the store file does not exist): exit 1 with the JSON error.
+    const missing = cli(['reconcile', '--sqlite', path.join(f.dir, 'none.db'), '--scope', 'orders', '--key', 'a', '--now', String(T)]);
+    assert.deepEqual([missing.status, missing.stdout], [1, '']);
+    assert.equal(typeof JSON.parse(missing.stderr).error.message, 'string');
+  } finally {
+    f.done();
+  }
+});
+
 test('--keys "orders/1,2" is refused (exit 2) and changes nothing: the issuer is not raised from key 2 nobody named', async () => {
   const f = await fixture();
   try {
@@ -108,10 +137,10 @@ test('--scopes FILE.json names keys of any form; --key needs its --scope; a scop
     const r = cli(['reconcile', '--sqlite', f.file, '--scopes', json, '--now', String(T), '--dry-run']);
     assert.equal(r.status, 0, r.stderr);
     assert.deepEqual(JSON.parse(r.stdout).changes, [{ scope: 'orders', target: 'resource', key: 'orders/1,2', action: 'quarantine', markBefore: 3, markAfter: 5, floor: 5 }]);
-    fs.writeFileSync(json, JSON.stringify([{ scope: 'orders', keys: ['orders/1,2', ' spaced key ', ''] }]));
+    fs.writeFileSync(json, JSON.stringify([{ scope: 'orders', keys: ['orders/1,2', ' spaced key '] }]));
     const list = cli(['reconcile', '--sqlite', f.file, '--scopes', json, '--now', String(T), '--dry-run']);
     assert.equal(list.status, 0, list.stderr);
-    assert.deepEqual(JSON.parse(list.stdout).scopes[0].keys.map((k) => [k.key, k.mark]), [['orders/1,2', 3], [' spaced key ', 0], ['', 0]]);
+    assert.deepEqual(JSON.parse(list.stdout).scopes[0].keys.map((k) => [k.key, k.mark]), [['orders/1,2', 3], [' spaced key ', 0]]);
     // Usage errors (exit 2), nothing changed.
     for (const args of [
       ['--key', 'orders/1,2', '--scope', 'orders'],
@@ -125,10 +154,10 @@ test('--scopes FILE.json names keys of any form; --key needs its --scope; a scop
     }
     fs.writeFileSync(json, '{"orders": ["a",');
     assert.equal(cli(['reconcile', '--sqlite', f.file, '--scopes', json]).status, 2);
-    // A file whose keys are not all strings: INVALID_ARGUMENT (exit 1), checked before anything is read.
+    // A file whose keys are not all strings: INVALID_ARGUMENT (a usage error: exit 2), checked before anything is read.
     fs.writeFileSync(json, JSON.stringify({ orders: ['orders/1,2', 7] }));
     const bad = cli(['reconcile', '--sqlite', f.file, '--scopes', json, '--now', String(T)]);
-    assert.equal(bad.status, 1);
+    assert.equal(bad.status, 2);
     assert.equal(JSON.parse(bad.stderr).error.code, 'INVALID_ARGUMENT');
     assert.deepEqual(await f.state(), UNTOUCHED);
   } finally {

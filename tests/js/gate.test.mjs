@@ -62,8 +62,9 @@ test('values are stored by reference and may be any JS value', () => {
   const obj = { n: 1 };
   g.write('o', 1, obj);
   assert.equal(g.value('o'), obj);
-  g.write('o', 1, undefined);
-  assert.deepEqual(g.read('o'), { mark: 1, value: undefined, hasValue: true });
+  // undefined is refused as by Gate.write (INVALID_ARGUMENT, nothing changed)
+  assert.throws(() => g.write('o', 1, undefined), (e) => e instanceof FencegateError && e.code === 'INVALID_ARGUMENT');
+  assert.deepEqual(g.read('o'), { mark: 1, value: obj, hasValue: true });
   g.write('o', 2, null);
   assert.equal(g.value('o'), null);
 });

@@ -79,7 +79,7 @@ test('a commit returning Object.create(null) is COMMIT_UNKNOWN in Gate.write, Ga
     assert.equal(store.commits, 1);
     const issuerStore = answering(answer);
     await assert.rejects(
-      new Issuer(issuerStore).acquire({ scope: 's', holder: 'h', ttlMs: 10, now: 0 }),
+      new Issuer(issuerStore).acquire({ scope: 's', holder: 'h', ttlMs: 10, now: 0, requestId: 'r1' }),
       code(
         'COMMIT_UNKNOWN',
         `host store commit("issuer:s") may or may not have committed (commit returned ${what}, not true or false); no result was returned; ` +

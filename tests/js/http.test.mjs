@@ -26,6 +26,7 @@ test('statusFor: every stable code has its documented status (docs/http.md)', ()
     EPOCH_OVERFLOW: 500, BAD_SIGNATURE: 403, WRONG_SCOPE: 403, INVALID_ARGUMENT: 400, NOT_INITIALIZED: 500,
     UNKNOWN_KEY: 403, KEY_RETIRED: 403, UNSIGNED_TOKEN: 403, EPOCH_JUMP_TOO_LARGE: 409, FUTURE_EPOCH: 409,
     EPOCH_CONFLICT: 409, OP_ID_EXPIRED: 409, QUARANTINED: 409, OP_ID_REUSED: 422, LEASE_NOT_HELD: 409, REQUEST_ID_REUSED: 422,
+    CALLBACK_FAILED: 500, DUPLICATE_OPERATION: 409, GUARD_REFUSED: 500,
   };
   assert.deepEqual(Object.fromEntries(errorCodes().map((c) => [c, statusFor(c)])), expected);
   assert.equal(statusFor(null), 200);

@@ -323,19 +323,22 @@ test('raise repairs a restored issuer: detection through a lease id above the st
   });
 });
 
-test('a gate record and an issuer record under one key never pass for each other: CORRUPT_STATE both ways, nothing written', async () => {
+test('a gate record and an issuer record under one key never pass for each other: the default prefix is refused to gates, a custom one fails closed both ways', async () => {
   const { Gate } = await import('../../pkg/node.mjs');
   const store = new MemoryHostStore();
   const gate = new Gate(store);
   const issuer = new Issuer(store);
-  await gate.write('issuer:x', 5, 'resource named like an issuer key');
-  await assert.rejects(issuer.acquire({ scope: 'x', holder: 'A', ttlMs: 10, now: 0 }), { code: 'CORRUPT_STATE' });
-  assert.deepEqual(await gate.read('issuer:x'), { mark: 5, value: 'resource named like an issuer key', hasValue: true });
-  await issuer.acquire({ scope: 'y', holder: 'A', ttlMs: 10, now: 0 });
-  await assert.rejects(gate.write('issuer:y', 9, 'x'), { code: 'CORRUPT_STATE' });
-  assert.equal((await issuer.current('y')).epoch, 1);
-  // A separate namespace avoids the clash.
+  // Resource keys starting with the Issuer's default prefix are refused: the two key spaces cannot meet.
+  await assert.rejects(gate.write('issuer:x', 5, 'resource named like an issuer key'), { code: 'INVALID_ARGUMENT' });
+  assert.deepEqual(store.keys(), []);
+  assert.equal((await issuer.acquire({ scope: 'x', holder: 'A', ttlMs: 10, now: 0 })).epoch, 1);
+  // A custom keyPrefix is the application's to keep out of resource keys: a collision fails closed (CORRUPT_STATE, nothing written).
   const other = new Issuer(store, { keyPrefix: 'locks/' });
-  assert.equal((await other.acquire({ scope: 'x', holder: 'A', ttlMs: 10, now: 0 })).epoch, 1);
-  assert.deepEqual(store.keys(), ['issuer:x', 'issuer:y', 'locks/x']);
+  await gate.write('locks/y', 5, 'resource named like an issuer key');
+  await assert.rejects(other.acquire({ scope: 'y', holder: 'A', ttlMs: 10, now: 0 }), { code: 'CORRUPT_STATE' });
+  assert.deepEqual(await gate.read('locks/y'), { mark: 5, value: 'resource named like an issuer key', hasValue: true });
+  await other.acquire({ scope: 'z', holder: 'A', ttlMs: 10, now: 0 });
+  await assert.rejects(gate.write('locks/z', 9, 'x'), { code: 'CORRUPT_STATE' });
+  assert.equal((await other.current('z')).epoch, 1);
+  assert.deepEqual(store.keys(), ['issuer:x', 'locks/y', 'locks/z']);
 });

@@ -64,3 +64,12 @@ test('README "Host stores" SQLite example runs against a real SQLite file', () =
   assert.deepEqual(report.changes, [{ scope: 'report-42', target: 'issuer', action: 'raise', epochBefore: 0, epochAfter: 7, revoked: null }]);
   assert.deepEqual(report.scopes[0].keys, [{ key: 'report-42', exists: true, mark: 7, holder: null, quarantine: null }]);
 });
+
+test('README "Fencing your own data" SQLite example runs against a real SQLite file and logs what its comments say', () => {
+  const [block] = readmeBlocks('Fencing your own data: one line inside your transaction');
+  const dir = mkdtempSync(join(new URL('../../build/', import.meta.url).pathname, 'readme-own-'));
+  const file = join(dir, 'own.mjs');
+  const sqlite = new URL('../../pkg/adapters/sqlite.mjs', import.meta.url).href;
+  writeFileSync(file, block.replace("from 'fencegate/sqlite'", `from '${sqlite}'`).replace("from 'fencegate'", `from '${pkg}'`));
+  assert.equal(execFileSync('node', [file], { cwd: dir, encoding: 'utf8' }), 'advance 34 1\nSTALE_TOKEN shipped\nSTALE_TOKEN\n');
+});

@@ -15,9 +15,9 @@ const require = createRequire(import.meta.url);
 const CLI = new URL('../../pkg/bin/fencegate.mjs', import.meta.url).pathname;
 const T = 1_700_000_000_000;
 
-test('QUARANTINED and OP_ID_REUSED (issue 13), then the issuer codes of issues 20 and 13 are the last codes', () => {
-  assert.deepEqual(errorCodes().slice(22), ['QUARANTINED', 'OP_ID_REUSED', 'LEASE_NOT_HELD', 'REQUEST_ID_REUSED']);
-  assert.equal(errorCodes().length, 26);
+test('codes are only added at the end: QUARANTINED, OP_ID_REUSED, the issuer codes, then the own-data codes', () => {
+  assert.deepEqual(errorCodes().slice(22), ['QUARANTINED', 'OP_ID_REUSED', 'LEASE_NOT_HELD', 'REQUEST_ID_REUSED', 'CALLBACK_FAILED', 'DUPLICATE_OPERATION', 'GUARD_REFUSED']);
+  assert.equal(errorCodes().length, 29);
 });
 
 test('MemoryGate.quarantine: never lowers, refuses up to the floor, lifted by a larger epoch; bigint floors', () => {

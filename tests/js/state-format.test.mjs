@@ -139,11 +139,12 @@ test('fingerprint arguments: string, Uint8Array or ArrayBuffer, and only with an
   }
   assert.equal(mem.read('k').hasValue, false);
   assert.equal(await gate.mark('k'), 0);
-  // An empty fingerprint is a fingerprint (of no bytes); establish ignores op ids and fingerprints.
+  // An empty fingerprint is a fingerprint (of no bytes); establish refuses op ids (and so fingerprints).
   assert.equal(mem.write('k', 1, 'v', { opId: 'a', fingerprint: '' }).outcome, 'advance');
   assert.equal(mem.write('k', 1, 'w', { opId: 'a', fingerprint: new Uint8Array(0) }).outcome, 'duplicate');
   assert.equal(mem.write('k', 1, 'w', { opId: 'a', fingerprint: 'x' }).code, 'OP_ID_REUSED');
-  assert.equal(mem.establish('k', 1, { opId: 'a', fingerprint: 'x' }).outcome, 'accept');
+  assert.throws(() => mem.establish('k', 1, { opId: 'a', fingerprint: 'x' }), { code: 'INVALID_ARGUMENT', option: 'opId' });
+  assert.equal(mem.establish('k', 1).outcome, 'accept');
   // Under strict the retry is checked the same way.
   const strict = new MemoryGate({ sameEpoch: 'strict' });
   strict.write('s', 3, 'v', { opId: 'a', fingerprint: 'one' });

@@ -26,9 +26,8 @@ test('MISSING_TOKEN: undefined, null, no argument', () => {
   const g = seeded();
   assertRefused(g, undefined, 'MISSING_TOKEN');
   assertRefused(g, null, 'MISSING_TOKEN');
-  const v = g.write('k');
-  assert.equal(v.code, 'MISSING_TOKEN');
-  // write('k') stores nothing: value stays "v5", not undefined.
+  // write('k') has no value: INVALID_ARGUMENT as Gate.write; nothing stored, value stays "v5".
+  assert.throws(() => g.write('k'), { code: 'INVALID_ARGUMENT' });
   assert.deepEqual(g.read('k'), { mark: 5, value: 'v5', hasValue: true });
   assert.equal(g.establish('k').code, 'MISSING_TOKEN');
 });

@@ -117,3 +117,23 @@ test('Bun: a variant that reads outside the transaction fails the race case', ()
   const results = conformance(['lying', JSON.stringify([name])]);
   assert.deepEqual(results.map((r) => [r.name, r.ok, r.assertion]), [[name, false, true]]);
 });
+
+test('Bun: your own table over bun:sqlite — gate.transaction runs the UPDATE only under a current token; fenceInSync rolls back a zombie', () => {
+  const out = runBun('own.mjs', `
+import { Database } from 'bun:sqlite';
+import { Gate } from 'fencegate';
+import { SqliteStore } from 'fencegate/sqlite';
+const db = new Database(':memory:');
+db.exec("CREATE TABLE orders (id INTEGER PRIMARY KEY, status TEXT); INSERT INTO orders VALUES (42, 'paid')");
+const gate = new Gate(new SqliteStore(db));
+const set = (s) => (tx) => tx.prepare('UPDATE orders SET status = ? WHERE id = 42').run(s).changes;
+const a = await gate.transaction('orders/42', 34, set('shipped'));
+let ran = false;
+const b = await gate.transaction('orders/42', 33, (tx) => { ran = true; return set('refunded')(tx); });
+const refund = db.transaction((t) => { gate.fenceInSync(db, 'orders/42', t); db.prepare("UPDATE orders SET status = 'zombie' WHERE id = 42").run(); });
+let code = null;
+try { refund.immediate(33); } catch (e) { code = e.code; }
+console.log(JSON.stringify([a.outcome, a.result, b.code, ran, code, db.prepare('SELECT status FROM orders WHERE id = 42').get().status, await gate.mark('orders/42')]));
+`);
+  assert.equal(out, '["advance",1,"STALE_TOKEN",false,"STALE_TOKEN","shipped",34]\n');
+});

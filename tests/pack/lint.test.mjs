@@ -48,7 +48,7 @@ test('publint --strict on the tarball: no errors, warnings or suggestions', () =
 // The runtime adapters are ES modules only (workerd, browsers and Deno load ES
 // modules; docs/design.md, issue 15): no `require` condition, so require()
 // does not resolve them. attw checks them under its esm-only profile.
-const ESM_ONLY = ['./deno-kv', './durable-object', './indexeddb'];
+const ESM_ONLY = ['./deno-kv', './durable-object', './indexeddb', './r2'];
 
 test('attw on the tarball: no problems for any entry or subpath (node10, node16 CJS and ESM, bundler)', () => {
   const r = spawnSync(bin('attw'), [tarball, '--format', 'json', '--exclude-entrypoints', ...ESM_ONLY], { encoding: 'utf8' });
@@ -56,7 +56,7 @@ test('attw on the tarball: no problems for any entry or subpath (node10, node16 
   const report = JSON.parse(r.stdout);
   assert.deepEqual([report.problems, report.analysis.problems], [{}, []]);
   const entries = Object.keys(report.analysis.entrypoints).sort();
-  assert.deepEqual(entries, ['.', './etcd', './express', './hono', './http', './memory', './mysql', './otel', './package.json', './postgres', './prometheus', './redis', './sqlite']);
+  assert.deepEqual(entries, ['.', './etcd', './express', './hono', './http', './memory', './mysql', './otel', './package.json', './postgres', './prometheus', './redis', './s3', './sqlite']);
   for (const [entry, info] of Object.entries(report.analysis.entrypoints)) {
     for (const kind of ['node10', 'node16-cjs', 'node16-esm', 'bundler']) {
       const res = info.resolutions[kind];

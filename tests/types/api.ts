@@ -26,6 +26,9 @@ import {
   type GateOptions,
   type Reading,
   type SameEpochPolicy,
+  type TransactionVerdict,
+  type OwnDataStore,
+  type FencedStep,
 } from 'fencegate';
 
 export async function use(): Promise<void> {
@@ -101,6 +104,28 @@ import type { RedisStore } from 'fencegate/redis';
 export function issuerOverAdapters(db: SqliteDatabase, pgStore: PostgresStore, redisStore: RedisStore): [Issuer, Issuer, Gate, Gate, Issuer] {
   const sqlite = new SqliteStore(db);
   return [new Issuer(sqlite), new Issuer(pgStore, { keyPrefix: 'locks:' }), new Gate(sqlite), new Gate(redisStore), new Issuer(redisStore)];
+}
+
+/** Own data: the caller's statements in the fence's transaction, and the fence inside the caller's transaction. */
+export async function ownData(db: SqliteDatabase & { inTransaction: boolean }): Promise<void> {
+  const gate = new Gate(new SqliteStore(db));
+  const v: TransactionVerdict<number> = await gate.transaction('orders/42', 34, (tx: SqliteDatabase) => {
+    tx.exec("UPDATE orders SET status = 'shipped' WHERE id = 42");
+    return 1;
+  }, { opId: 'ship-42' });
+  const n: number | undefined = v.result;
+  const applied: Verdict = await gate.fenceIn(db, 'orders/42', 35);
+  const now: Verdict = gate.fenceInSync(db, 'orders/42', 35n);
+  const codes: ErrorCode[] = ['CALLBACK_FAILED', 'DUPLICATE_OPERATION', 'GUARD_REFUSED'];
+  const custom: OwnDataStore = {
+    fencedTransaction(key: string, step: FencedStep) {
+      const plan = step.decide(step.cached?.state ?? null);
+      if (plan === null) return null;
+      step.run({ key, text: plan.nextStateText });
+      return { version: 1 };
+    },
+  };
+  void [n, applied, now, codes, custom];
 }
 
 export async function useIssuer(): Promise<void> {
@@ -588,4 +613,51 @@ export async function useTextTransaction(): Promise<void> {
     },
   };
   await new Gate<string>(textStore).write('k', 1, 'v');
+}
+
+// Fenced objects: fencegate/s3 and fencegate/r2 (docs/stores.md "Objects: S3 and R2").
+import { S3Store, decodeObjectBody, encodeObjectBody, S3_LIMITS, type S3StoreOptions, type S3ClientLike, type FencedObjectBody, type ObjectStoreOptions } from 'fencegate/s3';
+import { R2Store, R2_LIMITS, decodeObjectBody as decodeR2, encodeObjectBody as encodeR2, type R2BucketLike } from 'fencegate/r2';
+
+export async function useObjects(s3: S3ClientLike, bucket: R2BucketLike): Promise<void> {
+  const options: S3StoreOptions = { bucket: 'my-bucket', prefix: 'manifests/', contentType: 'application/json', metadata: { app: 'x' }, maxBytes: 1 << 20 };
+  const store = new S3Store(s3, options);
+  const name: string = store.bucket;
+  const objectKey: string = store.objectKey('tenant-1.json');
+  const checked: string = store.encodeValue(new Uint8Array([1]));
+  const record = await store.load('tenant-1.json');
+  const etag: string | undefined = record?.version;
+  const landed: boolean = await store.commit('tenant-1.json', etag ?? null, { v: 1, mark: '2' }, { kind: 'set', value: 'text' });
+  const cached: { version: string } | false = await store.commitFrom('tenant-1.json', null, '{"v":1,"mark":"3"}', { kind: 'delete' });
+  const cas: CasStore = store;
+  const gate = new Gate(store);
+  await gate.write('tenant-1.json', 3, '{"plan":"pro"}');
+  const json = new S3Store<{ plan: string }>(s3, { bucket: 'my-bucket', ...jsonCodec });
+  const body: FencedObjectBody | null = decodeObjectBody(encodeObjectBody('{"v":1,"mark":"1"}', null));
+  const r2options: ObjectStoreOptions = { readAs: 'text' };
+  const r2 = new R2Store(bucket, r2options);
+  const r2gate = new Gate(r2);
+  const r2body = decodeR2(encodeR2('{"v":1,"mark":"1"}', new Uint8Array(0), 'AAAAAAAAAAAAAAAAAAAAAA'));
+  const limits: number = S3_LIMITS.metadataBytes + R2_LIMITS.maxBytes;
+  // @ts-expect-error bucket is required
+  new S3Store(s3, {});
+  // @ts-expect-error readAs is 'bytes' or 'text'
+  new R2Store(bucket, { readAs: 'json' });
+  void [name, objectKey, checked, landed, cached, cas, json, body, r2gate, r2body, limits];
+}
+
+// The caller's own data (docs/stores.md "Your own data"): Gate.transaction, fenceIn, fenceInSync;
+// PostgresStore's isolation option and both stores' verbs.
+import { PostgresStore as OwnPgStore } from 'fencegate/postgres';
+import { MysqlStore as OwnMysqlStore } from 'fencegate/mysql';
+export async function ownDataNetwork(pg: PostgresClient, my: import('fencegate/mysql').MysqlClient, handle: unknown): Promise<number> {
+  const gate = new Gate(new OwnPgStore(pg, { isolation: 'serializable' }));
+  const v = await gate.transaction('orders/42', 7, async (tx: PostgresClient) => (await tx.query('UPDATE orders SET status = $1', ['paid'])).rowCount ?? 0, { opId: 'o-1' });
+  const n: number | undefined = v.result;
+  const f: Verdict = await gate.fenceIn(handle, 'orders/42', 7);
+  const s: Verdict = gate.fenceInSync(handle, 'orders/42', 7);
+  const mstore = new OwnMysqlStore(my);
+  const r: { version: string } | null = await mstore.fencedTransaction('k', { cached: null, decide: () => null, run: () => 1, body: null });
+  await mstore.fenceIn(handle, 'k', { decide: () => null });
+  return (n ?? 0) + Number(f.markAfter) + Number(s.markAfter) + (r === null ? 0 : 1);
 }

@@ -199,3 +199,57 @@ test('SQLite transaction with the state cache: another process\'s newer epoch is
     t.close();
   }
 });
+
+test('a lying store that runs the statements after a refusal, or commits without running them, is caught (STORE_ERROR)', async () => {
+  const t = open();
+  try {
+    await t.gate.transaction('orders/42', 5, setStatus('paid'));
+    // runs the body whatever the decision says
+    const eager = {
+      load: (k) => t.store.load(k),
+      transaction: (k, fn) => t.store.transaction(k, fn),
+      fencedTransaction(key, step) {
+        step.decide(t.store.load(key)?.state ?? null);
+        return t.db.transaction(() => { step.run(t.db); return { version: 1 }; })();
+      },
+    };
+    const e = await new Gate(eager).transaction('orders/42', 4, setStatus('zombie')).catch((x) => x);
+    assert.equal(e.code, 'STORE_ERROR');
+    assert.match(e.cause.message, /without a decision that applies/);
+    assert.equal(t.status(42), 'paid');
+    // decides, applies, and never runs the body
+    const lazy = {
+      load: (k) => t.store.load(k),
+      transaction: (k, fn) => t.store.transaction(k, fn),
+      fencedTransaction(key, step) {
+        step.decide(t.store.load(key)?.state ?? null);
+        return { version: 1 };
+      },
+    };
+    const l = await new Gate(lazy).transaction('orders/42', 6, setStatus('never')).catch((x) => x);
+    assert.equal(l.code, 'STORE_ERROR');
+    assert.match(l.cause.message, /without running the caller's statements/);
+    // a store without the verbs
+    const plain = new Gate({ load: () => null, commit: () => true });
+    assert.equal((await plain.transaction('orders/42', 6, setStatus('x')).catch((x) => x)).code, 'INVALID_ARGUMENT');
+    assert.equal((await plain.fenceIn({}, 'orders/42', 6).catch((x) => x)).code, 'INVALID_ARGUMENT');
+    assert.throws(() => plain.fenceInSync({}, 'orders/42', 6), (x) => x.code === 'INVALID_ARGUMENT');
+  } finally {
+    t.close();
+  }
+});
+
+test('audit records name the own-data operations; a refusal is counted', async () => {
+  const t = open();
+  try {
+    const seen = [];
+    const gate = new Gate(t.store, { onVerdict: (r) => seen.push([r.operation, r.outcome, r.code, r.opId]) });
+    await gate.transaction('orders/42', 2, setStatus('a'), { opId: 'x' });
+    await gate.transaction('orders/42', 1, setStatus('b'));
+    t.db.transaction(() => gate.fenceInSync(t.db, 'orders/42', 2))();
+    assert.deepEqual(seen, [['transaction', 'advance', null, 'x'], ['transaction', 'reject', 'STALE_TOKEN', null], ['fenceIn', 'accept', null, null]]);
+    assert.deepEqual([gate.counters().total, gate.counters().reject], [3, 1]);
+  } finally {
+    t.close();
+  }
+});

@@ -156,3 +156,115 @@ test('property 1: arbitrary arguments to every public call give only FencegateEr
   );
   assert.equal(seen.size, CALLS.length, 'every call was tried');
 });
+
+// ---- Property 1b (issue 32): no foreign error from the HTTP layer or from nested options.
+// Every call below gets arbitrary values where a user's code could hand one
+// over: the request's headers (any shape), the handler's result, what the
+// handler throws, every option at every depth. Whatever comes back, a thrown
+// error is a FencegateError with a documented code, or the very value the
+// handler threw (fence rethrows what is not fencegate's), never a TypeError or
+// RangeError of fencegate's own making.
+const http = await import('../../../pkg/integrations/http.mjs');
+const hono = await import('../../../pkg/integrations/hono.mjs');
+const expressFencing = await import('../../../pkg/integrations/express.mjs');
+const { otelAudit } = await import('../../../pkg/integrations/otel.mjs');
+const { prometheusAudit } = await import('../../../pkg/integrations/prometheus.mjs');
+
+/** Header sources of every shape, holding arbitrary values under the fencing names (any case). */
+function sourceOf(kind, a) {
+  const entries = [['Fencing-Token', a[0]], ['fencing-op-id', a[1]], ['FENCING-HOLDER', a[2]]];
+  switch (kind) {
+    case 0: return Object.fromEntries(entries);
+    case 1: return new Map(entries);
+    case 2: return { get: (name) => new Map(entries.map(([k, v]) => [k.toLowerCase(), v])).get(name.toLowerCase()) };
+    case 3: return { headers: Object.fromEntries(entries) };
+    case 4: return a[0]; // anything at all
+    default: {
+      try {
+        return new Headers(entries.filter(([, v]) => typeof v === 'string').map(([k, v]) => [k, v.replace(/[^\x21-\x7e]/g, '')]));
+      } catch {
+        return new Headers();
+      }
+    }
+  }
+}
+
+/** What a handler does: return an arbitrary value, throw one, or call the gate. */
+function handlerOf(kind, gate, value) {
+  if (kind === 0) return () => value;
+  if (kind === 1) return () => { throw value; };
+  if (kind === 2) return async () => value;
+  return (t, o) => gate.write('k', t, 'v', o);
+}
+
+const HTTP_CALLS = [
+  ['fenceReply', async (g, a, k) => http.fenceReply(sourceOf(k[0] % 6, a), 'k', handlerOf(k[1] % 4, g, a[3]), k[2] % 2 ? {} : { headers: a[4] })],
+  ['fenceReply(options)', async (g, a, k) => http.fenceReply(sourceOf(k[0] % 6, a), a[5], handlerOf(k[1] % 4, g, a[3]), a[4])],
+  ['fence', async (g, a, k) => http.fence(sourceOf(k[0] % 6, a), 'k', handlerOf(k[1] % 4, g, a[3]), { retryAfter: a[4], typeBase: k[2] % 2 ? 'x:' : a[5] })],
+  ['fence(header names)', async (g, a, k) => http.fence(sourceOf(k[0] % 6, a), 'k', handlerOf(3, g), { headers: { token: a[4], opId: a[5], holder: a[3] } })],
+  ['readFencing', async (g, a, k) => http.readFencing(sourceOf(k[0] % 6, a), k[2] % 2 ? undefined : a[4])],
+  ['verdictReply', async (g, a) => http.verdictReply(a[3], a[4], a[5])],
+  ['verdictReply(verdict)', async (g, a) => http.verdictReply(g.write('k', 1 + (Number(typeof a[3] === 'number' ? a[3] : 0) % 3 | 0) || 1, 'v'), a[4], { typeBase: 'x:' })],
+  ['errorReply', async (g, a) => http.errorReply(a[3], a[4], a[5])],
+  ['errorReply(error)', async (g, a) => http.errorReply(new api.FencegateError(typeof a[3] === 'string' ? a[3] : 'STORE_ERROR', 'm'), 'k', { retryAfter: a[4] })],
+  ['tokenProblemReply', async (g, a) => http.tokenProblemReply('k', a[3], 0, a[4])],
+  ['statusFor', async (g, a) => http.statusFor(a[3])],
+  ['hono.fencing', async (g, a) => hono.fencing(a[3])],
+  ['hono.fencing(options)', async (g, a) => hono.fencing({ gate: g, key: () => 'k', headers: a[3], retryAfter: a[4], typeBase: a[5] })],
+  ['express.fencing', async (g, a) => expressFencing.fencing(a[3])],
+  ['express.fencing(options)', async (g, a) => expressFencing.fencing({ gate: g, key: () => 'k', headers: a[3], retryAfter: a[4] })],
+  ['hono.fenced', async (g, a) => hono.fenced(a[3], a[4])],
+  ['express.fenced', async (g, a) => expressFencing.fenced(a[3], a[4])],
+  ['express middleware', async (g, a, k) => {
+    const mw = expressFencing.fencing({ gate: g, key: () => 'k' });
+    const res = { locals: {}, status() { return this; }, setHeader() {}, end() {} };
+    let passed = null;
+    await mw({ headers: sourceOf(k[0] % 4, a) }, res, (e) => { passed = e ?? null; });
+    if (passed !== null) throw passed;
+    if (res.locals.fencing !== undefined) await expressFencing.fenced(res, handlerOf(k[1] % 4, g, a[3]));
+  }],
+  // Nested options, at every depth.
+  ['MemoryGate(higherEpoch)', async (g, a) => new MemoryGate({ higherEpoch: a[3] })],
+  ['MemoryGate(higherEpoch members)', async (g, a) => new MemoryGate({ higherEpoch: { mode: 'reject-future', [typeof a[3] === 'string' ? a[3] : 'ceiling']: a[4] } })],
+  ['MemoryGate(keys)', async (g, a) => new MemoryGate({ keys: a[3] })],
+  ['MemoryGate(key entry)', async (g, a) => new MemoryGate({ keys: { k1: a[3] } })],
+  ['MemoryGate(key entry members)', async (g, a) => new MemoryGate({ keys: { k1: { hmac: SECRET, [typeof a[3] === 'string' ? a[3] : 'x']: a[4] } } })],
+  ['Gate(nested)', async (g, a) => new Gate(new MemoryHostStore(), { higherEpoch: a[3], keys: { k1: a[4] } })],
+  ['verifyToken(key entry)', async (g, a) => api.verifyToken(a[5], { keys: { k1: a[3] }, retired: a[4], scope: 's' })],
+  ['mintToken(key)', async (g, a) => api.mintToken({ scope: 's', epoch: 1 }, a[3])],
+  ['reconcile(scopes entry)', async (g, a) => reconcile({ issuer: new Issuer(), gate: new Gate(new MemoryHostStore()), scopes: [a[3]], now: 0 })],
+  ['otelAudit', async (g, a) => otelAudit(a[3])],
+  ['prometheusAudit', async (g, a) => prometheusAudit(a[3])],
+  ['write(options)', async (g, a) => g.write('k', 1, 'v', a[3])],
+  ['establish(options)', async (g, a) => g.establish('k', 1, a[3])],
+  ['Gate.write(options)', async (g, a) => new Gate(new MemoryHostStore()).write('k', 1, a[4], a[3])],
+];
+
+test('property 1b: the HTTP layer, the middleware and nested options give only FencegateError (or the handler\'s own throw) for arbitrary input', async () => {
+  const seen = new Set();
+  await fc.assert(
+    fc.asyncProperty(
+      fc.integer({ min: 0, max: HTTP_CALLS.length - 1 }),
+      fc.array(anyValue(), { minLength: 6, maxLength: 6 }),
+      fc.array(fc.nat(), { minLength: 3, maxLength: 3 }),
+      async (i, args, kinds) => {
+        const [name, call] = HTTP_CALLS[i];
+        seen.add(name);
+        const gate = new MemoryGate();
+        try {
+          const out = await call(gate, args, kinds);
+          // A reply must be sendable: its body serialises, its status is an HTTP status.
+          if (out !== null && typeof out === 'object' && 'status' in out && 'body' in out) {
+            JSON.stringify(out.body);
+            http.toResponse(out);
+          }
+        } catch (e) {
+          if (e === args[3]) return; // the handler's own throw, rethrown as documented
+          if (!isOwnError(e)) assert.fail(`${name} threw ${e?.constructor?.name}: ${e?.message}`);
+        }
+      },
+    ),
+    params(4000),
+  );
+  assert.equal(seen.size, HTTP_CALLS.length, 'every call was tried');
+});

@@ -73,6 +73,22 @@ class Model {
   }
 }
 
+/**
+ * Inputs both gates must refuse alike (issue 32 items 8, 9, 12, 13, 18):
+ * INVALID_ARGUMENT whatever the token, nothing changed. Each is a call on
+ * (gate, key, token).
+ */
+const REFUSED = [
+  ['write undefined', (g, k, t) => g.write(k, t, undefined)],
+  ['write undefined with an op id', (g, k, t) => g.write(k, t, undefined, { opId: 'o1' })],
+  ['establish with an op id', (g, k, t) => g.establish(k, t, { opId: 'o1' })],
+  ['write with array options', (g, k, t) => g.write(k, t, 1, [])],
+  ['write with Map options', (g, k, t) => g.write(k, t, 1, new Map([['opId', 'o1']]))],
+  ['establish with Date options', (g, k, t) => g.establish(k, t, new Date(0))],
+  ['write to the empty key', (g, k, t) => g.write('', t, 1)],
+  ['establish the issuer: key', (g, k, t) => g.establish(`issuer:${k}`, t)],
+];
+
 const tokenArb = fc.oneof(
   { weight: 8, arbitrary: fc.integer({ min: 1, max: 6 }) },
   { weight: 1, arbitrary: fc.bigInt({ min: 1n, max: 6n }) },
@@ -83,6 +99,7 @@ const stepArb = fc.oneof(
   { weight: 2, arbitrary: fc.record({ kind: fc.constant('establish'), key: fc.constantFrom(...KEYS), token: tokenArb, holder: fc.constantFrom(...HOLDERS) }) },
   { weight: 1, arbitrary: fc.record({ kind: fc.constant('delete'), key: fc.constantFrom(...KEYS), token: tokenArb, holder: fc.constantFrom(...HOLDERS), opId: fc.constantFrom(...OP_IDS) }) },
   { weight: 1, arbitrary: fc.record({ kind: fc.constant('quarantine'), key: fc.constantFrom(...KEYS), floor: fc.integer({ min: 0, max: 6 }) }) },
+  { weight: 1, arbitrary: fc.record({ kind: fc.constant('refused'), key: fc.constantFrom(...KEYS), token: tokenArb, input: fc.integer({ min: 0, max: REFUSED.length - 1 }) }) },
 );
 
 const clone = (v) => (v === undefined ? undefined : structuredClone(v));
@@ -154,18 +171,26 @@ test('property 2: MemoryGate and Gate over each in-process store agree with the 
       const model = new Model(strict);
       const memoryModel = new Model(strict); // MemoryGate has no delete
       for (const step of steps) {
-        model.current = step.key;
-        const expected = step.kind === 'quarantine' ? model.quarantine(step.key, step.floor) : model.apply(step.kind, step.key, step.token, step.value, step.holder, step.opId);
-        memoryModel.current = step.key;
-        const expectedMemory = step.kind === 'delete' ? null : step.kind === 'quarantine' ? memoryModel.quarantine(step.key, step.floor) : memoryModel.apply(step.kind, step.key, step.token, step.value, step.holder, step.opId);
-        if (expectedMemory !== null) {
-          const got = await run(memory, step, true);
-          if (got.claims === null) delete got.claims;
-          assert.deepEqual(got, expectedMemory, `MemoryGate ${JSON.stringify(step, (k, v) => (typeof v === 'bigint' ? `${v}n` : v))}`);
-        }
-        for (const [i, gate] of gates.entries()) {
-          const got = await run(gate, step, false);
-          assert.deepEqual(got, expected, `Gate over store ${i}: ${JSON.stringify(step, (k, v) => (typeof v === 'bigint' ? `${v}n` : v))}`);
+        if (step.kind === 'refused') {
+          // Both gates decide the input the same: refused, with a code, nothing changed (checked below with the rest).
+          const [what, call] = REFUSED[step.input];
+          const refusedAlike = (e) => e?.name === 'FencegateError' && e.code === 'INVALID_ARGUMENT';
+          assert.throws(() => call(memory, step.key, step.token), refusedAlike, `MemoryGate: ${what}`);
+          for (const [i, gate] of gates.entries()) await assert.rejects(async () => call(gate, step.key, step.token), refusedAlike, `Gate ${i}: ${what}`);
+        } else {
+          model.current = step.key;
+          const expected = step.kind === 'quarantine' ? model.quarantine(step.key, step.floor) : model.apply(step.kind, step.key, step.token, step.value, step.holder, step.opId);
+          memoryModel.current = step.key;
+          const expectedMemory = step.kind === 'delete' ? null : step.kind === 'quarantine' ? memoryModel.quarantine(step.key, step.floor) : memoryModel.apply(step.kind, step.key, step.token, step.value, step.holder, step.opId);
+          if (expectedMemory !== null) {
+            const got = await run(memory, step, true);
+            if (got.claims === null) delete got.claims;
+            assert.deepEqual(got, expectedMemory, `MemoryGate ${JSON.stringify(step, (k, v) => (typeof v === 'bigint' ? `${v}n` : v))}`);
+          }
+          for (const [i, gate] of gates.entries()) {
+            const got = await run(gate, step, false);
+            assert.deepEqual(got, expected, `Gate over store ${i}: ${JSON.stringify(step, (k, v) => (typeof v === 'bigint' ? `${v}n` : v))}`);
+          }
         }
         // Marks, values and the persisted state of every key, after every step.
         for (const key of KEYS) {

@@ -22,11 +22,12 @@ const needs = {
   etcd: noEtcd,
   etcdlock: noEtcd,
   indexeddb: 'runs in Chromium: tests/browser/indexeddb.test.mjs',
+  s3: process.env.FENCEGATE_S3_URL ? false : 'FENCEGATE_S3_URL is not set',
 };
 
 test('docs/stores.md has the adapter and client examples, the etcd lock one and the values one', () => {
   assert.deepEqual(examples.map((e) => e.name), [
-    'sqlite', 'bun_sqlite', 'redis', 'node_redis', 'postgres', 'postgres_js', 'mysql', 'etcd', 'etcdlock', 'durable-object', 'indexeddb', 'deno_kv', 'values',
+    'sqlite', 'bun_sqlite', 'redis', 'node_redis', 'postgres', 'postgres_js', 'mysql', 'etcd', 'etcdlock', 'durable-object', 'indexeddb', 'deno_kv', 's3', 'values',
   ]);
 });
 

@@ -325,7 +325,7 @@ describe('etcd: store layout and refusals', { skip }, () => {
     const refused = (code, message) => (e) => e instanceof FencegateError && e.code === code && e.message === message;
     assert.throws(() => new EtcdStore({}), refused('INVALID_ARGUMENT', 'EtcdStore needs an etcd3 client (new Etcd3(...))'));
     assert.throws(() => new EtcdStore(null), refused('INVALID_ARGUMENT', 'EtcdStore needs an etcd3 client (new Etcd3(...))'));
-    assert.throws(() => new EtcdStore({ kv: { txn() {} } }, null), refused('INVALID_ARGUMENT', 'EtcdStore options must be an object'));
+    assert.throws(() => new EtcdStore({ kv: { txn() {} } }, null), refused('INVALID_ARGUMENT', 'EtcdStore options must be a plain object, got null'));
     assert.throws(() => new EtcdStore({ kv: { txn() {} } }, { prefix: 1 }), refused('INVALID_ARGUMENT', 'prefix must be a string'));
     assert.throws(() => new EtcdStore({ kv: { txn() {} } }, { encode: String }), (e) => e instanceof FencegateError && e.code === 'INVALID_ARGUMENT');
   });

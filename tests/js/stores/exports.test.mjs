@@ -1,5 +1,5 @@
 // The adapters as a user reaches them: `fencegate/memory`, `/sqlite`, `/redis`,
-// `/postgres`, `/mysql`, `/etcd` through the package's exports map, from ESM, CommonJS and
+// `/postgres`, `/mysql`, `/etcd`, `/s3` (and `/r2`, ES modules only) through the package's exports map, from ESM, CommonJS and
 // TypeScript (node16 resolution), in a scratch project that links pkg/ as
 // node_modules/fencegate.
 import { test, before, after } from 'node:test';
@@ -197,4 +197,25 @@ test('TypeScript (node16) sees the Gate and adapter types', () => {
       '--target', 'es2022', '--lib', 'esnext,dom', 'use.mts'],
     { cwd: dir, encoding: 'utf8', stdio: 'pipe' },
   );
+});
+
+test('fencegate/s3 from ESM and CommonJS: the FencegateError class of the main entry, a byte value checked, a stream refused; fencegate/r2 is ES modules only', () => {
+  const body = (load) => `${load}
+     const { S3 } = require('@aws-sdk/client-s3');
+     const client = new S3({ endpoint: 'http://127.0.0.1:1', region: 'us-east-1', credentials: { accessKeyId: 'a', secretAccessKey: 'b' } });
+     const store = new S3Store(client, { bucket: 'my-bucket', prefix: 'p/' });
+     const out = [store.objectKey('k'), store.encodeValue('bytes'), decodeObjectBody(encodeObjectBody('{"v":1,"mark":"1"}', null, 'AAAAAAAAAAAAAAAAAAAAAA')).state];
+     for (const f of [() => new S3Store(client, {}), () => store.encodeValue({}), () => store.objectKey('a/../b')]) {
+       try { f(); out.push('no error'); } catch (e) { out.push(e instanceof FencegateError ? e.code + ' ' + (e.reason ?? e.option) : String(e)); }
+     }
+     console.log(JSON.stringify(out));
+     client.destroy();`;
+  const expected = '["p/k","","{\\"v\\":1,\\"mark\\":\\"1\\"}","INVALID_ARGUMENT bucket","INVALID_ARGUMENT NOT_BYTES","INVALID_ARGUMENT KEY_DOT_SEGMENT"]';
+  assert.equal(run('s3.cjs', body(`const { FencegateError } = require('fencegate'); const { S3Store, decodeObjectBody, encodeObjectBody } = require('fencegate/s3');`)), expected);
+  assert.equal(
+    run('s3.mjs', body(`import { createRequire } from 'node:module'; import { FencegateError } from 'fencegate'; import { S3Store, decodeObjectBody, encodeObjectBody } from 'fencegate/s3'; const require = createRequire(import.meta.url);`)),
+    expected,
+  );
+  assert.equal(run('r2.cjs', `try { require('fencegate/r2'); console.log('resolved'); } catch (e) { console.log(e.code); }`), 'ERR_PACKAGE_PATH_NOT_EXPORTED');
+  assert.equal(run('r2.mjs', `import { R2Store } from 'fencegate/r2'; try { new R2Store({}); } catch (e) { console.log(e.code); }`), 'INVALID_ARGUMENT');
 });

@@ -58,13 +58,15 @@ async function open(engine, config) {
 function flaky(store, random, rate, note) {
   const lost = () => Object.assign(new Error('injected: reply lost'), { commitUnknown: true });
   if (typeof store.transaction === 'function') {
+    // SqliteStore's own verb (textTransaction: text in, { version } out) where it has it, so its state cache stays on
+    const verb = typeof store.textTransaction === 'function' ? 'textTransaction' : 'transaction';
     const t = {
       load: (k) => store.load(k),
-      transaction: async (key, fn) => {
+      [verb]: async (key, fn) => {
         const roll = random();
         if (roll < rate / 2) throw lost(); // never reached the store
         let wrote = false;
-        const r = await store.transaction(key, (s) => {
+        const r = await store[verb](key, (s) => {
           const out = fn(s);
           wrote = out !== null && out !== undefined;
           return out;
@@ -76,11 +78,8 @@ function flaky(store, random, rate, note) {
         return r;
       },
     };
-    // SqliteStore's state cache (issue 14): its commitFrom, with the same faults, and the text answers it takes
-    if (typeof store.commitFrom === 'function') {
-      t[Symbol.for('fencegate.takesStateText')] = store[Symbol.for('fencegate.takesStateText')];
-      t.commitFrom = commitFromOf(store, random, rate, note, lost);
-    }
+    // SqliteStore's state cache: its commitFrom, with the same faults
+    if (typeof store.commitFrom === 'function') t.commitFrom = commitFromOf(store, random, rate, note, lost);
     return t;
   }
   const w = {

@@ -20,10 +20,9 @@ function counting(store) {
   return {
     n,
     store: {
-      [Symbol.for('fencegate.takesStateText')]: true,
-      transaction(key, fn) {
+      textTransaction(key, fn) {
         n.transaction += 1;
-        return store.transaction(key, fn);
+        return store.textTransaction(key, fn);
       },
       commitFrom(...args) {
         n.commitFrom += 1;

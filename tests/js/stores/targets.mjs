@@ -376,3 +376,87 @@ export const LYING_COMMIT_FROM = [
   ...[memoryCommitFrom, redis, postgres, mysql].flatMap((t) => [lyingCommitFrom(t, false), lyingCommitFrom(t, true)]),
   lyingCommitFrom(etcd, false),
 ];
+
+// ---- Objects: S3 (moto's server, an emulator) through @aws-sdk/client-s3 (docs/stores.md "Objects: S3 and R2")
+import { S3Store, decodeObjectBody, encodeObjectBody } from '../../../pkg/adapters/s3.mjs';
+import { valueCodec } from '../../../pkg/node.mjs';
+
+export const S3_URL = process.env.FENCEGATE_S3_URL;
+/** The bucket scripts/services.sh creates. */
+export const S3_BUCKET = 'fencegate';
+
+if (REQUIRE_SERVICES && !S3_URL) {
+  throw new Error('FENCEGATE_REQUIRE_SERVICES=1 but FENCEGATE_S3_URL is not set (scripts/with-services.sh)');
+}
+
+/** An `S3` client on FENCEGATE_S3_URL (path-style, any credentials: moto checks none). */
+export async function s3Client(options = {}) {
+  const { S3 } = await import('@aws-sdk/client-s3');
+  return new S3({
+    endpoint: S3_URL, region: 'us-east-1', forcePathStyle: true,
+    credentials: { accessKeyId: 'fencegate', secretAccessKey: 'fencegate' }, ...options,
+  });
+}
+
+const utf8Text = (b) => new TextDecoder('utf-8', { fatal: true }).decode(b);
+
+/** The fenced object at `objectKey` as `{ state, value }` (value: UTF-8 text or null), `{ state: undefined }` for a plain object, or null. */
+export async function s3Raw(client, objectKey) {
+  let r;
+  try {
+    r = await client.getObject({ Bucket: S3_BUCKET, Key: objectKey });
+  } catch (e) {
+    if (e.$metadata?.httpStatusCode === 404) return null;
+    throw e;
+  }
+  const body = decodeObjectBody(await r.Body.transformToByteArray());
+  if (body === null) return { state: undefined, value: undefined };
+  return { state: body.state, value: body.value === null ? null : utf8Text(body.value) };
+}
+
+/**
+ * An S3Store target on moto. The conformance cases write JS values, so the
+ * store takes a codec (`valueCodec`, the other adapters' default); byte values,
+ * the store's default, are tests/js/stores/s3.test.mjs. `lie`: the client drops
+ * If-Match / If-None-Match from every PUT (the bug the conformance suite must catch).
+ */
+function s3Target(name, lie) {
+  return {
+    name,
+    shape: 'cas',
+    skip: !S3_URL && 'FENCEGATE_S3_URL is not set (scripts/with-services.sh)',
+    async open(options) {
+      const real = await s3Client();
+      const client = lie
+        ? { getObject: (i) => real.getObject(i), putObject: ({ IfMatch, IfNoneMatch, ...i }) => real.putObject(i) }
+        : real;
+      const prefix = `${uniqueKey('conf')}/`;
+      const make = () => new S3Store(client, { bucket: S3_BUCKET, prefix, ...valueCodec, ...options });
+      const store = make();
+      return {
+        store,
+        reopen: async () => make(),
+        raw: async (key) => {
+          let objectKey;
+          try {
+            objectKey = store.objectKey(key);
+          } catch {
+            return null; // a key the store refuses cannot have been written
+          }
+          return s3Raw(real, objectKey);
+        },
+        putRaw: async (key, state, value) => {
+          const body = encodeObjectBody(state, value === null || value === undefined ? null : new TextEncoder().encode(value));
+          await real.putObject({ Bucket: S3_BUCKET, Key: store.objectKey(key), Body: body });
+        },
+        close: async () => real.destroy(),
+      };
+    },
+  };
+}
+
+export const s3 = s3Target('S3 (moto server, @aws-sdk/client-s3)', false);
+export const lyingS3 = { ...s3Target('lying S3 (the client drops If-Match / If-None-Match)', true) };
+TARGETS.push(s3);
+LYING_REAL.push(lyingS3);
+LYING_COMMIT_FROM.push(lyingCommitFrom(s3, false));
