@@ -121,6 +121,8 @@ export class DurableObjectSqlStore<V = unknown> implements TransactionStore<V> {
   /** The stored text of `value`; FencegateError INVALID_ARGUMENT (with `path`) when the codec refuses it. */
   encodeValue(value: V): string;
   transaction(key: string, fn: (state: string | null) => TransactionResult<V>): boolean;
+  /** The gate's text-answer transaction verb: `fn` gets the state text and returns `{ nextStateText, change }` or null; answers `{ version }` written, or null. */
+  textTransaction(key: string, fn: (state: string | null) => { nextStateText: string; change: { kind: string; value?: V; encoded?: string } } | null): { version: number } | null;
   /** The state-cache commit: `{ version }` written, or false when the row no longer has `expected` (nothing written). */
   commitFrom(key: string, expected: { version: unknown; state: string } | null, nextText: string, change: { kind: string; value?: V; encoded?: string }): { version: number } | false;
   load(key: string): { state: string; version: number; value?: V } | null;

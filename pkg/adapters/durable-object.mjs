@@ -171,23 +171,26 @@ export class DurableObjectSqlStore {
     return r === null ? null : r.version;
   }
 
-  /** Runs `fn(state)` in one transactionSync and writes what it returns (or nothing). */
+  /** Runs `fn(state)` in one transactionSync and writes what it returns (or nothing); true when it wrote. */
   transaction(key, fn) {
+    return this.textTransaction(key, fn) !== null;
+  }
+
+  /**
+   * The gate's transaction verb with text answers (lib/driver.mjs): `fn(state text | null)`
+   * returns `{ nextStateText, change }` (written as it is, with the change, in one
+   * transactionSync) or null (nothing written). Answers `{ version }` of the row
+   * written (the state cache keeps it), or null.
+   */
+  textTransaction(key, fn) {
     return this.#storage.transactionSync(() => {
       const row = this.#row(`SELECT state FROM "${this.#table}" WHERE key = ?`, key);
       const out = fn(row === null ? null : row.state);
-      if (out === null || out === undefined) return false;
+      if (out === null || out === undefined) return null;
       const { change } = out;
       const value = change.kind === 'set' ? encodedOf(this, change) : null;
-      const version = this.#write(key, row !== null, stateTextOf(out), change, value);
-      if (out.version === null) out.version = version;
-      return true;
+      return { version: this.#write(key, row !== null, stateTextOf(out), change, value) };
     });
-  }
-
-  /** The gate may hand this store's transaction a plain answer (state text; lib/driver.mjs `TAKES_STATE_TEXT`). */
-  get [Symbol.for('fencegate.takesStateText')]() {
-    return true;
   }
 
   /**

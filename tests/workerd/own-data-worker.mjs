@@ -175,6 +175,14 @@ export class Sql {
       out.zombie = await gate.transaction('orders/42', 34, setStatus('zombie'));
       out.ordersAfter = this.orders();
       out.fenceAfter = this.fenceRow(store, 'orders/42');
+      // statements per fence step on a key the gate has just written: the cache makes it one conditional UPDATE
+      let statements = 0;
+      const counted = { sql: { exec: (...a) => { statements++; return sql.exec(...a); } }, transactionSync: (f) => storage.transactionSync(f) };
+      const g = new Gate(new DurableObjectSqlStore(counted, { table: store.table }), { stateCache });
+      await g.transaction('orders/42', 36, () => 0);
+      statements = 0;
+      await g.transaction('orders/42', 37, () => 0);
+      out.statementsCachedKey = statements;
     } else if (scenario === 'throws') {
       await gate.transaction('orders/42', 5, setStatus('paid'));
       const boom = new Error('no such column: stauts');

@@ -120,6 +120,8 @@ for (const stateCache of [0, 1024]) {
       zombie: stale('orders/42', 34, 35),
       ordersAfter: ORDERS('other'),
       fenceAfter: { state: '{"v":1,"mark":"35"}', value: null, version: 4 },
+      // a key this gate just wrote: cache on, one conditional UPDATE; off, SELECT then UPDATE
+      statementsCachedKey: stateCache === 0 ? 2 : 1,
     });
   });
 }
