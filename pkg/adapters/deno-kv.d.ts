@@ -42,4 +42,41 @@ export class DenoKvStore<V = unknown> implements CasStore<V> {
   load(key: string): Promise<{ state: string; version: string; value?: V } | null>;
   /** One atomic operation checked on the versionstamp; false when the entry changed since `load`. */
   commit(key: string, expectedVersion: string | null, nextState: PersistedState, change: Change<V>): Promise<boolean>;
+  /**
+   * Store verb of `gate.transaction(key, token, body)` (docs/stores.md "Your own data"):
+   * reads the fence entry, decides, and when the verdict applies builds one `kv.atomic()`
+   * with `check(fence versionstamp)` + `set(fence entry)`; `body(op)` adds the caller's
+   * checks and mutations ({@link DenoKvAtomicFacade}), then one `commit()`. A failed check
+   * (the fence entry or one of the caller's) is a conflict: the whole step runs again,
+   * body included, bounded by `maxRetries`, then COMMIT_CONFLICT. `{ version }` = the
+   * commit's versionstamp, or null (refused: body never called, nothing written).
+   */
+  fencedTransaction(key: string, step: { cached: unknown; decide(state: string | null): { nextStateText: string } | null; run(op: DenoKvAtomicFacade): unknown }): Promise<{ version: string } | null>;
+  /**
+   * Store verb of `gate.fenceIn(op, key, token)` on an AtomicOperation the caller then
+   * commits: adds `check(fence versionstamp)` + `set(next state)` to `op` (the caller's
+   * commit answers `ok: false` when the fence changed since: run it again). On a refusal it
+   * adds a check no entry passes, so `op.commit()` can only answer `ok: false`.
+   * @throws FencegateError INVALID_ARGUMENT when `handle` is not an AtomicOperation.
+   */
+  fenceIn(handle: { check(...c: { key: DenoKvKeyPart[]; versionstamp: string | null }[]): unknown; set(key: DenoKvKeyPart[], value: unknown): unknown; commit(): Promise<unknown> }, key: string, step: { decide(state: string | null): { nextStateText: string } | null }): Promise<void>;
+}
+
+/**
+ * What the body of `gate.transaction` on a DenoKvStore gets: the verbs of the fence's
+ * `Deno.AtomicOperation`, chainable, without `commit` (calling it throws INVALID_ARGUMENT:
+ * the store commits once, after the body). A mutation of a key under the store's prefix
+ * throws INVALID_ARGUMENT (the fence entries are fencegate's). The body may be async (read
+ * with `kv.get`, then `check` what it read).
+ */
+export interface DenoKvAtomicFacade {
+  check(...checks: { key: DenoKvKeyPart[]; versionstamp: string | null }[]): DenoKvAtomicFacade;
+  set(key: DenoKvKeyPart[], value: unknown, options?: { expireIn?: number }): DenoKvAtomicFacade;
+  delete(key: DenoKvKeyPart[]): DenoKvAtomicFacade;
+  sum(key: DenoKvKeyPart[], n: bigint): DenoKvAtomicFacade;
+  min(key: DenoKvKeyPart[], n: bigint): DenoKvAtomicFacade;
+  max(key: DenoKvKeyPart[], n: bigint): DenoKvAtomicFacade;
+  mutate(...mutations: { key: DenoKvKeyPart[]; type: string; value?: unknown }[]): DenoKvAtomicFacade;
+  enqueue(value: unknown, options?: object): DenoKvAtomicFacade;
+  commit(): never;
 }

@@ -68,4 +68,97 @@ export class DenoKvStore {
     const r = await this.#kv.atomic().check({ key: k, versionstamp: expectedVersion }).set(k, { state: JSON.stringify(nextState), value }).commit();
     return r.ok === true;
   }
+
+  /** INVALID_ARGUMENT when `key` (a Deno KV key of the caller's) lies under this store's prefix: the fence entries are the store's. */
+  #ownKey(key) {
+    const p = this.#prefix;
+    if (Array.isArray(key) && key.length >= p.length && p.every((part, i) => sameKeyPart(part, key[i]))) {
+      throw invalid('DenoKvStore: a mutation of the caller under the fence prefix (the fence entries belong to fencegate)', { key: String(key) });
+    }
+  }
+
+  /**
+   * The caller's own checks and mutations in the fence's one atomic operation
+   * (Gate.transaction; docs/stores.md "Your own data"): the fence entry is read
+   * (strong consistency), decided, and when the verdict applies one
+   * `kv.atomic()` gets `check(fence entry's versionstamp)` and `set(fence
+   * entry)`; `step.run(op)` then adds the caller's `check`/`set`/`delete`/
+   * `sum`/`min`/`max`/`enqueue` (op is a facade of that AtomicOperation
+   * without `commit`), and the store commits once. A failed check (the fence
+   * entry changed, or one of the caller's) writes nothing and is thrown with
+   * `conflict: true`: the gate runs it all again (bounded by maxRetries).
+   * Answers `{ version }` (the commit's versionstamp) or null (refused).
+   */
+  async fencedTransaction(key, step) {
+    const k = this.kvKey(key);
+    const e = await this.#kv.get(k, { consistency: 'strong' });
+    const plan = step.decide(e.versionstamp === null ? null : e.value.state);
+    if (plan === null) return null;
+    const atomic = this.#kv.atomic().check({ key: k, versionstamp: e.versionstamp }).set(k, { state: plan.nextStateText, value: e.versionstamp === null ? null : (e.value.value ?? null) });
+    await step.run(this.#facade(atomic));
+    const r = await atomic.commit();
+    if (r.ok !== true) {
+      throw Object.assign(new Error('DenoKvStore: a check of the atomic operation failed (the fence entry or an entry you checked changed): nothing was written'), { conflict: true });
+    }
+    return { version: r.versionstamp };
+  }
+
+  /** The caller's view of `atomic`: its verbs, chainable, no `commit` (the store commits once, after the body). */
+  #facade(atomic) {
+    const facade = {};
+    const own = (name, keyOf) => (...args) => {
+      if (keyOf !== null) this.#ownKey(keyOf(args));
+      atomic[name](...args);
+      return facade;
+    };
+    facade.check = own('check', null);
+    facade.set = own('set', (a) => a[0]);
+    facade.delete = own('delete', (a) => a[0]);
+    facade.sum = own('sum', (a) => a[0]);
+    facade.min = own('min', (a) => a[0]);
+    facade.max = own('max', (a) => a[0]);
+    facade.mutate = (...mutations) => {
+      for (const m of mutations) this.#ownKey(m?.key);
+      atomic.mutate(...mutations);
+      return facade;
+    };
+    facade.enqueue = own('enqueue', null);
+    facade.commit = () => {
+      throw invalid('DenoKvStore: gate.transaction commits the atomic operation itself, after your body');
+    };
+    return Object.freeze(facade);
+  }
+
+  /**
+   * The fence step on an AtomicOperation the caller commits
+   * (`const op = kv.atomic(); await gate.fenceIn(op, key, token); op.set(…); await op.commit()`):
+   * reads the fence entry (strong consistency) and adds `check(its versionstamp)`
+   * and `set(next state)` to `op`, so the caller's commit applies the fence and
+   * its mutations together or not at all (`ok: false` when the fence entry
+   * changed since: run it again). On a refusal it adds a check no entry can
+   * pass (versionstamp 0): even if the caller catches the error and commits,
+   * the commit answers `ok: false` and writes nothing.
+   * INVALID_ARGUMENT for a handle that is not an AtomicOperation.
+   */
+  async fenceIn(handle, key, step) {
+    if (handle === this.#kv || handle === null || typeof handle !== 'object' || typeof handle.check !== 'function' || typeof handle.set !== 'function' || typeof handle.commit !== 'function') {
+      throw invalid('DenoKvStore.fenceIn: the handle must be an AtomicOperation (kv.atomic()) that you commit after it');
+    }
+    const k = this.kvKey(key);
+    const e = await this.#kv.get(k, { consistency: 'strong' });
+    const plan = step.decide(e.versionstamp === null ? null : e.value.state);
+    if (plan === null) {
+      handle.check({ key: k, versionstamp: NEVER });
+      return;
+    }
+    handle.check({ key: k, versionstamp: e.versionstamp }).set(k, { state: plan.nextStateText, value: e.versionstamp === null ? null : (e.value.value ?? null) });
+  }
+}
+
+// No entry has versionstamp 0 (a commit's versionstamp is above zero): a check on it always fails.
+const NEVER = '00000000000000000000';
+
+function sameKeyPart(a, b) {
+  if (a instanceof Uint8Array && b instanceof Uint8Array) return a.length === b.length && a.every((x, i) => x === b[i]);
+  return typeof a === typeof b && a === b;
 }

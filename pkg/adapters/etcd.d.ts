@@ -71,4 +71,35 @@ export class EtcdStore<V = unknown> {
    * sent: `expected.version` not a mod_revision, or `expected.state` not a string.
    */
   commitFrom(key: string, expected: { version: unknown; state: string } | null, nextText: string, change: { kind: string; value?: V; encoded?: string }): Promise<{ version: string } | false>;
+  /**
+   * Store verb of `gate.transaction(key, token, (tx) => { tx.put(k, v) })` (docs/stores.md
+   * "Your own data"): the fence state is read (or taken from the state cache), decided, and
+   * when the verdict applies the body fills an {@link EtcdTxnBuilder}; then ONE Txn: `fence
+   * unchanged AND the caller's compares` → put the fence state, the caller's puts/deletes, a
+   * commit id. A failed compare (the fence's or the caller's; the message says which) writes
+   * nothing and is a conflict: the whole step runs again, body included (bounded by
+   * `maxRetries`, then COMMIT_CONFLICT). `{ version }` = the revision written, or null (refused).
+   */
+  fencedTransaction(key: string, step: { cached: { state: string; version: unknown } | null; decide(state: string | null): { nextStateText: string } | null; run(tx: EtcdTxnBuilder): unknown }): Promise<{ version: string } | null>;
+  /**
+   * Always FencegateError INVALID_ARGUMENT: a Txn the caller builds and commits cannot take
+   * the fence safely (a refusal would run its else branch; a resent Txn that landed answers
+   * `succeeded: false`). Use `gate.transaction`.
+   */
+  fenceIn(handle: unknown, key: string, step: unknown): never;
 }
+
+/**
+ * What the body of `gate.transaction` on an EtcdStore gets; every method chains. Keys are
+ * strings or Buffers outside the store's prefix (else INVALID_ARGUMENT, thrown in the body:
+ * CALLBACK_FAILED); values strings or bytes. `compare(key, target, op, value)`: target
+ * `'value'` (value: bytes/string), `'version'`, `'create'` or `'mod'` (value: a revision,
+ * decimal text or number); op `'=='`, `'!='`, `'<'`, `'>'`. The builder is closed once the
+ * body (or its Promise) returns.
+ */
+export interface EtcdTxnBuilder {
+  put(key: string | Uint8Array, value: string | Uint8Array): EtcdTxnBuilder;
+  delete(key: string | Uint8Array): EtcdTxnBuilder;
+  compare(key: string | Uint8Array, target: 'value' | 'version' | 'create' | 'mod', op: '==' | '!=' | '<' | '>', value: string | number | Uint8Array): EtcdTxnBuilder;
+}
+

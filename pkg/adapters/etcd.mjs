@@ -261,4 +261,149 @@ export class EtcdStore {
   encodeValue(value) {
     return encodeWith(this.#encode, value);
   }
+
+  /**
+   * The caller's own puts, deletes and compares in the fence's one Txn
+   * (Gate.transaction; docs/stores.md "Your own data"). The fence state is
+   * read (or taken from `step.cached`), decided, and when the verdict applies
+   * `step.run(tx)` gives the body a builder `tx` ({@link EtcdTxnBuilder}:
+   * `put(key, value)`, `delete(key)`, `compare(key, target, op, value)`); the
+   * store then sends ONE Txn: `if fence unchanged AND the caller's compares
+   * then put the fence state, the caller's puts/deletes, a commit id`. A
+   * failed compare writes nothing and is thrown with `conflict: true` (the
+   * gate runs it all again, body included, bounded by maxRetries): the
+   * message says whether the fence or one of the caller's compares failed.
+   * A resent Txn that landed is found by its commit id, as for `commit`.
+   * Answers `{ version }` (the revision written) or null (refused).
+   */
+  async fencedTransaction(key, step) {
+    const b = this.#buffers(key);
+    let state;
+    let revision;
+    let plan = null;
+    const cached = step.cached;
+    if (cached !== null) {
+      plan = step.decide(cached.state);
+      state = cached.state;
+      revision = revisionOf(cached.version, 'cached.version');
+    }
+    if (plan === null) {
+      const r = await this.#kv.range({ key: b.state });
+      this.#observe(r);
+      const kv = r.kvs && r.kvs.length > 0 ? r.kvs[0] : null;
+      state = kv === null ? null : kv.value.toString('utf8');
+      revision = kv === null ? '0' : String(kv.mod_revision);
+      plan = step.decide(state);
+      if (plan === null) return null;
+    }
+    const compare = state === null
+      ? [{ key: b.state, target: COMPARE_CREATE, result: COMPARE_EQUAL, create_revision: '0' }]
+      : [
+        { key: b.state, target: COMPARE_MOD, result: COMPARE_EQUAL, mod_revision: revision },
+        { key: b.state, target: COMPARE_VALUE, result: COMPARE_EQUAL, value: Buffer.from(state, 'utf8') },
+      ];
+    const fenceCompares = compare.length;
+    const success = [{ request_put: { key: b.state, value: Buffer.from(plan.nextStateText, 'utf8') } }];
+    const own = (k) => {
+      const text = Buffer.isBuffer(k) ? k.toString('utf8') : k;
+      if (typeof text !== 'string') throw new FencegateError('INVALID_ARGUMENT', 'EtcdStore: a key of the Txn builder is a string or a Buffer', {});
+      if (text.startsWith(this.#prefix)) throw new FencegateError('INVALID_ARGUMENT', `EtcdStore: ${JSON.stringify(text)} is under the fence prefix (the fence keys belong to fencegate)`, { key: text });
+      return Buffer.from(text, 'utf8');
+    };
+    const bytes = (v) => (Buffer.isBuffer(v) || v instanceof Uint8Array ? Buffer.from(v) : Buffer.from(String(v), 'utf8'));
+    let open = true;
+    const tx = Object.freeze({
+      put: (k, v) => {
+        if (!open) throw new FencegateError('INVALID_ARGUMENT', 'EtcdStore: the Txn builder is used after the body returned', {});
+        success.push({ request_put: { key: own(k), value: bytes(v) } });
+        return tx;
+      },
+      delete: (k) => {
+        if (!open) throw new FencegateError('INVALID_ARGUMENT', 'EtcdStore: the Txn builder is used after the body returned', {});
+        success.push({ request_delete_range: { key: own(k) } });
+        return tx;
+      },
+      compare: (k, target, op, value) => {
+        if (!open) throw new FencegateError('INVALID_ARGUMENT', 'EtcdStore: the Txn builder is used after the body returned', {});
+        compare.push(callerCompare(Buffer.from(typeof k === 'string' ? k : bytes(k)), target, op, value, bytes));
+        return tx;
+      },
+    });
+    try {
+      await step.run(tx);
+    } finally {
+      open = false;
+    }
+    const after = state === null ? '0' : revision;
+    const written = await this.#send(b, compare, success, after, [{ request_range: { key: b.state } }]);
+    if (written.revision !== null) return { version: written.revision };
+    // not committed: did the fence change, or one of the caller's compares fail?
+    const now = firstKv(written.failure[1]);
+    const fenceHeld = state === null ? now === null : now !== null && String(now.mod_revision) === revision && now.value.toString('utf8') === state;
+    const why = fenceHeld && compare.length > fenceCompares
+      ? 'a compare of the caller\'s failed'
+      : 'the fence state changed since it was read';
+    throw Object.assign(new Error(`EtcdStore: the Txn did not commit (${why}): nothing was written`), { conflict: true });
+  }
+
+  /**
+   * Refused: an etcd Txn the caller builds and commits (etcd3's `client.if(…)`)
+   * cannot take the fence safely (docs/stores.md "Your own data", etcd): a
+   * refusal can only fail its compare, which runs the caller's `else` branch,
+   * and the etcd3 client resends a Txn whose reply was lost, so a Txn that
+   * landed may answer `succeeded: false`. Use `gate.transaction`, whose Txn
+   * carries a commit id for that case. Always INVALID_ARGUMENT.
+   */
+  fenceIn() {
+    throw new FencegateError('INVALID_ARGUMENT', 'EtcdStore.fenceIn: an etcd Txn cannot be fenced from outside (a refusal would run its else branch; a resent Txn that landed answers succeeded: false): use gate.transaction(key, token, (tx) => { tx.put(…) })');
+  }
+
+  /**
+   * Sends one Txn of `compare` → `success` plus a fresh commit id. `{ revision }`
+   * written (also when an earlier attempt of this Txn, resent by the client,
+   * landed), or `{ revision: null, failure }` (the failure branch's responses:
+   * the commit key's range, then `extraFailure`'s).
+   */
+  async #send(b, compare, success, after, extraFailure) {
+    const id = randomBytes(16).toString('hex');
+    const floor = this.#clock > BigInt(after) ? this.#clock : BigInt(after);
+    success = [...success, { request_put: { key: b.commit, value: Buffer.from(id, 'ascii') } }];
+    let r;
+    try {
+      r = await this.#kv.txn({ compare, success, failure: [{ request_range: { key: b.commit } }, ...extraFailure] });
+    } catch (e) {
+      throw unknown(e);
+    }
+    this.#observe(r);
+    if (r.succeeded) {
+      const revision = r.header ? r.header.revision : undefined;
+      if (revision === undefined || revision === null || !/^[1-9][0-9]{0,18}$/.test(String(revision))) {
+        throw Object.assign(new Error('EtcdStore: the Txn committed but its response carries no revision'), { commitUnknown: true });
+      }
+      return { revision: String(revision) };
+    }
+    let earlier;
+    try {
+      earlier = await this.#committedEarlier(b.commit, firstKv(r.responses[0]), id, floor);
+    } catch (e) {
+      throw unknown(e);
+    }
+    return earlier === null ? { revision: null, failure: r.responses } : { revision: earlier };
+  }
+}
+
+const TARGETS = { version: 0, create: 1, mod: 2, value: 3 };
+const FIELDS = { version: 'version', create: 'create_revision', mod: 'mod_revision', value: 'value' };
+const OPS = { '==': 0, '>': 1, '<': 2, '!=': 3 };
+
+/** One etcd Compare of the caller's: target 'value' | 'version' | 'create' | 'mod', op '==' | '!=' | '<' | '>'. */
+function callerCompare(key, target, op, value, bytes) {
+  if (!Object.prototype.hasOwnProperty.call(TARGETS, target)) {
+    throw new FencegateError('INVALID_ARGUMENT', `EtcdStore: compare target must be 'value', 'version', 'create' or 'mod', got ${JSON.stringify(String(target))}`, { target: String(target) });
+  }
+  if (!Object.prototype.hasOwnProperty.call(OPS, op)) {
+    throw new FencegateError('INVALID_ARGUMENT', `EtcdStore: compare op must be '==', '!=', '<' or '>', got ${JSON.stringify(String(op))}`, { op: String(op) });
+  }
+  const v = target === 'value' ? bytes(value) : revisionOf(value, `compare ${target}`);
+  return { key, target: TARGETS[target], result: OPS[op], [FIELDS[target]]: v };
 }

@@ -12,6 +12,13 @@ import type { TransactionResult, TransactionStore } from '../index.js';
 export interface IndexedDbStoreOptions<V = unknown> {
   /** Object store of the fence records; default `"fence"` (it must exist: see openFenceDatabase). */
   storeName?: string;
+  /**
+   * The caller's own object stores that `gate.transaction` bodies use: the fence's readwrite
+   * transaction is opened over `[storeName, ...dataStores]` (IndexedDB fixes a transaction's
+   * scope when it is created). Each must exist and differ from `storeName`: else INVALID_ARGUMENT.
+   * Default none. A body touching a store not listed gets NotFoundError: rolled back, CALLBACK_FAILED.
+   */
+  dataStores?: string[];
   /** Value to stored text, with `decode` as a pair; default fencegate's `valueCodec`. A throw refuses the write: INVALID_ARGUMENT. */
   encode?(value: V): string;
   /** Stored text to value; default `valueCodec.decode`. */
@@ -54,4 +61,23 @@ export class IndexedDbStore<V = unknown> implements TransactionStore<V> {
   update(key: string, update: (record: IndexedDbRecord | null) => IndexedDbRecord | null): Promise<boolean>;
   transaction(key: string, fn: (state: string | null) => TransactionResult<V>): Promise<boolean>;
   load(key: string): Promise<{ state: string; version: null; value?: V } | null>;
+  /**
+   * Store verb of `gate.transaction(key, token, (tx) => { tx.objectStore('orders').put(…) })`
+   * (docs/stores.md "Your own data"): one readwrite transaction over the fence store and
+   * `dataStores`; the body gets the IDBTransaction in the fence read's callback, after the
+   * fence put. An async body may await requests of `tx`; while its Promise is pending the
+   * store keeps the transaction from committing, so it commits after the body settled, or is
+   * aborted when the body throws/rejects (CALLBACK_FAILED, nothing written). A body that
+   * awaits anything else and then uses `tx` gets TransactionInactiveError: rolled back,
+   * CALLBACK_FAILED. A body that calls `tx.commit()` before it settles: STORE_ERROR (what
+   * was issued until then is written). `{ version: null }`, or null when refused.
+   */
+  fencedTransaction(key: string, step: { cached: unknown; decide(state: string | null): { nextStateText: string } | null; run(tx: IDBTransaction): unknown }): Promise<{ version: null } | null>;
+  /**
+   * Store verb of `await gate.fenceIn(tx, key, token)` inside the caller's readwrite
+   * transaction over the fence store: reads and puts the fence record on `tx` (the caller
+   * resumes while `tx` is active). On a refusal it aborts `tx`, so nothing of it can commit.
+   * @throws FencegateError INVALID_ARGUMENT for another database's transaction, a readonly one, or one without the fence store.
+   */
+  fenceIn(handle: IDBTransaction, key: string, step: { decide(state: string | null): { nextStateText: string } | null }): Promise<void>;
 }

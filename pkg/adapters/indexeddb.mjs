@@ -56,6 +56,7 @@ export function openFenceDatabase(name, options = {}) {
 export class IndexedDbStore {
   #db;
   #name;
+  #scope;
   #encode;
   #decode;
 
@@ -63,13 +64,20 @@ export class IndexedDbStore {
     if (db === null || typeof db !== 'object' || typeof db.transaction !== 'function' || !db.objectStoreNames) {
       throw invalid('IndexedDbStore needs an open IDBDatabase (openFenceDatabase(name))');
     }
-    options = storeOptions(options, 'IndexedDbStore', { storeName: null, ...CODEC_OPTIONS });
+    options = storeOptions(options, 'IndexedDbStore', { storeName: null, dataStores: 'array', ...CODEC_OPTIONS });
     const storeName = options.storeName ?? 'fence';
     if (typeof storeName !== 'string' || !db.objectStoreNames.contains(storeName)) {
       throw invalid(`storeName: the database has no object store ${JSON.stringify(String(storeName))}`, { option: 'storeName' });
     }
+    const dataStores = [...(options.dataStores ?? [])];
+    for (const name of dataStores) {
+      if (typeof name !== 'string' || name === storeName || !db.objectStoreNames.contains(name)) {
+        throw invalid(`dataStores: ${JSON.stringify(String(name))} is not an object store of the database (other than the fence store)`, { option: 'dataStores' });
+      }
+    }
     this.#db = db;
     this.#name = storeName;
+    this.#scope = [storeName, ...dataStores];
     [this.#encode, this.#decode] = codecOf(options, valueCodec);
   }
 
@@ -120,6 +128,122 @@ export class IndexedDbStore {
       const { change } = out;
       const value = change.kind === 'set' ? encodedOf(this, change) : change.kind === 'delete' ? null : (record?.value ?? null);
       return { state: stateTextOf(out), value };
+    });
+  }
+
+  /**
+   * The caller's own object stores (the store's `dataStores`) in the fence's
+   * one readwrite transaction (Gate.transaction; docs/stores.md "Your own
+   * data"): the fence record is read, decided, and when the verdict applies
+   * put, then `step.run(tx)` runs the caller's body with the IDBTransaction
+   * in that request's callback. A synchronous body issues its requests there;
+   * an async body may await requests of `tx` (their callbacks keep it
+   * active). While the body's Promise is pending the store keeps the
+   * transaction from committing (a read of the fence record after each
+   * other), so it commits only after the body settled, or is aborted when the
+   * body throws or rejects: nothing of it is written. A body that awaits
+   * something else (fetch, a timer) and then uses `tx` gets IndexedDB's
+   * TransactionInactiveError: rolled back, CALLBACK_FAILED. Answers
+   * `{ version: null }` or null (refused).
+   */
+  fencedTransaction(key, step) {
+    const tx = this.#db.transaction(this.#scope, 'readwrite');
+    const os = tx.objectStore(this.#name);
+    const committed = done(tx);
+    let failure = null;
+    let applied = false;
+    let settled = true;
+    const fail = (e) => {
+      if (failure === null) failure = { e };
+      try {
+        tx.abort();
+      } catch {
+        // already finished
+      }
+    };
+    const get = os.get(key);
+    get.onsuccess = () => {
+      try {
+        const record = get.result === undefined ? null : get.result;
+        const plan = step.decide(record === null ? null : record.state);
+        if (plan === null) return;
+        os.put({ state: plan.nextStateText, value: record === null ? null : (record.value ?? null) }, key);
+        applied = true;
+        const out = step.run(tx);
+        if (out !== null && (typeof out === 'object' || typeof out === 'function') && typeof out.then === 'function') {
+          settled = false;
+          // keep the transaction busy (one read after the other) until the body settles
+          const spin = () => {
+            if (settled || failure !== null) return;
+            try {
+              os.count(key).onsuccess = spin;
+            } catch {
+              // the transaction finished under the body (it called tx.commit()): seen at complete
+            }
+          };
+          spin();
+          Promise.resolve(out).then(() => {
+            settled = true;
+          }, (e) => {
+            settled = true;
+            fail(e);
+          });
+        }
+      } catch (e) {
+        fail(e);
+      }
+    };
+    return committed.then(
+      () => {
+        if (!settled) {
+          throw new FencegateError('STORE_ERROR', 'IndexedDbStore: the transaction committed before the statements function settled (did it call tx.commit()?): the fence and the requests issued until then are written, the rest is not', {});
+        }
+        if (failure !== null) throw failure.e;
+        return applied ? { version: null } : null;
+      },
+      (e) => {
+        throw failure !== null ? failure.e : e;
+      },
+    );
+  }
+
+  /**
+   * The fence step inside the caller's readwrite IDBTransaction (its scope
+   * includes the fence store): reads the fence record on it, decides, and
+   * puts the next state on it in the read's callback, so the caller's
+   * `await gate.fenceIn(tx, …)` resumes while `tx` is still active. On a
+   * refusal it aborts `tx` before the gate throws: nothing the caller wrote
+   * in it can commit. INVALID_ARGUMENT for another database's transaction, a
+   * readonly one, or one without the fence store.
+   */
+  fenceIn(handle, key, step) {
+    let ok = false;
+    try {
+      ok = handle !== null && typeof handle === 'object' && handle.db === this.#db && handle.mode === 'readwrite' && handle.objectStoreNames.contains(this.#name);
+    } catch {
+      ok = false;
+    }
+    if (!ok) {
+      throw invalid(`IndexedDbStore.fenceIn: the handle must be a readwrite transaction of this database over the fence store ${JSON.stringify(this.#name)}`);
+    }
+    const os = handle.objectStore(this.#name);
+    return new Promise((resolve, reject) => {
+      const get = os.get(key);
+      get.onsuccess = () => {
+        try {
+          const record = get.result === undefined ? null : get.result;
+          const plan = step.decide(record === null ? null : record.state);
+          if (plan === null) {
+            handle.abort();
+          } else {
+            os.put({ state: plan.nextStateText, value: record === null ? null : (record.value ?? null) }, key);
+          }
+          resolve();
+        } catch (e) {
+          reject(e);
+        }
+      };
+      get.onerror = () => reject(get.error);
     });
   }
 

@@ -391,6 +391,10 @@ export async function useEtcd(client: EtcdClient): Promise<void> {
 // Issue 15: the runtime adapters (fencegate/durable-object, /indexeddb, /deno-kv).
 import {
   DurableObjectStore,
+  DurableObjectSqlStore,
+  type DurableObjectSqlStoreOptions,
+  type DurableObjectSqlStorageLike,
+  type DurableObjectTransactionLike,
   FencedObject,
   fencedFetch,
   fencedWorker,
@@ -401,9 +405,31 @@ import {
   type FencedObjectGateOptions,
 } from 'fencegate/durable-object';
 import { IndexedDbStore, openFenceDatabase, type IndexedDbStoreOptions, type IndexedDbRecord, type OpenFenceDatabaseOptions } from 'fencegate/indexeddb';
-import { DenoKvStore, type DenoKv, type DenoKvKeyPart, type DenoKvStoreOptions } from 'fencegate/deno-kv';
+import { DenoKvStore, type DenoKv, type DenoKvKeyPart, type DenoKvStoreOptions, type DenoKvAtomicFacade } from 'fencegate/deno-kv';
+import type { EtcdTxnBuilder } from 'fencegate/etcd';
 
 export class MyFenced extends FencedObject {}
+
+// Own data on the runtime adapters: the store verbs and the handles their bodies get.
+export async function useOwnDataAdapters(storage: DurableObjectStorageLike & DurableObjectSqlStorageLike, txn: DurableObjectTransactionLike, kv: DenoKv, db: IDBDatabase, tx: IDBTransaction, op: DenoKvAtomicFacade, etx: EtcdTxnBuilder): Promise<void> {
+  const sqlOptions: DurableObjectSqlStoreOptions<string> = { table: 'fence' };
+  const sqlStore = new DurableObjectSqlStore<string>(storage, sqlOptions);
+  const table: string = sqlStore.table;
+  const sqlGate = new Gate(sqlStore, { stateCache: 64 });
+  const written: { version: number } | null = sqlStore.fencedTransaction('k', { cached: null, decide: () => null, run: (sql) => sql.exec('SELECT 1').rowsWritten, body: null });
+  sqlStore.fenceIn(storage.sql, 'k', { decide: () => null });
+  await new DurableObjectStore(storage).fenceIn(txn, 'k', { decide: () => null });
+  const idb = new IndexedDbStore(db, { dataStores: ['orders'] });
+  await idb.fenceIn(tx, 'k', { decide: () => null });
+  const chained: DenoKvAtomicFacade = op.check({ key: ['a'], versionstamp: null }).set(['a'], 1).sum(['n'], 1n);
+  const built: EtcdTxnBuilder = etx.put('a', 'b').delete('c').compare('a', 'mod', '==', '5');
+  await new DenoKvStore(kv).fenceIn({ check: () => 0, set: () => 0, commit: async () => 0 }, 'k', { decide: () => null });
+  // @ts-expect-error dataStores is a list of names
+  new IndexedDbStore(db, { dataStores: 'orders' });
+  // @ts-expect-error an etcd compare target is value, version, create or mod
+  etx.compare('a', 'lease', '==', 1);
+  void [table, sqlGate, written, chained, built];
+}
 
 export async function useRuntimeAdapters(storage: DurableObjectStorageLike, kv: DenoKv, ns: DurableObjectNamespaceLike): Promise<void> {
   const doOptions: DurableObjectStoreOptions<{ n: number }> = { prefix: 'fence:', ...jsonCodec };
