@@ -50,9 +50,9 @@ function nameOf(value, what) {
 
 /** `options` checked: `{ engine, table, key, fenceTable, columns }` (what `need` lists is required). */
 function checked(options, what, need) {
-  const o = checkMembers(options, what, { engine: 'string', table: 'string', key: 'string', fenceTable: 'string', columns: 'array', fence: 'boolean' });
+  const o = checkMembers(options, what, { engine: 'string', table: 'string', key: 'string', fenceTable: 'string', columns: 'array', fence: 'boolean', dryRun: 'boolean' });
   if (o.engine !== undefined && !ENGINES.includes(o.engine)) throw invalid(`${what}: engine must be one of ${ENGINES.join(', ')}, got ${JSON.stringify(o.engine)}`, { engine: o.engine });
-  const out = { engine: o.engine, fenceTable: nameOf(o.fenceTable ?? 'fencegate', 'fenceTable'), fence: o.fence === true };
+  const out = { engine: o.engine, fenceTable: nameOf(o.fenceTable ?? 'fencegate', 'fenceTable'), fence: o.fence === true, dryRun: o.dryRun === true };
   if (o.table !== undefined || need.includes('table')) out.table = nameOf(o.table, 'table');
   if (out.table !== undefined && out.table === out.fenceTable) throw invalid(`${what}: the protected table cannot be the fence table itself`, { table: out.table });
   if (need.includes('key')) {
@@ -660,6 +660,7 @@ function failed(what, o, e) {
  * fenceTable, sql }` (sql: the script run, as guardSql gives it).
  * INVALID_ARGUMENT: bad options, a missing table, a key expression the
  * database cannot read; STORE_ERROR: anything else the database answered.
+ * `dryRun: true` reads the table's columns and answers the SQL without running it.
  */
 export async function installGuard(client, options) {
   const o = checked(options, 'installGuard', ['table', 'key']);
@@ -675,7 +676,7 @@ export async function installGuard(client, options) {
     o.columns = given ?? cols;
     const stmts = statements(o, false);
     try {
-      await s.exec(stmts);
+      if (!o.dryRun) await s.exec(stmts);
     } catch (e) {
       throw failed('installGuard', o, e);
     }
@@ -699,7 +700,7 @@ export async function removeGuard(client, options) {
   try {
     const stmts = statements(o, true);
     try {
-      await s.exec(stmts);
+      if (!o.dryRun) await s.exec(stmts);
     } catch (e) {
       throw failed('removeGuard', o, e);
     }
