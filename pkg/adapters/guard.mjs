@@ -23,7 +23,7 @@
 //     function SqliteStore registers on its own connection; it answers from the store's
 //     record of the keys fenced in the transaction open on that connection.
 // The SQL text is also available as text (guardSql) for migration tools.
-import { FencegateError, isGuardRefusal } from '../lib/errors.mjs';
+import { FencegateError } from '../lib/errors.mjs';
 import { checkMembers } from './support.mjs';
 
 /** SQLSTATE of a refused change to a protected row (no fence passed for its key in this transaction). */
@@ -710,5 +710,16 @@ export async function removeGuard(client, options) {
   }
 }
 
-/** Whether `e` is a guard's refusal (SQLSTATE FG001/FG002, a SQLite RAISE with that prefix, GUARD_REFUSED). */
-export { isGuardRefusal };
+/**
+ * Whether `e` is a guard's refusal as the database reported it: SQLSTATE FG001 or
+ * FG002 (pg `code`, mysql2 `sqlState`), a SQLite trigger's RAISE with that prefix,
+ * or a FencegateError GUARD_REFUSED (SqliteStore's fencegate_pass). The same test
+ * as the gate's (lib/errors.mjs), here so this module imports only the error class.
+ */
+export function isGuardRefusal(e) {
+  if (e === null || typeof e !== 'object') return false;
+  if (e instanceof FencegateError) return e.code === 'GUARD_REFUSED';
+  const state = typeof e.sqlState === 'string' ? e.sqlState : e.code;
+  if (state === GUARD_SQLSTATE || state === FENCE_SQLSTATE) return true;
+  return typeof e.code === 'string' && e.code.startsWith('SQLITE_CONSTRAINT') && typeof e.message === 'string' && /^FG00[12] /.test(e.message);
+}

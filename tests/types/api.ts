@@ -563,3 +563,15 @@ export async function useTextTransaction(): Promise<void> {
   };
   await new Gate<string>(textStore).write('k', 1, 'v');
 }
+
+// fencegate/guard (docs/guard.md)
+import { installGuard, removeGuard, guardSql, isGuardRefusal, qualifyKey, GUARD_SQLSTATE, FENCE_SQLSTATE, type GuardResult, type GuardEngine } from 'fencegate/guard';
+export async function guardApi(client: object): Promise<void> {
+  const done: GuardResult = await installGuard(client, { table: 'orders', key: "'orders/' || id", fenceTable: 'fencegate', dryRun: true });
+  const engine: GuardEngine = done.engine;
+  const sql: string = done.sql + guardSql({ engine, table: 'orders', key: "'orders/' || id", columns: ['id'] }) + guardSql({ engine: 'mysql', remove: true, fence: true });
+  await removeGuard(client, { table: 'orders', fence: true });
+  const refused: boolean = isGuardRefusal(new Error(sql));
+  const codes: string = `${GUARD_SQLSTATE}${FENCE_SQLSTATE}${qualifyKey('id', ['id'], 'NEW', 'postgres')}${refused}`;
+  void codes;
+}
