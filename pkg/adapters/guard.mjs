@@ -493,7 +493,7 @@ function sqInstall(o) {
   ${raise(`'${FENCE_SQLSTATE} fencegate guard: fence row ' || OLD.key || ': changing its key refused'`)} WHERE NEW.key IS NOT OLD.key;${stateGuard('UPDATE')}
   ${raise(`'${FENCE_SQLSTATE} fencegate guard: fence row ' || NEW.key || ': version ' || quote(NEW.version) || ' after ' || OLD.version || ' refused: the version only goes up'`)} WHERE NEW.version IS NULL OR NEW.version <= OLD.version;
   ${raise(`'${FENCE_SQLSTATE} fencegate guard: fence row ' || NEW.key || ': lowering the mark from ' || ${oldMark} || ' to ' || ${newMark} || ' refused: the mark never goes down'`)}
-    WHERE ${sqStateOk('OLD.state')} AND NOT ${le(oldMark, newMark)};
+    WHERE json_valid(OLD.state) AND json_type(OLD.state, '$.mark') = 'text' AND NOT ${le(oldMark, newMark)};
 END`);
   stmts.push(`DROP TRIGGER IF EXISTS "fencegate_fence_${fn}_bd"`, `CREATE TRIGGER "fencegate_fence_${fn}_bd" BEFORE DELETE ON ${F} FOR EACH ROW BEGIN
   ${raise(`'${FENCE_SQLSTATE} fencegate guard: fence row ' || OLD.key || ': DELETE refused: fence rows are never removed (that would lower the mark to 0)'`)};
