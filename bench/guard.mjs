@@ -13,23 +13,28 @@ import { installGuard, removeGuard } from '../pkg/adapters/guard.mjs';
 const ROUNDS = Number(process.env.ROUNDS ?? 7);
 const median = (xs) => [...xs].sort((a, b) => a - b)[xs.length >> 1];
 
+// Two tables, each behind its own fence table: `orders` guarded (installed once), `plain` not.
 async function measure(name, setup, n) {
   const guarded = [];
   const plain = [];
-  const { gate, body, guard, unguard, close } = await setup();
+  const { gates, bodies, close } = await setup();
   let token = 1;
-  const round = async () => {
+  const round = async (which) => {
     const t0 = performance.now();
-    for (let i = 0; i < n; i++) await gate.transaction('orders/1', token, body);
+    for (let i = 0; i < n; i++) await gates[which].transaction('orders/1', token, bodies[which]);
     return (n / (performance.now() - t0)) * 1000;
   };
-  await round(); // warm-up
+  await round(0);
+  await round(1);
   for (let r = 0; r < ROUNDS; r++) {
-    await guard();
-    guarded.push(await round());
-    await unguard();
-    plain.push(await round());
     token++;
+    if (r % 2 === 0) {
+      guarded.push(await round(0));
+      plain.push(await round(1));
+    } else {
+      plain.push(await round(1));
+      guarded.push(await round(0));
+    }
   }
   await close();
   const g = median(guarded);
@@ -43,14 +48,13 @@ if (process.env.ONLY !== 'postgres') await measure('sqlite', async () => {
   const db = new Database(join(dir, 'b.db'));
   db.pragma('journal_mode = WAL');
   db.pragma('synchronous = NORMAL');
-  db.exec("CREATE TABLE orders (id INTEGER PRIMARY KEY, n INTEGER NOT NULL); INSERT INTO orders VALUES (1, 0)");
-  const gate = new Gate(new SqliteStore(db), { stateCache: 0 });
-  const st = db.prepare('UPDATE orders SET n = n + 1 WHERE id = 1');
+  db.exec("CREATE TABLE orders (id INTEGER PRIMARY KEY, n INTEGER NOT NULL); INSERT INTO orders VALUES (1, 0); CREATE TABLE plain (id INTEGER PRIMARY KEY, n INTEGER NOT NULL); INSERT INTO plain VALUES (1, 0)");
+  const gates = [new Gate(new SqliteStore(db), { stateCache: 0 }), new Gate(new SqliteStore(db, { table: 'fence_plain' }), { stateCache: 0 })];
+  await installGuard(db, { table: 'orders', key: "'orders/' || id" });
+  const st = [db.prepare('UPDATE orders SET n = n + 1 WHERE id = 1'), db.prepare('UPDATE plain SET n = n + 1 WHERE id = 1')];
   return {
-    gate,
-    body: () => st.run().changes,
-    guard: () => installGuard(db, { table: 'orders', key: "'orders/' || id" }),
-    unguard: () => removeGuard(db, { table: 'orders', fence: true }),
+    gates,
+    bodies: [() => st[0].run().changes, () => st[1].run().changes],
     close: () => { db.close(); rmSync(dir, { recursive: true, force: true }); },
   };
 }, 4000);
@@ -61,15 +65,14 @@ if (process.env.FENCEGATE_PG_URL && process.env.ONLY !== 'sqlite') {
   await measure('postgres', async () => {
     const pool = new pg.Pool({ connectionString: process.env.FENCEGATE_PG_URL, max: 2 });
     await removeGuard(pool, { table: 'bench_orders', fence: true }).catch(() => {});
-    await pool.query('DROP TABLE IF EXISTS bench_orders; DROP TABLE IF EXISTS fencegate');
-    const store = pgOwnStore(pool);
-    await store.init();
-    await pool.query('CREATE TABLE bench_orders (id int PRIMARY KEY, n int NOT NULL); INSERT INTO bench_orders VALUES (1, 0)');
+    await pool.query('DROP TABLE IF EXISTS bench_orders; DROP TABLE IF EXISTS bench_plain; DROP TABLE IF EXISTS fencegate; DROP TABLE IF EXISTS fence_plain');
+    const stores = [pgOwnStore(pool), pgOwnStore(pool, 'fence_plain')];
+    for (const s of stores) await s.init();
+    await pool.query('CREATE TABLE bench_orders (id int PRIMARY KEY, n int NOT NULL); INSERT INTO bench_orders VALUES (1, 0); CREATE TABLE bench_plain (id int PRIMARY KEY, n int NOT NULL); INSERT INTO bench_plain VALUES (1, 0)');
+    await installGuard(pool, { table: 'bench_orders', key: "'orders/' || id" });
     return {
-      gate: new Gate(store, { stateCache: 0 }),
-      body: (c) => c.query('UPDATE bench_orders SET n = n + 1 WHERE id = 1'),
-      guard: () => installGuard(pool, { table: 'bench_orders', key: "'orders/' || id" }),
-      unguard: () => removeGuard(pool, { table: 'bench_orders', fence: true }),
+      gates: stores.map((s) => new Gate(s, { stateCache: 0 })),
+      bodies: [(c) => c.query('UPDATE bench_orders SET n = n + 1 WHERE id = 1'), (c) => c.query('UPDATE bench_plain SET n = n + 1 WHERE id = 1')],
       close: () => pool.end(),
     };
   }, 600);

@@ -173,38 +173,39 @@ function pgStateCheck(s, m, what) {
   const fail = (why) => `RAISE EXCEPTION USING ERRCODE = '${FENCE_SQLSTATE}', MESSAGE = format('fencegate guard: fence row %s: ${what} state refused: ${why}', k);`;
   return `
     BEGIN
-      j := ${s}::json;
+      j := ${s}::jsonb;
     EXCEPTION WHEN others THEN
       ${fail('not JSON')}
     END;
-    IF json_typeof(j) IS DISTINCT FROM 'object' THEN ${fail('not a JSON object')} END IF;
-    IF json_typeof(j->'v') IS DISTINCT FROM 'number' OR (j->>'v') NOT IN ('1', '2', '3', '4') THEN ${fail('"v" is not 1, 2, 3 or 4')} END IF;
-    SELECT array_agg(f ORDER BY f) INTO names FROM json_object_keys(j) AS f;
-    IF names IS DISTINCT FROM (CASE j->>'v' WHEN '1' THEN ARRAY['mark', 'v'] WHEN '2' THEN ARRAY['evicted', 'holder', 'mark', 'ops', 'v']
+    IF jsonb_typeof(j) IS DISTINCT FROM 'object' THEN ${fail('not a JSON object')} END IF;
+    IF jsonb_typeof(j->'v') IS DISTINCT FROM 'number' OR (j->>'v') NOT IN ('1', '2', '3', '4') THEN ${fail('"v" is not 1, 2, 3 or 4')} END IF;
+    SELECT array_agg(f ORDER BY f) INTO names FROM jsonb_object_keys(j) AS f;
+    -- jsonb keeps one of two duplicate members: the text's own member count (json) must match too
+    IF (SELECT count(*) FROM json_object_keys(${s}::json)) <> cardinality(names) OR names IS DISTINCT FROM (CASE j->>'v' WHEN '1' THEN ARRAY['mark', 'v'] WHEN '2' THEN ARRAY['evicted', 'holder', 'mark', 'ops', 'v']
         ELSE ARRAY['evicted', 'holder', 'mark', 'ops', 'quarantine', 'v'] END) THEN
       ${fail('its members are not those of its format version')}
     END IF;
-    IF json_typeof(j->'mark') IS DISTINCT FROM 'string' OR (j->>'mark') !~ '^(0|[1-9][0-9]{0,19})$' OR (j->>'mark')::numeric > 18446744073709551615 THEN
+    IF jsonb_typeof(j->'mark') IS DISTINCT FROM 'string' OR (j->>'mark') !~ '^(0|[1-9][0-9]{0,19})$' OR (j->>'mark')::numeric > 18446744073709551615 THEN
       ${fail('"mark" is not canonical decimal text in 0..2^64-1')}
     END IF;
     ${m} := (j->>'mark')::numeric;
     IF j->>'v' <> '1' THEN
-      IF json_typeof(j->'holder') NOT IN ('null', 'string') THEN ${fail('"holder" is not null or a string')} END IF;
-      IF json_typeof(j->'evicted') = 'string' THEN
+      IF jsonb_typeof(j->'holder') NOT IN ('null', 'string') THEN ${fail('"holder" is not null or a string')} END IF;
+      IF jsonb_typeof(j->'evicted') = 'string' THEN
         IF (j->>'evicted') !~ '^(fnv1a:)?[0-9a-f]*$' THEN ${fail('"evicted" is not hex text')} END IF;
-      ELSIF json_typeof(j->'evicted') <> 'null' THEN ${fail('"evicted" is not null or hex text')} END IF;
+      ELSIF jsonb_typeof(j->'evicted') <> 'null' THEN ${fail('"evicted" is not null or hex text')} END IF;
       IF j->>'v' = '4' THEN
-        IF json_typeof(j->'ops') <> 'array' OR EXISTS (SELECT 1 FROM json_array_elements(j->'ops') AS e WHERE json_typeof(e) <> 'array'
-            OR json_array_length(e) NOT IN (2, 3) OR json_typeof(e->0) <> 'string' OR json_typeof(e->1) <> 'string'
+        IF jsonb_typeof(j->'ops') <> 'array' OR EXISTS (SELECT 1 FROM jsonb_array_elements(j->'ops') AS e WHERE jsonb_typeof(e) <> 'array'
+            OR jsonb_array_length(e) NOT IN (2, 3) OR jsonb_typeof(e->0) <> 'string' OR jsonb_typeof(e->1) <> 'string'
             OR (e->>1) !~ '^(0|[1-9][0-9]{0,19})$' OR (e->>1)::numeric > ${m}
-            OR (json_array_length(e) = 3 AND (json_typeof(e->2) <> 'string' OR (e->>2) !~ '^[0-9a-f]{32}$'))) THEN
+            OR (jsonb_array_length(e) = 3 AND (jsonb_typeof(e->2) <> 'string' OR (e->>2) !~ '^[0-9a-f]{32}$'))) THEN
           ${fail('"ops" is not a list of [id, mark before, fingerprint?]')}
         END IF;
-      ELSIF json_typeof(j->'ops') <> 'object' OR EXISTS (SELECT 1 FROM json_each(j->'ops') AS e WHERE json_typeof(e.value) <> 'string'
+      ELSIF jsonb_typeof(j->'ops') <> 'object' OR EXISTS (SELECT 1 FROM jsonb_each(j->'ops') AS e WHERE jsonb_typeof(e.value) <> 'string'
           OR (e.value #>> '{}') !~ '^(0|[1-9][0-9]{0,19})$' OR (e.value #>> '{}')::numeric > ${m}) THEN
         ${fail('"ops" is not an object of id: mark before')}
       END IF;
-      IF j->>'v' <> '2' AND json_typeof(j->'quarantine') <> 'null' AND (json_typeof(j->'quarantine') <> 'string'
+      IF j->>'v' <> '2' AND jsonb_typeof(j->'quarantine') <> 'null' AND (jsonb_typeof(j->'quarantine') <> 'string'
           OR (j->>'quarantine') !~ '^(0|[1-9][0-9]{0,19})$' OR (j->>'quarantine')::numeric > ${m}) THEN
         ${fail('"quarantine" is not null or a decimal at most the mark')}
       END IF;
@@ -231,7 +232,7 @@ ALTER TABLE ${F} ADD COLUMN IF NOT EXISTS xact xid8;
 CREATE OR REPLACE FUNCTION ${fenceFn}() RETURNS trigger LANGUAGE plpgsql AS $fencegate$
 DECLARE
   k text;
-  j json;
+  j jsonb;
   names text[];
   mark numeric;
   old_mark numeric;

@@ -4,25 +4,25 @@
 // client. PostgresStore's own verbs are used instead where the adapter has them.
 import { PostgresStore } from '../../../pkg/adapters/postgres.mjs';
 
-async function fence(q, key, step) {
-  const { rows } = await q('SELECT state FROM fencegate WHERE key = $1 FOR UPDATE', [key]);
+async function fence(q, key, step, t = 'fencegate') {
+  const { rows } = await q(`SELECT state FROM "${t}" WHERE key = $1 FOR UPDATE`, [key]);
   const plan = step.decide(rows.length === 0 ? null : rows[0].state);
   if (plan === null) return null;
   const r = rows.length === 0
-    ? await q('INSERT INTO fencegate (key, state, value, version) VALUES ($1, $2, NULL, 1) RETURNING version::text AS version', [key, plan.nextStateText])
-    : await q('UPDATE fencegate SET state = $2, version = version + 1 WHERE key = $1 RETURNING version::text AS version', [key, plan.nextStateText]);
+    ? await q(`INSERT INTO "${t}" (key, state, value, version) VALUES ($1, $2, NULL, 1) RETURNING version::text AS version`, [key, plan.nextStateText])
+    : await q(`UPDATE "${t}" SET state = $2, version = version + 1 WHERE key = $1 RETURNING version::text AS version`, [key, plan.nextStateText]);
   return r.rows[0].version;
 }
 
-export function pgOwnStore(pool) {
-  const store = new PostgresStore(pool);
+export function pgOwnStore(pool, table = 'fencegate') {
+  const store = new PostgresStore(pool, { table });
   if (typeof store.fencedTransaction === 'function') return store;
   store.fencedTransaction = async (key, step) => {
     const c = await pool.connect();
     const q = (text, values) => c.query(text, values);
     try {
       await q('BEGIN');
-      const version = await fence(q, key, step);
+      const version = await fence(q, key, step, table);
       if (version === null) {
         await q('ROLLBACK');
         return null;
@@ -39,7 +39,7 @@ export function pgOwnStore(pool) {
     }
   };
   store.fenceIn = async (client, key, step) => {
-    await fence((t, v) => client.query(t, v), key, step);
+    await fence((t, v) => client.query(t, v), key, step, table);
   };
   return store;
 }

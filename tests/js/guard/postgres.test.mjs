@@ -28,7 +28,7 @@ const refused = async (sql, values) => {
 };
 const catalog = async () => (await pool.query(`
   SELECT (SELECT array_agg(pg_get_triggerdef(t.oid) ORDER BY t.tgname) FROM pg_trigger t WHERE t.tgrelid IN ('orders'::regclass, 'fencegate'::regclass) AND NOT t.tgisinternal) AS triggers,
-         (SELECT array_agg(p.proname || ':' || md5(p.prosrc) ORDER BY p.proname) FROM pg_proc p WHERE p.proname LIKE 'fencegate\\_%') AS functions,
+         (SELECT array_agg(p.proname || ':' || md5(p.prosrc) ORDER BY p.proname) FROM pg_proc p WHERE p.proname IN ('fencegate_guard_orders', 'fencegate_fence_fencegate')) AS functions,
          (SELECT array_agg(attname::text ORDER BY attnum) FROM pg_attribute WHERE attrelid = 'fencegate'::regclass AND attnum > 0 AND NOT attisdropped) AS fence_columns`)).rows[0];
 
 async function reset() {
