@@ -57,6 +57,7 @@ export type ErrorCode =
   | 'REQUEST_ID_REUSED'
   | 'CALLBACK_FAILED'
   | 'DUPLICATE_OPERATION'
+  /** A database guard (fencegate/guard, docs/guard.md) refused a statement of a fenced transaction: `cause` is the database's error (SQLSTATE FG001/FG002), `verdict` the decision rolled back. */
   | 'GUARD_REFUSED';
 
 /** Codes a verdict of a fenced operation can carry. */

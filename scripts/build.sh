@@ -59,7 +59,7 @@ cp "$OUT/index.d.ts" "$OUT/dist/index.d.cts"
 # CommonJS copies of the store adapters (fencegate/memory, /sqlite, /redis, /postgres, /mysql, /etcd, /s3), with
 # adapters/support.mjs inlined. From lib/ they import only the codec, the error class and the memory store,
 # which the CommonJS bundle exports: one FencegateError (and MemoryHostStore) class for require() users.
-for a in memory sqlite redis postgres mysql etcd s3; do
+for a in memory sqlite redis postgres mysql etcd s3 guard; do
   npx --no-install esbuild "$OUT/adapters/$a.mjs" --bundle '--external:../lib/*' --format=cjs --platform=node \
     --outfile="$OUT/dist/adapters/$a.cjs" --log-level=warning
   sed -i -e 's#require("\.\./lib/codec\.mjs")#require("../fencegate.cjs")#' \
@@ -73,7 +73,7 @@ done
 # The same for ESM on Node (and Deno and Bun, which match the "node" condition): their "node"
 # import condition points at these copies, which import lib/ through the ESM bundle, so a program
 # mixing `fencegate` and `fencegate/sqlite` has one FencegateError class and one Wasm instance.
-for a in memory sqlite redis postgres mysql etcd deno-kv indexeddb s3; do
+for a in memory sqlite redis postgres mysql etcd deno-kv indexeddb s3 guard; do
   npx --no-install esbuild "$OUT/adapters/$a.mjs" --bundle '--external:../lib/*' --format=esm --platform=node \
     --outfile="$OUT/dist/adapters/$a.mjs" --log-level=warning
   sed -i -E 's#from "\.\./lib/(codec|errors|memory)\.mjs"#from "../node.mjs"#' "$OUT/dist/adapters/$a.mjs"

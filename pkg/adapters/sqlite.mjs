@@ -22,6 +22,45 @@ import { ormRunner } from './orm-handles.mjs';
 const IDENT = /^[A-Za-z_][A-Za-z0-9_]{0,62}$/;
 
 /**
+ * The database guard's pass (fencegate/guard, docs/guard.md): per Database, per
+ * fence table, the keys whose fence row the transaction open on that connection
+ * wrote. The guard's triggers on a protected table call
+ * `fencegate_pass(fence table, key, operation, table)`, registered here on every
+ * Database a SqliteStore is made on: 1 when the key passed, else it throws
+ * GUARD_REFUSED (the statement fails, better-sqlite3 rethrows that error). A
+ * connection without the function (the sqlite3 shell, another program) fails
+ * the statement with "no such function: fencegate_pass".
+ */
+const PASSES = new WeakMap();
+
+function guardPass(db, tables, fence, key, op, table) {
+  const pass = tables.get(fence);
+  if (pass !== undefined && db.inTransaction === true && pass.keys.has(key)) return 1;
+  throw new FencegateError(
+    'GUARD_REFUSED',
+    `fencegate guard: ${op} on ${table} refused: this transaction did not pass the fence for key ${key}`,
+    { key, table, operation: op, fenceTable: fence },
+  );
+}
+
+/** The pass record of `table` on `db`, with the function registered (null where the driver cannot register functions: bun:sqlite). */
+function passOf(db, table) {
+  let tables = PASSES.get(db);
+  if (tables === undefined) {
+    if (typeof db.function !== 'function') return null;
+    tables = new Map();
+    PASSES.set(db, tables);
+    db.function('fencegate_pass', { varargs: false, deterministic: false }, (fence, key, op, t) => guardPass(db, tables, fence, key, op, t));
+  }
+  let pass = tables.get(table);
+  if (pass === undefined) {
+    pass = { keys: new Set(), ending: false };
+    tables.set(table, pass);
+  }
+  return pass;
+}
+
+/**
  * Whether `handle` runs its statements on `db`: the Database itself, or an ORM
  * transaction over it (Drizzle's better-sqlite3 session keeps it as `client`).
  */
@@ -74,6 +113,8 @@ export class SqliteStore {
   #fenceVia;
   #fenced;
   #busy = false;
+  /** The guard's pass on this Database and table (see PASSES), or null. */
+  #pass = null;
   #encode;
   #decode;
 
@@ -102,6 +143,7 @@ export class SqliteStore {
           'key TEXT PRIMARY KEY NOT NULL, state TEXT NOT NULL, value TEXT, version INTEGER NOT NULL) WITHOUT ROWID',
       ));
     }
+    this.#pass = sql(() => passOf(db, table));
     this.#select = prepare(`SELECT state, value, version FROM "${table}" WHERE key = ?`);
     // Inside the transaction only the state is read, not the value: as a plain
     // string where the driver can pluck (better-sqlite3), else from the row (bun:sqlite)
@@ -194,6 +236,7 @@ export class SqliteStore {
     this.#fenced = db.transaction((key, step) => {
       const version = this.#fence(key, step, step.cached);
       if (version === null) return null; // refused: the statements never run (nothing was written)
+      if (this.#pass !== null) this.#pass.keys.add(key); // the guard's pass, until this transaction ends
       const out = step.run(db);
       if (out !== null && (typeof out === 'object' || typeof out === 'function') && typeof out.then === 'function') {
         out.then(undefined, () => {});
@@ -221,6 +264,7 @@ export class SqliteStore {
       throw e;
     } finally {
       this.#busy = false;
+      if (this.#pass !== null) this.#pass.keys.clear();
     }
   }
 
@@ -245,7 +289,20 @@ export class SqliteStore {
     if (db.inTransaction !== true) {
       throw new FencegateError('INVALID_ARGUMENT', 'SqliteStore.fenceIn: no transaction is open on the Database: call it inside db.transaction(…) so the fence and your statements commit together');
     }
-    this.#fence(key, step, null);
+    if (this.#fence(key, step, null) !== null && this.#pass !== null) {
+      // The guard's pass for the caller's transaction. better-sqlite3 runs a transaction
+      // synchronously, so it has ended when the next microtask runs: the pass ends then
+      // (and the guard never passes a statement outside a transaction).
+      const pass = this.#pass;
+      pass.keys.add(key);
+      if (!pass.ending) {
+        pass.ending = true;
+        queueMicrotask(() => {
+          pass.ending = false;
+          pass.keys.clear();
+        });
+      }
+    }
   }
 
   /** Runs `fn(state)` in one IMMEDIATE transaction and writes what it returns (or nothing); true when it wrote. */

@@ -193,6 +193,7 @@ export function parseCommand(argv, readFile) {
     return { help: true };
   }
   if (command === undefined) fail('');
+  if (command === 'guard') return parseGuard(rest);
   if (command !== 'reconcile') fail(`unknown command ${JSON.stringify(command)}`);
   let parsed;
   try {
@@ -245,6 +246,57 @@ export function parseCommand(argv, readFile) {
     now,
     keyPrefix: values['key-prefix'],
     epochs: values.epochs,
+    dryRun: values['dry-run'] === true,
+  };
+}
+
+/**
+ * `fencegate guard` (docs/guard.md): `{ help: false, command: 'guard', store, table,
+ * key, fenceTable, remove, fence, dryRun }` (store: `{ kind, target }`, sqlite,
+ * postgres or mysql), or `{ help: true, command: 'guard' }`. Throws UsageError.
+ */
+export function parseGuard(argv) {
+  if (argv.includes('--help') || argv.includes('-h')) return { help: true, command: 'guard' };
+  let values;
+  try {
+    ({ values } = parseArgs({
+      args: argv,
+      strict: true,
+      options: {
+        sqlite: { type: 'string' },
+        postgres: { type: 'string' },
+        mysql: { type: 'string' },
+        table: { type: 'string' },
+        key: { type: 'string' },
+        'fence-table': { type: 'string' },
+        remove: { type: 'boolean' },
+        fence: { type: 'boolean' },
+        'dry-run': { type: 'boolean' },
+      },
+    }));
+  } catch (e) {
+    fail(e.message);
+  }
+  const given = ['sqlite', 'postgres', 'mysql'].filter((k) => values[k] !== undefined);
+  if (given.length !== 1) fail('name the database: one of --sqlite FILE, --postgres URL, --mysql URL');
+  const remove = values.remove === true;
+  if (values.fence === true && !remove) fail('--fence goes with --remove (installing always guards the fence table)');
+  if (remove) {
+    if (values.key !== undefined) fail('--remove takes no --key');
+    if (values.table === undefined && values.fence !== true) fail('--remove needs --table NAME, or --fence, or both');
+  } else {
+    if (values.table === undefined) fail('name the protected table: --table NAME');
+    if (values.key === undefined) fail("give the fence key of a row as an SQL expression: --key \"'orders/' || id\"");
+  }
+  return {
+    help: false,
+    command: 'guard',
+    store: { kind: given[0], target: values[given[0]] },
+    table: values.table,
+    key: values.key,
+    fenceTable: values['fence-table'],
+    remove,
+    fence: values.fence === true,
     dryRun: values['dry-run'] === true,
   };
 }

@@ -37,13 +37,21 @@ const USAGE = `usage: fencegate reconcile (--sqlite FILE | --redis URL | --postg
          [--issuer-sqlite FILE | --issuer-redis URL | --issuer-postgres URL | --issuer-mysql URL]
          [--table NAME] [--prefix PREFIX] [--issuer-table NAME] [--issuer-prefix PREFIX]
          [--key-prefix issuer:] [--epochs number|bigint] [--now MS] [--dry-run]
+       fencegate guard (--postgres URL | --mysql URL | --sqlite FILE) --table NAME --key SQL
+         [--fence-table NAME] [--dry-run]
+       fencegate guard (--postgres URL | --mysql URL | --sqlite FILE) --remove [--table NAME] [--fence]
+         [--fence-table NAME] [--dry-run]
        fencegate --help
 
   --key KEY          one resource key of the --scope before it, exactly as written (repeat it)
   --scopes FILE      JSON: { "scope": ["key", …] } or [{ "scope": "…", "keys": ["…"] }]
   Exit status: 0 done, 3 done but some keys could not be read or repaired,
   1 failed (JSON error on stderr), 2 usage (a bad command line, or an argument
-  the library refused: JSON error with code INVALID_ARGUMENT). See docs/restore.md.`;
+  the library refused: JSON error with code INVALID_ARGUMENT). See docs/restore.md.
+  guard: installs (or --remove removes) the database guard of a protected table: a change to
+  a row is refused unless its transaction passed the fence for the row's key (--key, an SQL
+  expression over the row, e.g. "'orders/' || id"); --dry-run prints the SQL and changes
+  nothing. Prints { engine, table, fenceTable } as JSON. See docs/guard.md.`;
 
 export { secretsIn, redact };
 
@@ -151,6 +159,42 @@ async function openStore(spec) {
   }
 }
 
+/** `fencegate guard`: install or remove the guard (docs/guard.md); --dry-run prints the SQL only. */
+async function guard(cmd) {
+  const { installGuard, removeGuard } = await import('../adapters/guard.mjs');
+  const { kind, target } = cmd.store;
+  let client;
+  let close;
+  if (kind === 'sqlite') {
+    const Database = await peer('better-sqlite3');
+    client = new Database(target, { fileMustExist: true, timeout: 5000 });
+    close = () => client.close();
+  } else if (kind === 'mysql') {
+    const mysql = await peer('mysql2/promise');
+    client = mysql.createPool({ uri: target, connectionLimit: 1, connectTimeout: 10000 });
+    close = () => client.end();
+  } else {
+    const pg = await peer('pg');
+    client = new pg.Pool({ connectionString: target, max: 1, connectionTimeoutMillis: 10000 });
+    client.on('error', (e) => { lastDriverError = e; });
+    close = () => client.end();
+  }
+  try {
+    const options = {
+      ...(cmd.table !== undefined && { table: cmd.table }),
+      ...(cmd.fenceTable !== undefined && { fenceTable: cmd.fenceTable }),
+      ...(cmd.dryRun && { dryRun: true }),
+    };
+    const done = cmd.remove
+      ? await removeGuard(client, { ...options, ...(cmd.fence && { fence: true }) })
+      : await installGuard(client, { ...options, key: cmd.key });
+    if (cmd.dryRun) rawOut(done.sql);
+    else rawOut(`${json({ engine: done.engine, table: done.table ?? null, fenceTable: done.fenceTable, removed: cmd.remove })}\n`);
+  } finally {
+    await close();
+  }
+}
+
 async function main(argv) {
   let cmd;
   try {
@@ -161,6 +205,10 @@ async function main(argv) {
   }
   if (cmd.help) {
     rawOut(`${USAGE}\n`);
+    return;
+  }
+  if (cmd.command === 'guard') {
+    await guard(cmd);
     return;
   }
   const { scopes: mapping, now } = cmd;

@@ -31,3 +31,18 @@ export class FencegateError extends Error {
   }
 }
 Object.defineProperty(FencegateError.prototype, BRAND, { value: true });
+
+/**
+ * Whether `e` is a database guard's refusal (fencegate/guard, docs/guard.md):
+ * SQLSTATE FG001 (a change to a protected row without the fence for its key)
+ * or FG002 (a fence row write the guard refuses) as pg (`code`) and mysql2
+ * (`sqlState`) report it, a SQLite trigger's RAISE whose message starts with
+ * that SQLSTATE, or a FencegateError GUARD_REFUSED (SQLite's fencegate_pass).
+ */
+export function isGuardRefusal(e) {
+  if (e === null || typeof e !== 'object') return false;
+  if (e instanceof FencegateError) return e.code === 'GUARD_REFUSED';
+  const state = typeof e.sqlState === 'string' ? e.sqlState : e.code;
+  if (state === 'FG001' || state === 'FG002') return true;
+  return typeof e.code === 'string' && e.code.startsWith('SQLITE_CONSTRAINT') && typeof e.message === 'string' && /^FG00[12] /.test(e.message);
+}

@@ -19,7 +19,7 @@
 // A change is `{ kind: 'set', value }`, `{ kind: 'delete' }` (clear the value,
 // keep the fence record) or `{ kind: 'none' }` (establish: only the state).
 import * as wasm from '../dist/fencegate.js';
-import { FencegateError } from './errors.mjs';
+import { FencegateError, isGuardRefusal } from './errors.mjs';
 import { lastMarks } from './runtime.mjs';
 import { policyFromOptions, ceilingOf, hostVerified, addPolicyKey, retirePolicyKey, freePolicy } from './signed.mjs';
 import { metaOf, establishOpId, windowOf, auditOf, Observer, pack, packCeiling, plainPolicy, verdictOut, claimsOut, nextOut, stepOf, marksOut, ESTABLISH, STRICT, HOST_VERIFIED } from './verdict.mjs';
@@ -84,6 +84,15 @@ function checkBody(store, body) {
 
 /** CALLBACK_FAILED: the caller's statements threw inside the fenced transaction, which was rolled back. */
 function bodyFailed(key, verdict, cause) {
+  // GUARD_REFUSED: a statement was refused by the database's guard (fencegate/guard): it changed a
+  // protected row whose key is not the one this transaction fenced, or wrote the fence table
+  if (isGuardRefusal(cause)) {
+    return new FencegateError(
+      'GUARD_REFUSED',
+      `the database's guard refused a statement of the fenced transaction on ${JSON.stringify(key)}, so it was rolled back (the mark and your data are as before): ${messageOf(cause)}`,
+      { key, cause, verdict },
+    );
+  }
   return new FencegateError(
     'CALLBACK_FAILED',
     `the statements of the fenced transaction on ${JSON.stringify(key)} failed, so it was rolled back (the mark and your data are as before): ${messageOf(cause)}`,

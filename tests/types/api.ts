@@ -646,6 +646,18 @@ export async function useObjects(s3: S3ClientLike, bucket: R2BucketLike): Promis
   void [name, objectKey, checked, landed, cached, cas, json, body, r2gate, r2body, limits];
 }
 
+// fencegate/guard (docs/guard.md)
+import { installGuard, removeGuard, guardSql, isGuardRefusal, qualifyKey, GUARD_SQLSTATE, FENCE_SQLSTATE, type GuardResult, type GuardEngine } from 'fencegate/guard';
+export async function guardApi(client: object): Promise<void> {
+  const done: GuardResult = await installGuard(client, { table: 'orders', key: "'orders/' || id", fenceTable: 'fencegate', dryRun: true });
+  const engine: GuardEngine = done.engine;
+  const sql: string = done.sql + guardSql({ engine, table: 'orders', key: "'orders/' || id", columns: ['id'] }) + guardSql({ engine: 'mysql', remove: true, fence: true });
+  await removeGuard(client, { table: 'orders', fence: true });
+  const refused: boolean = isGuardRefusal(new Error(sql));
+  const codes: string = `${GUARD_SQLSTATE}${FENCE_SQLSTATE}${qualifyKey('id', ['id'], 'NEW', 'postgres')}${refused}`;
+  void codes;
+}
+
 // The caller's own data (docs/stores.md "Your own data"): Gate.transaction, fenceIn, fenceInSync;
 // PostgresStore's isolation option and both stores' verbs.
 import { PostgresStore as OwnPgStore } from 'fencegate/postgres';

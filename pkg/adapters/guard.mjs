@@ -1,0 +1,726 @@
+// fencegate/guard — the database itself refuses a change to a protected table
+// that did not pass the fence (docs/guard.md).
+//
+// The decision stays in Wasm. The database checks only two things:
+//   1. a change (INSERT, UPDATE, DELETE) to a row of the protected table happens
+//      in a transaction that wrote the fence row of that row's key (the key is
+//      an SQL expression over the row, e.g. `'orders/' || id`): fencegate
+//      writes the fence row in the same transaction BEFORE the caller's
+//      statements (Gate.transaction, fenceIn), and a trigger on the fence table
+//      records which transaction wrote it;
+//   2. the fence table keeps well-formed states whose mark never goes down; its
+//      rows are never deleted.
+// Refusals are SQL errors with a fixed SQLSTATE (GUARD_SQLSTATE: a change to a
+// protected row; FENCE_SQLSTATE: a fence row write) and a message naming the key.
+//
+// Per engine:
+//   PostgreSQL (≥ 14): the fence row records pg_current_xact_id() (column `xact`);
+//     exact per transaction, also for fenceIn in a transaction of your own.
+//   MySQL / MariaDB: no per-transaction id is readable in SQL (information_schema.innodb_trx
+//     is a cache refreshed at most every 0.1 s): the fence row records CONNECTION_ID() and
+//     a per-transaction nonce the store keeps in the session variable @fencegate_xact.
+//   SQLite (better-sqlite3): the protected table's triggers call fencegate_pass(…), a
+//     function SqliteStore registers on its own connection; it answers from the store's
+//     record of the keys fenced in the transaction open on that connection.
+// The SQL text is also available as text (guardSql) for migration tools.
+import { FencegateError } from '../lib/errors.mjs';
+import { checkMembers } from './support.mjs';
+
+/** SQLSTATE of a refused change to a protected row (no fence passed for its key in this transaction). */
+export const GUARD_SQLSTATE = 'FG001';
+/** SQLSTATE of a refused fence row write (mark lowered, state not well formed, key changed, row deleted). */
+export const FENCE_SQLSTATE = 'FG002';
+
+const ENGINES = ['postgres', 'mysql', 'sqlite'];
+// Generated object names are `fencegate_guard_<table>` / `fencegate_fence_<fence table>`:
+// table names up to 47 characters keep them within PostgreSQL's 63.
+const NAME = /^[A-Za-z_][A-Za-z0-9_]{0,46}$/;
+const MAX_KEY_SQL = 2000;
+
+function invalid(message, details) {
+  return new FencegateError('INVALID_ARGUMENT', message, details);
+}
+
+function nameOf(value, what) {
+  if (typeof value !== 'string' || !NAME.test(value)) {
+    throw invalid(`${what} must be a plain SQL identifier of at most 47 characters ([A-Za-z_][A-Za-z0-9_]*), got ${typeof value === 'string' ? JSON.stringify(value) : typeof value}`, { [what]: value });
+  }
+  return value;
+}
+
+/** `options` checked: `{ engine, table, key, fenceTable, columns }` (what `need` lists is required). */
+function checked(options, what, need) {
+  const o = checkMembers(options, what, { engine: 'string', table: 'string', key: 'string', fenceTable: 'string', columns: 'array', fence: 'boolean', dryRun: 'boolean' });
+  if (o.engine !== undefined && !ENGINES.includes(o.engine)) throw invalid(`${what}: engine must be one of ${ENGINES.join(', ')}, got ${JSON.stringify(o.engine)}`, { engine: o.engine });
+  const out = { engine: o.engine, fenceTable: nameOf(o.fenceTable ?? 'fencegate', 'fenceTable'), fence: o.fence === true, dryRun: o.dryRun === true };
+  if (o.table !== undefined || need.includes('table')) out.table = nameOf(o.table, 'table');
+  if (out.table !== undefined && out.table === out.fenceTable) throw invalid(`${what}: the protected table cannot be the fence table itself`, { table: out.table });
+  if (need.includes('key')) {
+    if (typeof o.key !== 'string' || o.key.trim() === '' || o.key.length > MAX_KEY_SQL) {
+      throw invalid(`${what}: key must be an SQL expression over the row's columns (e.g. "'orders/' || id"), 1 to ${MAX_KEY_SQL} characters`, { key: o.key });
+    }
+    out.key = o.key;
+  }
+  if (o.columns !== undefined) {
+    for (const c of o.columns) {
+      if (typeof c !== 'string' || !/^[A-Za-z_][A-Za-z0-9_$]{0,63}$/.test(c)) throw invalid(`${what}: columns must be plain column names, got ${JSON.stringify(c)}`, { column: c });
+    }
+    out.columns = [...o.columns];
+  }
+  return out;
+}
+
+/**
+ * The key expression with every reference to a column of the row qualified by
+ * `row` (NEW or OLD). `key` is SQL over bare column names: string literals,
+ * numbers, operators, function calls and casts; a bare identifier that names a
+ * column (PostgreSQL: after folding an unquoted name to lower case; MySQL and
+ * SQLite: case-insensitively) and is not a function name or a `::type`
+ * becomes `row.column`. Refused (INVALID_ARGUMENT): `;`, comments, `$`,
+ * backslashes, `?`, qualified names (`t.id`) and unterminated literals, so the
+ * expression cannot end or escape the trigger it is put into.
+ */
+export function qualifyKey(key, columns, row, engine) {
+  const q = engine === 'mysql' ? '`' : '"';
+  const bad = (why) => invalid(`key ${JSON.stringify(key)}: ${why}`, { key });
+  const cols = new Map();
+  for (const c of columns) cols.set(engine === 'postgres' ? c : c.toLowerCase(), c);
+  const column = (ident, quoted) => {
+    if (quoted) return columns.includes(ident) ? ident : undefined;
+    return cols.get(ident.toLowerCase());
+  };
+  let out = '';
+  let i = 0;
+  const n = key.length;
+  let prev = ''; // the previous significant token: '.', '::', 'ident', or another character
+  while (i < n) {
+    const ch = key[i];
+    if (ch === ';' || ch === '$' || ch === '\\' || ch === '?' || ch === '\0') throw bad(`${JSON.stringify(ch)} is not allowed in a key expression`);
+    if ((ch === '-' && key[i + 1] === '-') || (ch === '/' && key[i + 1] === '*') || ch === '#') throw bad('comments are not allowed in a key expression');
+    if (ch === "'") {
+      let j = i + 1;
+      for (;;) {
+        if (j >= n) throw bad('unterminated string literal');
+        if (key[j] === "'") {
+          if (key[j + 1] === "'") {
+            j += 2;
+            continue;
+          }
+          break;
+        }
+        j++;
+      }
+      out += key.slice(i, j + 1);
+      i = j + 1;
+      prev = 'literal';
+      continue;
+    }
+    const quoted = ch === '"' || ch === '`';
+    if (quoted || /[A-Za-z_]/.test(ch)) {
+      let name;
+      let j;
+      if (quoted) {
+        if ((ch === '`') !== (engine === 'mysql')) throw bad(`${ch} quotes an identifier in ${engine === 'mysql' ? 'PostgreSQL and SQLite' : 'MySQL'}, not here`);
+        j = key.indexOf(ch, i + 1);
+        if (j < 0) throw bad('unterminated quoted identifier');
+        name = key.slice(i + 1, j);
+        j++;
+      } else {
+        j = i + 1;
+        while (j < n && /[A-Za-z0-9_]/.test(key[j])) j++;
+        name = key.slice(i, j);
+      }
+      let after = j;
+      while (after < n && /\s/.test(key[after])) after++;
+      if (key[after] === '.' || prev === '.') throw bad('use bare column names (no table or schema qualification)');
+      const col = prev === '::' || key[after] === '(' ? undefined : column(name, quoted);
+      out += col === undefined ? key.slice(i, j) : `${row}.${q}${col}${q}`;
+      i = j;
+      prev = 'ident';
+      continue;
+    }
+    if (/[0-9]/.test(ch)) {
+      let j = i;
+      while (j < n && /[0-9.eE]/.test(key[j])) j++;
+      out += key.slice(i, j);
+      i = j;
+      prev = 'number';
+      continue;
+    }
+    if (ch === ':' && key[i + 1] === ':') {
+      out += '::';
+      i += 2;
+      prev = '::';
+      continue;
+    }
+    if (!/\s/.test(ch)) prev = ch;
+    out += ch;
+    i++;
+  }
+  return out;
+}
+
+/** SQL string literal. */
+function lit(text) {
+  return `'${text.replace(/'/g, "''")}'`;
+}
+
+// ---------------------------------------------------------------------------
+// PostgreSQL
+
+/** PL/pgSQL: raises FENCE_SQLSTATE unless the text in `s` is a well-formed fence state; sets `m` to its mark. */
+function pgStateCheck(s, m, what) {
+  const fail = (why) => `RAISE EXCEPTION USING ERRCODE = '${FENCE_SQLSTATE}', MESSAGE = format('fencegate guard: fence row %s: ${what} state refused: ${why}', k);`;
+  return `
+    BEGIN
+      j := ${s}::jsonb;
+    EXCEPTION WHEN others THEN
+      ${fail('not JSON')}
+    END;
+    IF jsonb_typeof(j) IS DISTINCT FROM 'object' THEN ${fail('not a JSON object')} END IF;
+    IF jsonb_typeof(j->'v') IS DISTINCT FROM 'number' OR (j->>'v') NOT IN ('1', '2', '3', '4') THEN ${fail('"v" is not 1, 2, 3 or 4')} END IF;
+    SELECT array_agg(f ORDER BY f) INTO names FROM jsonb_object_keys(j) AS f;
+    -- jsonb keeps one of two duplicate members: the text's own member count (json) must match too
+    IF (SELECT count(*) FROM json_object_keys(${s}::json)) <> cardinality(names) OR names IS DISTINCT FROM (CASE j->>'v' WHEN '1' THEN ARRAY['mark', 'v'] WHEN '2' THEN ARRAY['evicted', 'holder', 'mark', 'ops', 'v']
+        ELSE ARRAY['evicted', 'holder', 'mark', 'ops', 'quarantine', 'v'] END) THEN
+      ${fail('its members are not those of its format version')}
+    END IF;
+    IF jsonb_typeof(j->'mark') IS DISTINCT FROM 'string' OR (j->>'mark') !~ '^(0|[1-9][0-9]{0,19})$' OR (j->>'mark')::numeric > 18446744073709551615 THEN
+      ${fail('"mark" is not canonical decimal text in 0..2^64-1')}
+    END IF;
+    ${m} := (j->>'mark')::numeric;
+    IF j->>'v' <> '1' THEN
+      IF jsonb_typeof(j->'holder') NOT IN ('null', 'string') THEN ${fail('"holder" is not null or a string')} END IF;
+      IF jsonb_typeof(j->'evicted') = 'string' THEN
+        IF (j->>'evicted') !~ '^(fnv1a:)?[0-9a-f]*$' THEN ${fail('"evicted" is not hex text')} END IF;
+      ELSIF jsonb_typeof(j->'evicted') <> 'null' THEN ${fail('"evicted" is not null or hex text')} END IF;
+      IF j->>'v' = '4' THEN
+        IF jsonb_typeof(j->'ops') <> 'array' OR EXISTS (SELECT 1 FROM jsonb_array_elements(j->'ops') AS e WHERE jsonb_typeof(e) <> 'array'
+            OR jsonb_array_length(e) NOT IN (2, 3) OR jsonb_typeof(e->0) <> 'string' OR jsonb_typeof(e->1) <> 'string'
+            OR (e->>1) !~ '^(0|[1-9][0-9]{0,19})$' OR (e->>1)::numeric > ${m}
+            OR (jsonb_array_length(e) = 3 AND (jsonb_typeof(e->2) <> 'string' OR (e->>2) !~ '^[0-9a-f]{32}$'))) THEN
+          ${fail('"ops" is not a list of [id, mark before, fingerprint?]')}
+        END IF;
+      ELSIF jsonb_typeof(j->'ops') <> 'object' OR EXISTS (SELECT 1 FROM jsonb_each(j->'ops') AS e WHERE jsonb_typeof(e.value) <> 'string'
+          OR (e.value #>> '{}') !~ '^(0|[1-9][0-9]{0,19})$' OR (e.value #>> '{}')::numeric > ${m}) THEN
+        ${fail('"ops" is not an object of id: mark before')}
+      END IF;
+      IF j->>'v' <> '2' AND jsonb_typeof(j->'quarantine') <> 'null' AND (jsonb_typeof(j->'quarantine') <> 'string'
+          OR (j->>'quarantine') !~ '^(0|[1-9][0-9]{0,19})$' OR (j->>'quarantine')::numeric > ${m}) THEN
+        ${fail('"quarantine" is not null or a decimal at most the mark')}
+      END IF;
+    END IF;`;
+}
+
+function pgInstall(o) {
+  const F = `"${o.fenceTable}"`;
+  const T = `"${o.table}"`;
+  const fenceFn = `"fencegate_fence_${o.fenceTable}"`;
+  const guardFn = `"fencegate_guard_${o.table}"`;
+  const newKey = qualifyKey(o.key, o.columns, 'NEW', 'postgres');
+  const oldKey = qualifyKey(o.key, o.columns, 'OLD', 'postgres');
+  const bare = qualifyKey(o.key, [], 'NEW', 'postgres');
+  return `-- fencegate guard (docs/guard.md): ${o.table} behind the fence table ${o.fenceTable}, key ${o.key.replace(/\s+/g, ' ')}
+BEGIN;
+SELECT pg_advisory_xact_lock(hashtext('fencegate guard'));
+-- The key expression, checked against the table (an unknown column or a type error stops here).
+SELECT (${bare})::text FROM ${T} LIMIT 0;
+
+-- 1. The fence table: which transaction wrote each fence row; well-formed states,
+--    marks that never go down, versions that only go up, no deletes, no TRUNCATE.
+ALTER TABLE ${F} ADD COLUMN IF NOT EXISTS xact xid8;
+CREATE OR REPLACE FUNCTION ${fenceFn}() RETURNS trigger LANGUAGE plpgsql AS $fencegate$
+DECLARE
+  k text;
+  j jsonb;
+  names text[];
+  mark numeric;
+  old_mark numeric;
+BEGIN
+  IF TG_LEVEL = 'STATEMENT' THEN
+    RAISE EXCEPTION USING ERRCODE = '${FENCE_SQLSTATE}', MESSAGE = format('fencegate guard: TRUNCATE of the fence table %I refused: fence rows are never removed', TG_TABLE_NAME);
+  END IF;
+  IF TG_OP = 'DELETE' THEN
+    RAISE EXCEPTION USING ERRCODE = '${FENCE_SQLSTATE}', MESSAGE = format('fencegate guard: fence row %s: DELETE refused: fence rows are never removed (that would lower the mark to 0)', OLD.key);
+  END IF;
+  k := NEW.key;
+  IF TG_OP = 'UPDATE' AND NEW.key IS DISTINCT FROM OLD.key THEN
+    RAISE EXCEPTION USING ERRCODE = '${FENCE_SQLSTATE}', MESSAGE = format('fencegate guard: fence row %s: changing its key to %s refused', OLD.key, NEW.key);
+  END IF;
+${pgStateCheck('NEW.state', 'mark', 'the new')}
+  IF TG_OP = 'UPDATE' THEN
+    IF NEW.version IS NULL OR NEW.version <= OLD.version THEN
+      RAISE EXCEPTION USING ERRCODE = '${FENCE_SQLSTATE}', MESSAGE = format('fencegate guard: fence row %s: version %s after %s refused: the version only goes up', k, NEW.version, OLD.version);
+    END IF;
+    -- the old mark: a state written under the guard (xact set) is well formed; one written
+    -- before it is read when it can be, and not compared when it cannot
+    IF NEW.state IS DISTINCT FROM OLD.state THEN
+      IF OLD.xact IS NOT NULL THEN
+        old_mark := (OLD.state::json->>'mark')::numeric;
+      ELSE
+        BEGIN
+          old_mark := (OLD.state::json->>'mark')::numeric;
+        EXCEPTION WHEN others THEN
+          old_mark := NULL;
+        END;
+      END IF;
+    END IF;
+    IF old_mark IS NOT NULL AND mark < old_mark THEN
+      RAISE EXCEPTION USING ERRCODE = '${FENCE_SQLSTATE}', MESSAGE = format('fencegate guard: fence row %s: lowering the mark from %s to %s refused: the mark never goes down', k, old_mark, mark);
+    END IF;
+  END IF;
+  NEW.xact := pg_current_xact_id();
+  RETURN NEW;
+END
+$fencegate$;
+CREATE OR REPLACE TRIGGER fencegate_fence BEFORE INSERT OR UPDATE OR DELETE ON ${F} FOR EACH ROW EXECUTE FUNCTION ${fenceFn}();
+CREATE OR REPLACE TRIGGER fencegate_fence_truncate BEFORE TRUNCATE ON ${F} FOR EACH STATEMENT EXECUTE FUNCTION ${fenceFn}();
+
+-- 2. The protected table: a change to a row is allowed only in the transaction that wrote the
+--    fence row of the row's key (the old row's key and the new row's key).
+CREATE OR REPLACE FUNCTION ${guardFn}() RETURNS trigger LANGUAGE plpgsql AS $fencegate$
+DECLARE
+  k text;
+  nk text;
+  x xid8;
+  found_row boolean;
+BEGIN
+  IF TG_LEVEL = 'STATEMENT' THEN
+    RAISE EXCEPTION USING ERRCODE = '${GUARD_SQLSTATE}', MESSAGE = format('fencegate guard: TRUNCATE of %I refused: a change to a protected table passes the fence row by row (remove the guard to truncate)', TG_TABLE_NAME);
+  END IF;
+  IF TG_OP <> 'INSERT' THEN
+    k := (${oldKey})::text;
+  END IF;
+  IF TG_OP <> 'DELETE' THEN
+    nk := (${newKey})::text;
+  END IF;
+  FOR i IN 1..2 LOOP
+    IF i = 2 THEN
+      EXIT WHEN TG_OP = 'DELETE' OR (TG_OP = 'UPDATE' AND nk IS NOT DISTINCT FROM k);
+      k := nk;
+    ELSIF TG_OP = 'INSERT' THEN
+      CONTINUE;
+    END IF;
+    IF k IS NULL THEN
+      RAISE EXCEPTION USING ERRCODE = '${GUARD_SQLSTATE}', MESSAGE = format('fencegate guard: %s on %I refused: the key expression is NULL for this row', TG_OP, TG_TABLE_NAME);
+    END IF;
+    SELECT f.xact, true INTO x, found_row FROM ${F} AS f WHERE f.key = k;
+    IF found_row IS NULL THEN
+      RAISE EXCEPTION USING ERRCODE = '${GUARD_SQLSTATE}', MESSAGE = format('fencegate guard: %s on %I refused: key %s has no fence row: this transaction did not pass the fence for it', TG_OP, TG_TABLE_NAME, k),
+        HINT = 'change protected rows through fencegate (gate.transaction, or gate.fenceIn before the change in the same transaction)';
+    ELSIF x IS DISTINCT FROM pg_current_xact_id() THEN
+      RAISE EXCEPTION USING ERRCODE = '${GUARD_SQLSTATE}', MESSAGE = format('fencegate guard: %s on %I refused: this transaction did not pass the fence for key %s (its fence row was not written by this transaction)', TG_OP, TG_TABLE_NAME, k),
+        HINT = 'change protected rows through fencegate (gate.transaction, or gate.fenceIn before the change in the same transaction)';
+    END IF;
+    found_row := NULL;
+  END LOOP;
+  IF TG_OP = 'DELETE' THEN
+    RETURN OLD;
+  END IF;
+  RETURN NEW;
+END
+$fencegate$;
+CREATE OR REPLACE TRIGGER fencegate_guard BEFORE INSERT OR UPDATE OR DELETE ON ${T} FOR EACH ROW EXECUTE FUNCTION ${guardFn}();
+CREATE OR REPLACE TRIGGER fencegate_guard_truncate BEFORE TRUNCATE ON ${T} FOR EACH STATEMENT EXECUTE FUNCTION ${guardFn}();
+COMMIT;
+`;
+}
+
+function pgRemove(o) {
+  const lines = ['-- fencegate guard removal (docs/guard.md): data and fence rows are kept', 'BEGIN;', "SELECT pg_advisory_xact_lock(hashtext('fencegate guard'));"];
+  if (o.table !== undefined) {
+    const T = `"${o.table}"`;
+    lines.push(`DROP TRIGGER IF EXISTS fencegate_guard ON ${T};`, `DROP TRIGGER IF EXISTS fencegate_guard_truncate ON ${T};`, `DROP FUNCTION IF EXISTS "fencegate_guard_${o.table}"();`);
+  }
+  if (o.fence) {
+    const F = `"${o.fenceTable}"`;
+    lines.push(
+      `DROP TRIGGER IF EXISTS fencegate_fence ON ${F};`,
+      `DROP TRIGGER IF EXISTS fencegate_fence_truncate ON ${F};`,
+      `DROP FUNCTION IF EXISTS "fencegate_fence_${o.fenceTable}"();`,
+      `ALTER TABLE ${F} DROP COLUMN IF EXISTS xact;`,
+    );
+  }
+  lines.push('COMMIT;', '');
+  return lines.join('\n');
+}
+
+// ---------------------------------------------------------------------------
+// MySQL / MariaDB: a list of statements (each trigger body is one statement)
+
+/** MySQL: FENCE_SQLSTATE unless `s` is a well-formed fence state (the mark into `m`, as DECIMAL(20,0)). */
+function myStateCheck(s, m, what) {
+  const fail = (why) => `BEGIN SET msg = CONCAT('fencegate guard: fence row ', CONVERT(NEW.k USING utf8mb4), ': ${what} state refused: ${why}'); SIGNAL SQLSTATE '${FENCE_SQLSTATE}' SET MESSAGE_TEXT = msg; END`;
+  const dec = (e) => `(JSON_TYPE(${e}) = 'STRING' AND JSON_UNQUOTE(${e}) REGEXP '^(0|[1-9][0-9]{0,19})$' AND CAST(JSON_UNQUOTE(${e}) AS DECIMAL(20,0)) <= 18446744073709551615)`;
+  return `
+  IF ${s} IS NULL OR NOT JSON_VALID(${s}) THEN ${fail('not JSON')}; END IF;
+  IF JSON_TYPE(${s}) <> 'OBJECT' THEN ${fail('not a JSON object')}; END IF;
+  SET v = JSON_EXTRACT(${s}, '$.v');
+  IF v IS NULL OR JSON_TYPE(v) NOT IN ('INTEGER', 'UNSIGNED INTEGER') OR CAST(v AS CHAR) NOT IN ('1', '2', '3', '4') THEN ${fail('"v" is not 1, 2, 3 or 4')}; END IF;
+  IF JSON_LENGTH(${s}) <> (CASE CAST(v AS CHAR) WHEN '1' THEN 2 WHEN '2' THEN 5 ELSE 6 END)
+      OR NOT JSON_CONTAINS_PATH(${s}, 'all', '$.mark', '$.v')
+      OR (CAST(v AS CHAR) <> '1' AND NOT JSON_CONTAINS_PATH(${s}, 'all', '$.holder', '$.ops', '$.evicted'))
+      OR (CAST(v AS CHAR) IN ('3', '4') AND NOT JSON_CONTAINS_PATH(${s}, 'all', '$.quarantine')) THEN
+    ${fail('its members are not those of its format version')};
+  END IF;
+  IF NOT ${dec(`JSON_EXTRACT(${s}, '$.mark')`)} THEN ${fail('"mark" is not canonical decimal text in 0..2^64-1')}; END IF;
+  SET ${m} = CAST(JSON_UNQUOTE(JSON_EXTRACT(${s}, '$.mark')) AS DECIMAL(20,0));
+  IF CAST(v AS CHAR) <> '1' THEN
+    IF JSON_TYPE(JSON_EXTRACT(${s}, '$.holder')) NOT IN ('NULL', 'STRING') THEN ${fail('"holder" is not null or a string')}; END IF;
+    IF JSON_TYPE(JSON_EXTRACT(${s}, '$.evicted')) NOT IN ('NULL', 'STRING')
+        OR (JSON_TYPE(JSON_EXTRACT(${s}, '$.evicted')) = 'STRING' AND JSON_UNQUOTE(JSON_EXTRACT(${s}, '$.evicted')) NOT REGEXP '^(fnv1a:)?[0-9a-f]*$') THEN
+      ${fail('"evicted" is not null or hex text')};
+    END IF;
+    IF JSON_TYPE(JSON_EXTRACT(${s}, '$.ops')) <> (CASE CAST(v AS CHAR) WHEN '4' THEN 'ARRAY' ELSE 'OBJECT' END) THEN ${fail('"ops" is not the window of its format version')}; END IF;
+    IF CAST(v AS CHAR) IN ('3', '4') AND JSON_TYPE(JSON_EXTRACT(${s}, '$.quarantine')) <> 'NULL'
+        AND NOT (${dec(`JSON_EXTRACT(${s}, '$.quarantine')`)} AND CAST(JSON_UNQUOTE(JSON_EXTRACT(${s}, '$.quarantine')) AS DECIMAL(20,0)) <= ${m}) THEN
+      ${fail('"quarantine" is not null or a decimal at most the mark')};
+    END IF;
+  END IF;`;
+}
+
+/** The MySQL marker expression: this connection and its fenced transaction's nonce (NULL outside one). */
+const MY_MARK = "IF(@fencegate_xact IS NULL, NULL, CONCAT(CONNECTION_ID(), ':', @fencegate_xact))";
+
+function myInstall(o) {
+  const F = `\`${o.fenceTable}\``;
+  const T = `\`${o.table}\``;
+  const fn = o.fenceTable;
+  const stmts = [];
+  const create = (name, when, table, body) => {
+    stmts.push(`CREATE OR REPLACE TRIGGER \`${name}\` ${when} ON ${table} FOR EACH ROW\nBEGIN${body}\nEND`);
+  };
+  const bare = qualifyKey(o.key, [], 'NEW', 'mysql');
+  stmts.push(`SELECT CAST(${bare} AS CHAR) FROM ${T} LIMIT 0`);
+  stmts.push(`ALTER TABLE ${F} ADD COLUMN IF NOT EXISTS xact VARCHAR(80) NULL`);
+  const decl = '\n  DECLARE msg VARCHAR(1000);\n  DECLARE v JSON;\n  DECLARE mark DECIMAL(20,0);\n  DECLARE old_mark DECIMAL(20,0);';
+  create(`fencegate_fence_${fn}_bi`, 'BEFORE INSERT', F, `${decl}${myStateCheck('NEW.state', 'mark', 'the new')}
+  SET NEW.xact = ${MY_MARK};`);
+  create(`fencegate_fence_${fn}_bu`, 'BEFORE UPDATE', F, `${decl}
+  IF NOT (NEW.k <=> OLD.k) THEN
+    SET msg = CONCAT('fencegate guard: fence row ', CONVERT(OLD.k USING utf8mb4), ': changing its key refused');
+    SIGNAL SQLSTATE '${FENCE_SQLSTATE}' SET MESSAGE_TEXT = msg;
+  END IF;${myStateCheck('NEW.state', 'mark', 'the new')}
+  IF NEW.version IS NULL OR NEW.version <= OLD.version THEN
+    SET msg = CONCAT('fencegate guard: fence row ', CONVERT(NEW.k USING utf8mb4), ': version ', IFNULL(NEW.version, 'NULL'), ' after ', OLD.version, ' refused: the version only goes up');
+    SIGNAL SQLSTATE '${FENCE_SQLSTATE}' SET MESSAGE_TEXT = msg;
+  END IF;
+  IF JSON_VALID(OLD.state) AND JSON_TYPE(JSON_EXTRACT(OLD.state, '$.mark')) = 'STRING' AND JSON_UNQUOTE(JSON_EXTRACT(OLD.state, '$.mark')) REGEXP '^(0|[1-9][0-9]{0,19})$' THEN
+    SET old_mark = CAST(JSON_UNQUOTE(JSON_EXTRACT(OLD.state, '$.mark')) AS DECIMAL(20,0));
+    IF mark < old_mark THEN
+      SET msg = CONCAT('fencegate guard: fence row ', CONVERT(NEW.k USING utf8mb4), ': lowering the mark from ', old_mark, ' to ', mark, ' refused: the mark never goes down');
+      SIGNAL SQLSTATE '${FENCE_SQLSTATE}' SET MESSAGE_TEXT = msg;
+    END IF;
+  END IF;
+  SET NEW.xact = ${MY_MARK};`);
+  create(`fencegate_fence_${fn}_bd`, 'BEFORE DELETE', F, `
+  DECLARE msg VARCHAR(1000);
+  SET msg = CONCAT('fencegate guard: fence row ', CONVERT(OLD.k USING utf8mb4), ': DELETE refused: fence rows are never removed (that would lower the mark to 0)');
+  SIGNAL SQLSTATE '${FENCE_SQLSTATE}' SET MESSAGE_TEXT = msg;`);
+  const check = (op, keyVar) => `
+  IF ${keyVar} IS NULL THEN
+    SET msg = 'fencegate guard: ${op} on ${o.table} refused: the key expression is NULL for this row';
+    SIGNAL SQLSTATE '${GUARD_SQLSTATE}' SET MESSAGE_TEXT = msg;
+  END IF;
+  SET x = NULL, found_row = 0;
+  SELECT f.xact, 1 INTO x, found_row FROM ${F} AS f WHERE f.k = CAST(CONVERT(${keyVar} USING utf8mb4) AS BINARY);
+  IF found_row = 0 THEN
+    SET msg = CONCAT('fencegate guard: ${op} on ${o.table} refused: key ', ${keyVar}, ' has no fence row: this transaction did not pass the fence for it');
+    SIGNAL SQLSTATE '${GUARD_SQLSTATE}' SET MESSAGE_TEXT = msg;
+  END IF;
+  IF @fencegate_xact IS NULL OR NOT (x <=> CONCAT(CONNECTION_ID(), ':', @fencegate_xact)) THEN
+    SET msg = CONCAT('fencegate guard: ${op} on ${o.table} refused: this transaction did not pass the fence for key ', ${keyVar}, ' (its fence row was not written by this connection''s current fenced transaction)');
+    SIGNAL SQLSTATE '${GUARD_SQLSTATE}' SET MESSAGE_TEXT = msg;
+  END IF;`;
+  const gdecl = '\n  DECLARE msg VARCHAR(1000);\n  DECLARE k VARCHAR(512);\n  DECLARE nk VARCHAR(512);\n  DECLARE x VARCHAR(80);\n  DECLARE found_row INT DEFAULT 0;';
+  const newKey = qualifyKey(o.key, o.columns, 'NEW', 'mysql');
+  const oldKey = qualifyKey(o.key, o.columns, 'OLD', 'mysql');
+  create(`fencegate_guard_${o.table}_bi`, 'BEFORE INSERT', T, `${gdecl}\n  SET nk = CAST(${newKey} AS CHAR);${check('INSERT', 'nk')}`);
+  create(`fencegate_guard_${o.table}_bu`, 'BEFORE UPDATE', T, `${gdecl}\n  SET k = CAST(${oldKey} AS CHAR);\n  SET nk = CAST(${newKey} AS CHAR);${check('UPDATE', 'k')}
+  IF NOT (nk <=> k) THEN${check('UPDATE', 'nk').replace(/\n/g, '\n  ')}
+  END IF;`);
+  create(`fencegate_guard_${o.table}_bd`, 'BEFORE DELETE', T, `${gdecl}\n  SET k = CAST(${oldKey} AS CHAR);${check('DELETE', 'k')}`);
+  return stmts;
+}
+
+function myRemove(o) {
+  const stmts = [];
+  if (o.table !== undefined) for (const s of ['bi', 'bu', 'bd']) stmts.push(`DROP TRIGGER IF EXISTS \`fencegate_guard_${o.table}_${s}\``);
+  if (o.fence) {
+    for (const s of ['bi', 'bu', 'bd']) stmts.push(`DROP TRIGGER IF EXISTS \`fencegate_fence_${o.fenceTable}_${s}\``);
+    stmts.push(`ALTER TABLE \`${o.fenceTable}\` DROP COLUMN IF EXISTS xact`);
+  }
+  return stmts;
+}
+
+// ---------------------------------------------------------------------------
+// SQLite: triggers; the pass is answered by fencegate_pass(fence table, key, operation, table),
+// which SqliteStore registers on its connection.
+
+/** SQLite: an expression true when `s` is a well-formed fence state. */
+function sqStateOk(s) {
+  const dec = (e) => `(json_type(${s}, '${e}') = 'text' AND (json_extract(${s}, '${e}') = '0' OR (json_extract(${s}, '${e}') GLOB '[1-9]*' AND json_extract(${s}, '${e}') NOT GLOB '*[^0-9]*' AND (length(json_extract(${s}, '${e}')) < 20 OR (length(json_extract(${s}, '${e}')) = 20 AND json_extract(${s}, '${e}') <= '18446744073709551615')))))`;
+  const le = (a, b) => `(length(${a}) < length(${b}) OR (length(${a}) = length(${b}) AND ${a} <= ${b}))`;
+  const mark = `json_extract(${s}, '$.mark')`;
+  // CASE, not AND: SQLite's json functions throw on text that is not JSON, and AND does not promise an order
+  return `(CASE WHEN json_valid(${s}) THEN (json_type(${s}) = 'object' AND json_type(${s}, '$.v') = 'integer' AND json_extract(${s}, '$.v') BETWEEN 1 AND 4
+    AND (SELECT count(*) FROM json_each(${s})) = (CASE json_extract(${s}, '$.v') WHEN 1 THEN 2 WHEN 2 THEN 5 ELSE 6 END)
+    AND (SELECT count(DISTINCT key) FROM json_each(${s}) WHERE key IN ('v', 'mark', 'holder', 'ops', 'evicted', 'quarantine')) = (CASE json_extract(${s}, '$.v') WHEN 1 THEN 2 WHEN 2 THEN 5 ELSE 6 END)
+    AND (json_extract(${s}, '$.v') >= 2 OR json_type(${s}, '$.holder') IS NULL) AND (json_extract(${s}, '$.v') >= 3 OR json_type(${s}, '$.quarantine') IS NULL)
+    AND ${dec('$.mark')}
+    AND (json_extract(${s}, '$.v') = 1 OR (
+      json_type(${s}, '$.holder') IN ('null', 'text')
+      AND (json_type(${s}, '$.evicted') = 'null' OR (json_type(${s}, '$.evicted') = 'text' AND ltrim(json_extract(${s}, '$.evicted'), 'fnv1a:') NOT GLOB '*[^0-9a-f]*'))
+      AND json_type(${s}, '$.ops') = (CASE json_extract(${s}, '$.v') WHEN 4 THEN 'array' ELSE 'object' END)
+      AND (json_extract(${s}, '$.v') = 2 OR json_type(${s}, '$.quarantine') = 'null' OR (${dec('$.quarantine')} AND ${le(`json_extract(${s}, '$.quarantine')`, mark)}))
+    ))) ELSE 0 END)`;
+}
+
+function sqInstall(o) {
+  const F = `"${o.fenceTable}"`;
+  const T = `"${o.table}"`;
+  const fn = o.fenceTable;
+  const le = (a, b) => `(length(${a}) < length(${b}) OR (length(${a}) = length(${b}) AND ${a} <= ${b}))`;
+  const raise = (msg) => `SELECT RAISE(ABORT, ${msg})`;
+  const stmts = [];
+  const bare = qualifyKey(o.key, [], 'NEW', 'sqlite');
+  stmts.push(`SELECT CAST((${bare}) AS TEXT) FROM ${T} LIMIT 0`);
+  const stateGuard = (op) => `
+  ${raise(`'${FENCE_SQLSTATE} fencegate guard: fence row ' || NEW.key || ': the new state refused: not a well-formed fence state'`)} WHERE NOT ${sqStateOk('NEW.state')};`;
+  stmts.push(`DROP TRIGGER IF EXISTS "fencegate_fence_${fn}_bi"`, `CREATE TRIGGER "fencegate_fence_${fn}_bi" BEFORE INSERT ON ${F} FOR EACH ROW BEGIN${stateGuard('INSERT')}\nEND`);
+  const oldMark = "json_extract(OLD.state, '$.mark')";
+  const newMark = "json_extract(NEW.state, '$.mark')";
+  stmts.push(`DROP TRIGGER IF EXISTS "fencegate_fence_${fn}_bu"`, `CREATE TRIGGER "fencegate_fence_${fn}_bu" BEFORE UPDATE ON ${F} FOR EACH ROW BEGIN
+  ${raise(`'${FENCE_SQLSTATE} fencegate guard: fence row ' || OLD.key || ': changing its key refused'`)} WHERE NEW.key IS NOT OLD.key;${stateGuard('UPDATE')}
+  ${raise(`'${FENCE_SQLSTATE} fencegate guard: fence row ' || NEW.key || ': version ' || quote(NEW.version) || ' after ' || OLD.version || ' refused: the version only goes up'`)} WHERE NEW.version IS NULL OR NEW.version <= OLD.version;
+  ${raise(`'${FENCE_SQLSTATE} fencegate guard: fence row ' || NEW.key || ': lowering the mark from ' || ${oldMark} || ' to ' || ${newMark} || ' refused: the mark never goes down'`)}
+    WHERE json_valid(OLD.state) AND json_type(OLD.state, '$.mark') = 'text' AND NOT ${le(oldMark, newMark)};
+END`);
+  stmts.push(`DROP TRIGGER IF EXISTS "fencegate_fence_${fn}_bd"`, `CREATE TRIGGER "fencegate_fence_${fn}_bd" BEFORE DELETE ON ${F} FOR EACH ROW BEGIN
+  ${raise(`'${FENCE_SQLSTATE} fencegate guard: fence row ' || OLD.key || ': DELETE refused: fence rows are never removed (that would lower the mark to 0)'`)};
+END`);
+  const newKey = qualifyKey(o.key, o.columns, 'NEW', 'sqlite');
+  const oldKey = qualifyKey(o.key, o.columns, 'OLD', 'sqlite');
+  const pass = (op, k) => `SELECT fencegate_pass(${lit(o.fenceTable)}, CAST((${k}) AS TEXT), '${op}', ${lit(o.table)});`;
+  const g = `fencegate_guard_${o.table}`;
+  stmts.push(`DROP TRIGGER IF EXISTS "${g}_bi"`, `CREATE TRIGGER "${g}_bi" BEFORE INSERT ON ${T} FOR EACH ROW BEGIN\n  ${pass('INSERT', newKey)}\nEND`);
+  stmts.push(`DROP TRIGGER IF EXISTS "${g}_bu"`, `CREATE TRIGGER "${g}_bu" BEFORE UPDATE ON ${T} FOR EACH ROW BEGIN
+  ${pass('UPDATE', oldKey)}
+  SELECT fencegate_pass(${lit(o.fenceTable)}, CAST((${newKey}) AS TEXT), 'UPDATE', ${lit(o.table)}) WHERE CAST((${newKey}) AS TEXT) IS NOT CAST((${oldKey}) AS TEXT);
+END`);
+  stmts.push(`DROP TRIGGER IF EXISTS "${g}_bd"`, `CREATE TRIGGER "${g}_bd" BEFORE DELETE ON ${T} FOR EACH ROW BEGIN\n  ${pass('DELETE', oldKey)}\nEND`);
+  return stmts;
+}
+
+function sqRemove(o) {
+  const stmts = [];
+  if (o.table !== undefined) for (const s of ['bi', 'bu', 'bd']) stmts.push(`DROP TRIGGER IF EXISTS "fencegate_guard_${o.table}_${s}"`);
+  if (o.fence) for (const s of ['bi', 'bu', 'bd']) stmts.push(`DROP TRIGGER IF EXISTS "fencegate_fence_${o.fenceTable}_${s}"`);
+  return stmts;
+}
+
+// ---------------------------------------------------------------------------
+
+function statements(o, remove) {
+  if (o.engine === 'postgres') return [remove ? pgRemove(o) : pgInstall(o)];
+  if (o.engine === 'mysql') return remove ? myRemove(o) : myInstall(o);
+  return remove ? sqRemove(o) : sqInstall(o);
+}
+
+/** The statements as one script: PostgreSQL as is (BEGIN … COMMIT), MySQL with DELIMITER lines, SQLite in BEGIN … COMMIT. */
+function script(o, stmts, remove) {
+  if (o.engine === 'postgres') return stmts[0];
+  const head = `-- fencegate guard${remove ? ' removal' : ''} (docs/guard.md)${o.table === undefined ? '' : `: ${o.table}`} behind the fence table ${o.fenceTable}\n`;
+  if (o.engine === 'mysql') {
+    return `${head}-- MySQL/MariaDB: DDL commits on its own; run as a whole (mysql client)\nDELIMITER $$\n${stmts.map((s) => `${s} $$`).join('\n')}\nDELIMITER ;\n`;
+  }
+  return `${head}BEGIN IMMEDIATE;\n${stmts.map((s) => `${s};`).join('\n')}\nCOMMIT;\n`;
+}
+
+/**
+ * The guard's SQL as text, for migration tools (Drizzle Kit, Prisma Migrate,
+ * Knex, Flyway) and `fencegate guard --dry-run`. Options: `engine`
+ * ('postgres' | 'mysql' | 'sqlite', required), `table`, `key` (an SQL
+ * expression over the row's columns), `columns` (the table's column names:
+ * the key expression's references to them are qualified by NEW/OLD),
+ * `fenceTable` (default 'fencegate'), `remove` (the removal script instead;
+ * with `fence: true` it removes the fence table's guard too).
+ * INVALID_ARGUMENT for anything malformed.
+ */
+export function guardSql(options) {
+  let remove = false;
+  if (options !== null && typeof options === 'object' && 'remove' in options) {
+    const { remove: r, ...rest } = options;
+    if (typeof r !== 'boolean') throw invalid('guardSql: remove must be true or false', { remove: r });
+    remove = r;
+    options = rest;
+  }
+  const o = checked(options, 'guardSql', remove ? [] : ['table', 'key']);
+  if (o.engine === undefined) throw invalid('guardSql: engine is required (postgres, mysql or sqlite)', {});
+  if (remove && o.table === undefined && !o.fence) throw invalid('guardSql: remove needs a table, or fence: true, or both', {});
+  if (!remove && o.columns === undefined) throw invalid('guardSql: columns (the protected table\'s column names) is required: the key expression\'s column references are qualified with them', {});
+  return script(o, statements(o, remove), remove);
+}
+
+/** The engine of a client: a pg Pool/Client or postgres.js `sql` (postgres), a mysql2 Pool/Connection (mysql), a better-sqlite3 Database (sqlite). */
+function engineOf(client, given) {
+  if (given !== undefined) return given;
+  if (client !== null && typeof client === 'object' && typeof client.prepare === 'function' && typeof client.exec === 'function' && typeof client.function === 'function') return 'sqlite';
+  if (typeof client === 'function' && typeof client.unsafe === 'function') return 'postgres';
+  if (client !== null && typeof client === 'object' && typeof client.query === 'function') return typeof client.execute === 'function' ? 'mysql' : 'postgres';
+  throw invalid('installGuard needs a pg Pool or Client, a postgres.js sql, a mysql2 Pool or Connection, or a better-sqlite3 Database', { client: client === null ? 'null' : typeof client });
+}
+
+/** `run(text, params?) → rows` and `close()` on one connection of `client`. */
+async function session(client, engine) {
+  if (engine === 'sqlite') {
+    return {
+      run: async (text, params = []) => {
+        const st = client.prepare(text);
+        return st.reader ? st.all(...params) : (st.run(...params), []);
+      },
+      exec: async (stmts) => client.transaction(() => { for (const s of stmts) client.exec(s); }).immediate(),
+      close: async () => {},
+    };
+  }
+  if (engine === 'mysql') {
+    const db = typeof client.promise === 'function' ? client.promise() : client;
+    const conn = typeof db.getConnection === 'function' ? await db.getConnection() : db;
+    return {
+      run: async (text, params = []) => (await conn.query(text, params))[0],
+      exec: async (stmts) => {
+        // DDL commits on its own in MySQL: a named lock keeps two installs from interleaving
+        await conn.query("SELECT GET_LOCK('fencegate guard', 30)");
+        try {
+          for (const s of stmts) await conn.query(s);
+        } finally {
+          await conn.query("SELECT RELEASE_LOCK('fencegate guard')");
+        }
+      },
+      close: async () => {
+        if (conn !== db && typeof conn.release === 'function') conn.release();
+      },
+    };
+  }
+  if (typeof client === 'function') {
+    return {
+      run: (text, params = []) => client.unsafe(text, params),
+      exec: (stmts) => client.unsafe(stmts[0]),
+      close: async () => {},
+    };
+  }
+  const pooled = typeof client.connect === 'function' && typeof client.totalCount === 'number';
+  const conn = pooled ? await client.connect() : client;
+  return {
+    run: async (text, params = []) => (await conn.query(text, params)).rows,
+    exec: async (stmts) => {
+      try {
+        await conn.query(stmts[0]); // one simple query: BEGIN … COMMIT
+      } catch (e) {
+        await conn.query('ROLLBACK').catch(() => {});
+        throw e;
+      }
+    },
+    close: async () => {
+      if (pooled) conn.release();
+    },
+  };
+}
+
+async function columnsOf(s, engine, table) {
+  let rows;
+  if (engine === 'postgres') {
+    rows = await s.run('SELECT attname AS name FROM pg_attribute WHERE attrelid = to_regclass($1) AND attnum > 0 AND NOT attisdropped ORDER BY attnum', [`"${table}"`]);
+  } else if (engine === 'mysql') {
+    rows = await s.run('SELECT COLUMN_NAME AS name FROM information_schema.COLUMNS WHERE TABLE_SCHEMA = DATABASE() AND TABLE_NAME = ? ORDER BY ORDINAL_POSITION', [table]);
+  } else {
+    rows = await s.run(`SELECT name FROM pragma_table_info(?)`, [table]);
+  }
+  return rows.map((r) => r.name);
+}
+
+function failed(what, o, e) {
+  if (e instanceof FencegateError) return e;
+  const sqlState = e && typeof e === 'object' ? (e.sqlState ?? e.code) : undefined;
+  const message = e instanceof Error ? e.message : String(e);
+  // a key expression the database cannot read (syntax error, unknown column or function, type)
+  const badKey = typeof sqlState === 'string' && (/^42/.test(sqlState) || sqlState === 'ER_BAD_FIELD_ERROR' || sqlState === 'ER_PARSE_ERROR');
+  if (badKey || (o.engine === 'sqlite' && /no such column|syntax error|no such function/.test(message))) {
+    return invalid(`${what}: the database refused the guard for ${o.table}: ${message} (check the key expression ${JSON.stringify(o.key)})`, { table: o.table, key: o.key, cause: e });
+  }
+  return new FencegateError('STORE_ERROR', `${what}: ${message}`, { table: o.table, cause: e });
+}
+
+/**
+ * Installs the guard on `options.table` behind the fence table
+ * `options.fenceTable` (default 'fencegate'; it must exist: the store's
+ * `init()` / constructor makes it): idempotent, in one transaction on
+ * PostgreSQL and SQLite (MySQL: DDL commits statement by statement, under a
+ * named lock). `options.key` is the fence key of a row as an SQL expression
+ * over its columns (`"'orders/' || id"`). Resolves to `{ engine, table,
+ * fenceTable, sql }` (sql: the script run, as guardSql gives it).
+ * INVALID_ARGUMENT: bad options, a missing table, a key expression the
+ * database cannot read; STORE_ERROR: anything else the database answered.
+ * `dryRun: true` reads the table's columns and answers the SQL without running it.
+ */
+export async function installGuard(client, options) {
+  const o = checked(options, 'installGuard', ['table', 'key']);
+  o.engine = engineOf(client, o.engine);
+  const s = await session(client, o.engine);
+  try {
+    const given = o.columns;
+    const cols = await columnsOf(s, o.engine, o.table);
+    if (cols.length === 0) throw invalid(`installGuard: there is no table ${JSON.stringify(o.table)}`, { table: o.table });
+    if ((await columnsOf(s, o.engine, o.fenceTable)).length === 0) {
+      throw invalid(`installGuard: there is no fence table ${JSON.stringify(o.fenceTable)} (create it first: the store's init() or constructor)`, { fenceTable: o.fenceTable });
+    }
+    o.columns = given ?? cols;
+    const stmts = statements(o, false);
+    try {
+      if (!o.dryRun) await s.exec(stmts);
+    } catch (e) {
+      throw failed('installGuard', o, e);
+    }
+    return { engine: o.engine, table: o.table, fenceTable: o.fenceTable, sql: script(o, stmts, false) };
+  } finally {
+    await s.close();
+  }
+}
+
+/**
+ * Removes the guard of `options.table` (its triggers and function); with
+ * `fence: true` also the fence table's guard (its triggers and the `xact`
+ * column). Data and fence rows are kept. Idempotent. Resolves to `{ engine,
+ * table, fenceTable, sql }`.
+ */
+export async function removeGuard(client, options) {
+  const o = checked(options, 'removeGuard', []);
+  if (o.table === undefined && !o.fence) throw invalid('removeGuard needs a table, or fence: true, or both', {});
+  o.engine = engineOf(client, o.engine);
+  const s = await session(client, o.engine);
+  try {
+    const stmts = statements(o, true);
+    try {
+      if (!o.dryRun) await s.exec(stmts);
+    } catch (e) {
+      throw failed('removeGuard', o, e);
+    }
+    return { engine: o.engine, table: o.table, fenceTable: o.fenceTable, sql: script(o, stmts, true) };
+  } finally {
+    await s.close();
+  }
+}
+
+/**
+ * Whether `e` is a guard's refusal as the database reported it: SQLSTATE FG001 or
+ * FG002 (pg `code`, mysql2 `sqlState`), a SQLite trigger's RAISE with that prefix,
+ * or a FencegateError GUARD_REFUSED (SqliteStore's fencegate_pass). The same test
+ * as the gate's (lib/errors.mjs), here so this module imports only the error class.
+ */
+export function isGuardRefusal(e) {
+  if (e === null || typeof e !== 'object') return false;
+  if (e instanceof FencegateError) return e.code === 'GUARD_REFUSED';
+  const state = typeof e.sqlState === 'string' ? e.sqlState : e.code;
+  if (state === GUARD_SQLSTATE || state === FENCE_SQLSTATE) return true;
+  return typeof e.code === 'string' && e.code.startsWith('SQLITE_CONSTRAINT') && typeof e.message === 'string' && /^FG00[12] /.test(e.message);
+}

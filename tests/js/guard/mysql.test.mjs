@@ -1,0 +1,91 @@
+// The MySQL/MariaDB guard (docs/guard.md) on a real MariaDB: the fence row records the
+// connection and the fenced transaction's nonce (@fencegate_xact); raw writes refused with
+// SQLSTATE FG001, fence table writes with FG002. The fenced transaction here follows the
+// store's protocol by hand (SET @fencegate_xact, fence write, statements, COMMIT, clear).
+import { test, before, after } from 'node:test';
+import assert from 'node:assert/strict';
+import { randomUUID } from 'node:crypto';
+import mysql from 'mysql2/promise';
+import { MysqlStore } from '../../../pkg/adapters/mysql.mjs';
+import { installGuard, removeGuard } from '../../../pkg/adapters/guard.mjs';
+
+const MY_URL = process.env.FENCEGATE_MYSQL_URL;
+const skip = !MY_URL && (process.env.FENCEGATE_REQUIRE_SERVICES ? false : 'FENCEGATE_MYSQL_URL is not set');
+let pool;
+before(async () => {
+  if (!skip) pool = mysql.createPool({ uri: MY_URL, connectionLimit: 3 });
+});
+after(async () => {
+  if (pool) await pool.end();
+});
+
+const raw = async (sql, on = pool) => {
+  try {
+    await on.query(sql);
+    return 'applied';
+  } catch (e) {
+    return { sqlState: e.sqlState, message: e.message };
+  }
+};
+
+/** A fenced transaction by the guard's MySQL protocol: nonce, fence row write (mark `mark`), the statements, COMMIT, nonce cleared. */
+async function fenced(key, mark, statements) {
+  const c = await pool.getConnection();
+  try {
+    await c.query('SET @fencegate_xact = ?', [randomUUID()]);
+    await c.query('START TRANSACTION');
+    await c.query('UPDATE fencegate SET state = ?, version = version + 1 WHERE k = ?', [`{"v":1,"mark":"${mark}"}`, key]);
+    for (const s of statements) await c.query(s);
+    await c.query('COMMIT');
+    return 'applied';
+  } catch (e) {
+    await c.query('ROLLBACK');
+    return { sqlState: e.sqlState, message: e.message };
+  } finally {
+    await c.query('SET @fencegate_xact = NULL');
+    c.release();
+  }
+}
+
+test('MySQL guard: raw writes refused (FG001), fenced writes applied for their key only, fence table guarded (FG002), install twice, remove', { skip }, async () => {
+  await removeGuard(pool, { table: 'orders', fence: true }).catch(() => {});
+  await pool.query('DROP TABLE IF EXISTS orders');
+  await pool.query('DROP TABLE IF EXISTS fencegate');
+  await new MysqlStore(pool).init();
+  await pool.query("CREATE TABLE orders (id INT PRIMARY KEY, status VARCHAR(20) NOT NULL) ENGINE=InnoDB");
+  await pool.query("INSERT INTO orders VALUES (1, 'new'), (2, 'new')");
+  await pool.query(`INSERT INTO fencegate (k, state, value, version) VALUES ('orders/1', '{"v":1,"mark":"5"}', NULL, 1), ('orders/2', '{"v":1,"mark":"5"}', NULL, 1)`);
+  await installGuard(pool, { table: 'orders', key: "CONCAT('orders/', id)" });
+  const rows = async () => (await pool.query('SELECT id, status FROM orders ORDER BY id'))[0].map((r) => ({ ...r }));
+  const fences = async () => (await pool.query('SELECT CAST(k AS CHAR) AS k, state, version FROM fencegate ORDER BY k'))[0].map((r) => ({ ...r, version: Number(r.version) }));
+  assert.deepEqual(await raw("UPDATE orders SET status = 'rogue' WHERE id = 1"), {
+    sqlState: 'FG001', message: "fencegate guard: UPDATE on orders refused: this transaction did not pass the fence for key orders/1 (its fence row was not written by this connection's current fenced transaction)",
+  });
+  assert.deepEqual(await raw("INSERT INTO orders VALUES (3, 'rogue')"), { sqlState: 'FG001', message: 'fencegate guard: INSERT on orders refused: key orders/3 has no fence row: this transaction did not pass the fence for it' });
+  assert.equal((await raw('DELETE FROM orders WHERE id = 2')).sqlState, 'FG001');
+  // a session that sets the variable but did not write the fence row in this transaction
+  assert.equal((await fenced('orders/2', 5, ["UPDATE orders SET status = 'x' WHERE id = 1"])).sqlState, 'FG001');
+  assert.deepEqual(await rows(), [{ id: 1, status: 'new' }, { id: 2, status: 'new' }]);
+  assert.equal(await fenced('orders/1', 6, ["UPDATE orders SET status = 'paid' WHERE id = 1"]), 'applied');
+  assert.equal((await fenced('orders/1', 7, ["UPDATE orders SET status = 'one' WHERE id = 1", "UPDATE orders SET status = 'two' WHERE id = 2"])).message,
+    "fencegate guard: UPDATE on orders refused: this transaction did not pass the fence for key orders/2 (its fence row was not written by this connection's current fenced transaction)");
+  // after the fenced transaction (nonce cleared) the same connections are refused again
+  assert.equal((await raw("UPDATE orders SET status = 'after' WHERE id = 1")).sqlState, 'FG001');
+  assert.deepEqual(await rows(), [{ id: 1, status: 'paid' }, { id: 2, status: 'new' }]);
+  const f = await fences();
+  assert.deepEqual(f, [{ k: 'orders/1', state: '{"v":1,"mark":"6"}', version: 2 }, { k: 'orders/2', state: '{"v":1,"mark":"5"}', version: 1 }]);
+  assert.deepEqual(await raw(`UPDATE fencegate SET state = '{"v":1,"mark":"4"}', version = version + 1 WHERE k = 'orders/1'`), { sqlState: 'FG002', message: 'fencegate guard: fence row orders/1: lowering the mark from 6 to 4 refused: the mark never goes down' });
+  assert.deepEqual(await raw(`UPDATE fencegate SET state = 'garbage', version = version + 1 WHERE k = 'orders/1'`), { sqlState: 'FG002', message: 'fencegate guard: fence row orders/1: the new state refused: not JSON' });
+  assert.deepEqual(await raw(`UPDATE fencegate SET state = '{"v":1,"mark":"05"}', version = version + 1 WHERE k = 'orders/1'`), { sqlState: 'FG002', message: 'fencegate guard: fence row orders/1: the new state refused: "mark" is not canonical decimal text in 0..2^64-1' });
+  assert.deepEqual(await raw("DELETE FROM fencegate WHERE k = 'orders/2'"), { sqlState: 'FG002', message: 'fencegate guard: fence row orders/2: DELETE refused: fence rows are never removed (that would lower the mark to 0)' });
+  assert.deepEqual(await fences(), f);
+  const triggers = async () => (await pool.query("SELECT TRIGGER_NAME, ACTION_STATEMENT FROM information_schema.TRIGGERS WHERE TRIGGER_SCHEMA = DATABASE() ORDER BY TRIGGER_NAME"))[0].map((r) => ({ ...r }));
+  const t1 = await triggers();
+  assert.equal(t1.length, 6);
+  await installGuard(pool, { table: 'orders', key: "CONCAT('orders/', id)" });
+  assert.deepEqual(await triggers(), t1);
+  await removeGuard(pool, { table: 'orders', fence: true });
+  assert.deepEqual(await triggers(), []);
+  assert.deepEqual(await fences(), f);
+  assert.deepEqual(await rows(), [{ id: 1, status: 'paid' }, { id: 2, status: 'new' }]);
+});
