@@ -17,6 +17,7 @@ export const TIMEOUT_MS = 2000;
 
 export async function openStores(spec) {
   let res, iss, close;
+  let own = null;
   switch (spec.kind) {
     case 'sqlite': {
       const { SqliteStore } = await import(adapter('sqlite'));
@@ -26,6 +27,22 @@ export async function openStores(spec) {
       db.pragma('synchronous = FULL');
       res = new SqliteStore(db, { table: 'res' });
       iss = new SqliteStore(db, { table: 'iss' });
+      // own data (--own-data): the caller's table `items` (one row per key, the last value written
+      // through gate.transaction) and `item_log` (one row per applied transaction: at most once per op id)
+      if (spec.ownData) {
+        db.exec('CREATE TABLE IF NOT EXISTS items (key TEXT PRIMARY KEY NOT NULL, value TEXT NOT NULL); CREATE TABLE IF NOT EXISTS item_log (op_id TEXT NOT NULL, key TEXT NOT NULL)');
+        own = {
+          write: (tx, key, opId, value) => {
+            tx.prepare('INSERT INTO items (key, value) VALUES (?, ?) ON CONFLICT (key) DO UPDATE SET value = excluded.value').run(key, JSON.stringify(value));
+            tx.prepare('INSERT INTO item_log (op_id, key) VALUES (?, ?)').run(opId, key);
+          },
+          read: async (key) => {
+            const row = db.prepare('SELECT value FROM items WHERE key = ?').get(key);
+            return row === undefined ? { hasValue: false } : { hasValue: true, value: JSON.parse(row.value) };
+          },
+          log: async (key) => db.prepare('SELECT op_id FROM item_log WHERE key = ? ORDER BY rowid').pluck().all(key),
+        };
+      }
       close = async () => db.close();
       break;
     }
@@ -90,8 +107,9 @@ export async function openStores(spec) {
     default:
       throw new Error(`unknown store kind ${spec.kind}`);
   }
+  if (spec.ownData && own === null) throw new Error(`--own-data is not implemented for ${spec.kind}`);
   if (spec.broken) res = brokenHost(res);
-  return { res, iss, close };
+  return { res, iss, close, own };
 }
 
 /**
