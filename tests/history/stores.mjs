@@ -8,7 +8,10 @@
 // Every network call has a timeout, so a reply the proxy swallowed ends as an
 // error (COMMIT_UNKNOWN for a commit) instead of a hang.
 // `broken: true` wraps the resource store in a host whose commit ignores the
-// expected version (the deliberately broken host the checker must catch).
+// expected version and, for own data, whose fencedTransaction checks outside
+// the transaction (the deliberately broken hosts the checker must catch).
+// `ownData: true` (SQLite only) adds the caller's tables `items` and `item_log`
+// and returns `own` { write(tx, key, opId, value), read(key), log(key) }.
 import { createRequire } from 'node:module';
 
 const require = createRequire(import.meta.url);
@@ -118,7 +121,7 @@ export async function openStores(spec) {
  * and commits over it. Lost updates and a mark that goes back follow.
  */
 export function brokenHost(inner) {
-  return {
+  const host = {
     load: (key) => inner.load(key),
     encodeValue: (value) => inner.encodeValue(value),
     async commit(key, _expectedVersion, nextState, change) {
@@ -131,6 +134,19 @@ export function brokenHost(inner) {
       return inner.commit(key, cur === null ? null : cur.version, nextState, change);
     },
   };
+  if (typeof inner.fencedTransaction === 'function') {
+    // own data: the check outside the transaction. The fence record is read and
+    // decided on a plain read; after a pause the transaction writes the decided
+    // state and runs the caller's statements without looking again.
+    host.fencedTransaction = async (key, step) => {
+      const cur = await inner.load(key);
+      const plan = step.decide(cur === null ? null : cur.state);
+      if (plan === null) return null;
+      await new Promise((r) => setTimeout(r, Math.random() * 15));
+      return inner.fencedTransaction(key, { cached: null, decide: () => plan, run: step.run, body: step.body });
+    };
+  }
+  return host;
 }
 
 /**
