@@ -698,6 +698,34 @@ export class Gate<V = unknown> {
   establish(key: string, token: unknown, options?: OperationOptions): Promise<Verdict>;
   /** Counters per outcome and code. */
   counters(): GateCounters;
+  // ── The caller's own data (docs/stores.md "Your own data"): one block for Gate.transaction, fenceIn, fenceInSync ──
+  /**
+   * One transaction of the store's engine: the fence row of `key` is read (or, for a
+   * cached key, conditionally updated) and decided on; only when the verdict applies is
+   * the fence row written and `body(tx)` called with the engine's transaction handle (a
+   * pg `PoolClient`/`Client`, a postgres.js transaction `sql`, a mysql2 `PoolConnection`,
+   * a better-sqlite3 `Database`…), then both commit. A refusal or duplicate never calls
+   * `body` and writes nothing: it resolves to that verdict. On an applied verdict,
+   * `result` is what `body` returned. `body` may run again after a rolled-back
+   * serialization failure, deadlock or busy database (bounded by `maxRetries`): it must
+   * only touch `tx`. @throws FencegateError CALLBACK_FAILED (`cause`: the body's error,
+   * `verdict`: the decision rolled back; nothing written), COMMIT_UNKNOWN, COMMIT_CONFLICT,
+   * STORE_ERROR, INVALID_ARGUMENT (a store without `fencedTransaction`, a body that is not
+   * a function).
+   */
+  transaction<R = unknown, Tx = any>(key: string, token: unknown, body: (tx: Tx) => R | Promise<R>, options?: OperationOptions): Promise<Verdict & { result?: Awaited<R> }>;
+  /**
+   * The fence step inside a transaction the caller already has on `handle` (a pg client
+   * after BEGIN, a postgres.js `sql.begin` transaction, a mysql2 connection after
+   * `beginTransaction()`, an ORM transaction): the fence row is read with a row lock and
+   * written on that handle. Resolves to the verdict when it applies. @throws FencegateError
+   * with the refusal's code (STALE_TOKEN, SAME_EPOCH_REJECTED…) or DUPLICATE_OPERATION,
+   * `verdict` attached, so the caller's transaction rolls back; INVALID_ARGUMENT for a pool,
+   * an unknown handle or no open transaction (nothing written).
+   */
+  fenceIn(handle: unknown, key: string, token: unknown, options?: OperationOptions): Promise<Verdict>;
+  /** {@link Gate.fenceIn} for synchronous handles (better-sqlite3, bun:sqlite, `ctx.storage.sql`): the verdict, or throws at once. */
+  fenceInSync(handle: unknown, key: string, token: unknown, options?: OperationOptions): Verdict;
   /** Fenced maintenance delete: clears the value, keeps the fence record. */
   delete(key: string, token: unknown, options?: OperationOptions): Promise<Verdict>;
   /** Fenced delete of several keys, each fenced on its own (not atomic across keys). */

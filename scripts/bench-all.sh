@@ -6,4 +6,6 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 [ -f pkg/dist/fencegate_bg.wasm ] || bash scripts/build.sh
 [ -f build/pkg-ed25519/dist/fencegate_bg.wasm ] || FENCEGATE_FEATURES=ed25519 FENCEGATE_OUT=build/pkg-ed25519 bash scripts/build.sh
-exec bash scripts/with-services.sh node bench/all.mjs
+bash scripts/with-services.sh node bench/all.mjs
+# the caller's own data (docs/stores.md "Your own data"): gate.transaction against BEGIN; UPDATE; COMMIT by hand
+exec bash scripts/with-services.sh node bench/own-data.mjs

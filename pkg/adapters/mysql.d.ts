@@ -45,6 +45,22 @@ export interface MysqlClient {
  */
 export class MysqlStore<V = unknown> {
   constructor(client: MysqlClient, options?: MysqlStoreOptions<V>);
+  /**
+   * Gate.transaction's verb: START TRANSACTION on one connection (a Pool's `getConnection()`,
+   * released after; a Connection itself, one transaction at a time), the fence row conditionally
+   * updated from the cache or read `FOR UPDATE` and written, `step.run(conn)` (the mysql2 promise
+   * connection), COMMIT. Isolation: the session's (`SET SESSION TRANSACTION ISOLATION LEVEL …`);
+   * every level is correct (InnoDB's locking reads see the latest committed row). 1213/1205/1020,
+   * and 1062 on the fence row's INSERT, are thrown with `conflict: true`; a lost COMMIT with `commitUnknown: true`.
+   */
+  fencedTransaction(key: string, step: { cached: { state: string; version: unknown } | null; decide(state: string | null): { nextStateText: string; change: { kind: 'none' } } | null; run(tx: unknown): unknown; body: unknown }): Promise<{ version: string } | null>;
+  /**
+   * Gate.fenceIn's verb on the caller's mysql2 Connection / PoolConnection after
+   * `beginTransaction()` (or an ORM transaction): locked read and write of the fence row.
+   * @throws FencegateError INVALID_ARGUMENT for a Pool, an unknown handle, or no open transaction
+   * (`@@in_transaction`, or autocommit off).
+   */
+  fenceIn(handle: unknown, key: string, step: { decide(state: string | null): { nextStateText: string } | null }): Promise<void>;
   /** The stored text of `value`; FencegateError INVALID_ARGUMENT (with `path`) when the codec refuses it. */
   encodeValue(value: V): string;
   /** Creates the table if needed; run once before concurrent use. */

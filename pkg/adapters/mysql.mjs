@@ -24,6 +24,18 @@
 import { valueCodec } from '../lib/codec.mjs';
 import { FencegateError } from '../lib/errors.mjs';
 import { codecOf, encodeWith, encodedOf, loadedRecord, tableOf, storeOptions, CODEC_OPTIONS } from './support.mjs';
+import { sqlRunner, poolKind } from './handles.mjs';
+
+// The caller's own data (Gate.transaction, Gate.fenceIn; docs/stores.md "Your
+// own data"): `fencedTransaction` runs one transaction on one connection
+// (a pool's getConnection, released after) — START TRANSACTION, the fence
+// step (from the state cache a conditional UPDATE of the fence row first;
+// else `SELECT … FOR UPDATE` of it, then its UPDATE or INSERT), the caller's
+// statements, COMMIT. The fence row's lock orders every fenced transaction on
+// a key under any isolation level: InnoDB's locking reads and UPDATEs read the
+// latest committed row, not the snapshot.
+
+const isObject = (x) => x !== null && (typeof x === 'object' || typeof x === 'function');
 
 const IDENT = /^[A-Za-z_][A-Za-z0-9_]{0,63}$/;
 
@@ -83,6 +95,9 @@ export class MysqlStore {
   #table;
   #encode;
   #decode;
+
+  /** A single connection runs one fenced transaction at a time: the tail of that queue. */
+  #lane = Promise.resolve();
 
   constructor(client, options = {}) {
     const db = promiseClient(client);
@@ -181,6 +196,143 @@ export class MysqlStore {
       if (!definitelyFailed(e) && e && typeof e === 'object') e.commitUnknown = true;
       throw e;
     }
+  }
+
+  /**
+   * The caller's own statements in one transaction with the fence step
+   * (Gate.transaction): on one connection (a Pool's `getConnection()`, released
+   * after; a Connection itself, one transaction at a time) START TRANSACTION,
+   * the fence row conditionally updated from `step.cached` or read `FOR
+   * UPDATE` and written, then `step.run(connection)` (the mysql2 promise
+   * connection), then COMMIT. A refusal rolls back before the statements run.
+   * 1213, 1205, 1020 and 1062 on the fence row's INSERT are thrown with
+   * `conflict: true`; a COMMIT whose outcome is unknown with `commitUnknown: true`.
+   */
+  fencedTransaction(key, step) {
+    const db = this.#db;
+    if (typeof db.getConnection === 'function') return this.#viaPool(key, step);
+    const run = this.#lane.then(() => this.#onConnection(db, key, step));
+    this.#lane = run.then(
+      () => {},
+      () => {},
+    );
+    return run;
+  }
+
+  async #viaPool(key, step) {
+    const conn = await this.#db.getConnection();
+    let broken = false;
+    try {
+      return await this.#onConnection(conn, key, step, () => {
+        broken = true;
+      });
+    } finally {
+      if (broken && typeof conn.destroy === 'function') conn.destroy();
+      else conn.release();
+    }
+  }
+
+  async #onConnection(conn, key, step, lost = () => {}) {
+    await conn.query('START TRANSACTION');
+    let committing = false;
+    try {
+      const version = await this.#fence((text, params) => conn.execute(text, params), key, step);
+      if (version === null) {
+        await conn.query('ROLLBACK');
+        return null;
+      }
+      await step.run(conn);
+      committing = true;
+      await conn.query('COMMIT');
+      return { version };
+    } catch (e) {
+      if (!committing) {
+        try {
+          await conn.query('ROLLBACK');
+        } catch {
+          lost();
+        }
+      }
+      if (isObject(e)) {
+        if (retryable(e)) e.conflict = true;
+        else if (committing && !definitelyFailed(e)) {
+          e.commitUnknown = true;
+          lost();
+        }
+      }
+      throw e;
+    }
+  }
+
+  /** The fence step on an open transaction, `x(text, params)` → `[result]`: the version written (decimal text), or null (refused). */
+  async #fence(x, key, step) {
+    const t = this.#table;
+    const cached = step.cached;
+    if (cached !== null && cached !== undefined) {
+      const plan = step.decide(cached.state);
+      if (plan !== null) {
+        const [r] = await x(`UPDATE ${t} SET state = ?, version = version + 1 WHERE k = ? AND version = CAST(? AS SIGNED) AND state = ?`, [
+          plan.nextStateText,
+          key,
+          String(cached.version),
+          cached.state,
+        ]);
+        if (r.affectedRows === 1) return String(BigInt(cached.version) + 1n);
+      }
+    }
+    const [rows] = await x(`SELECT state, CAST(version AS CHAR) AS version FROM ${t} WHERE k = ? FOR UPDATE`, [key]);
+    const row = rows[0];
+    const plan = step.decide(row === undefined ? null : row.state);
+    if (plan === null) return null;
+    if (row === undefined) {
+      await this.#insertFence(x, key, plan.nextStateText);
+      return '1';
+    }
+    await x(`UPDATE ${t} SET state = ?, version = version + 1 WHERE k = ?`, [plan.nextStateText, key]);
+    return String(BigInt(String(row.version)) + 1n);
+  }
+
+  async #insertFence(x, key, text) {
+    try {
+      await x(`INSERT INTO ${this.#table} (k, state, value, version) VALUES (?, ?, NULL, 1)`, [key, text]);
+    } catch (e) {
+      if (isObject(e) && e.errno === ER_DUP_ENTRY) e.conflict = true; // a concurrent first writer
+      throw e;
+    }
+  }
+
+  /**
+   * The fence step inside the caller's open transaction on `handle`: a mysql2
+   * Connection or PoolConnection after `beginTransaction()` (promise or
+   * callback API), or an ORM transaction (adapters/orm-handles.mjs). One
+   * statement reads the fence row `FOR UPDATE` and whether a transaction is
+   * open (`@@in_transaction`, or autocommit off); then the row is written on
+   * the same connection. INVALID_ARGUMENT for a Pool, an unknown handle, or no
+   * open transaction (nothing written then).
+   */
+  async fenceIn(handle, key, step) {
+    const pool = poolKind(handle);
+    if (pool !== null) {
+      throw invalid(`MysqlStore.fenceIn: a ${pool} has no transaction of its own; pass the connection you began the transaction on (await pool.getConnection())`, {});
+    }
+    const run = sqlRunner(handle, 'mysql');
+    if (run === null) throw invalid('MysqlStore.fenceIn: the handle is not a mysql2 connection nor an ORM transaction fencegate knows', {});
+    const t = this.#table;
+    const rows = await run(
+      `SELECT f.state, CAST(f.version AS CHAR) AS version, (@@in_transaction = 1 OR @@autocommit = 0) AS in_tx FROM (SELECT 1 AS one) AS d LEFT JOIN ${t} AS f ON f.k = ? FOR UPDATE`,
+      [key],
+    );
+    const row = rows[0];
+    const inTx = row === undefined ? undefined : row.in_tx;
+    if (!(inTx === 1 || inTx === '1' || inTx === true || inTx === 1n)) {
+      throw invalid('MysqlStore.fenceIn: no transaction is open on the connection: call it after beginTransaction() (or inside your ORM\'s transaction) so the fence and your statements commit together', {});
+    }
+    const absent = row.version === null || row.version === undefined;
+    const plan = step.decide(absent ? null : row.state);
+    if (plan === null) return;
+    const x = async (text, params) => [await run(text, params)];
+    if (absent) await this.#insertFence(x, key, plan.nextStateText);
+    else await run(`UPDATE ${t} SET state = ?, version = version + 1 WHERE k = ?`, [plan.nextStateText, key]);
   }
 
   /** The stored text of `value` (the codec's `encode`); INVALID_ARGUMENT when the codec refuses it. */

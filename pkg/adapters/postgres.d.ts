@@ -21,6 +21,13 @@ export interface PostgresStoreOptions<V = unknown> {
    * (PgBouncer in transaction mode before 1.21). postgres.js prepares by its own `prepare` option.
    */
   prepare?: boolean;
+  /**
+   * The isolation level of `Gate.transaction`'s transactions (`BEGIN ISOLATION LEVEL …`);
+   * default: the session's (`default_transaction_isolation`). Every level is correct: the
+   * fence row's lock orders fenced transactions on a key; under REPEATABLE READ and
+   * SERIALIZABLE a concurrent winner is a 40001, and the whole transaction runs again.
+   */
+  isolation?: 'read committed' | 'repeatable read' | 'serializable';
 }
 
 /**
@@ -55,6 +62,21 @@ export interface PostgresJsSql {
  */
 export class PostgresStore<V = unknown> {
   constructor(pg: PostgresClient | PostgresJsSql, options?: PostgresStoreOptions<V>);
+  /**
+   * Gate.transaction's verb: BEGIN on one connection (a Pool's checked-out client, released
+   * after; the Client itself, one transaction at a time; postgres.js `sql.begin`), the fence
+   * row conditionally updated from the cache or read `FOR UPDATE` and written, `step.run(tx)`
+   * (the pg client / the postgres.js transaction `sql`), COMMIT. 40001/40P01/55P03, and 23505
+   * on the fence row's INSERT, are thrown with `conflict: true`; a lost COMMIT with `commitUnknown: true`.
+   */
+  fencedTransaction(key: string, step: { cached: { state: string; version: unknown } | null; decide(state: string | null): { nextStateText: string; change: { kind: 'none' } } | null; run(tx: unknown): unknown; body: unknown }): Promise<{ version: string } | null>;
+  /**
+   * Gate.fenceIn's verb on the caller's handle (a pg Client/PoolClient after BEGIN, a postgres.js
+   * transaction or reserved `sql`, an ORM transaction): locked read and write of the fence row.
+   * @throws FencegateError INVALID_ARGUMENT for a pool (pg Pool, top-level postgres.js `sql`), an
+   * unknown handle, or no open transaction (pg's protocol status, else a SAVEPOINT tells).
+   */
+  fenceIn(handle: unknown, key: string, step: { decide(state: string | null): { nextStateText: string } | null }): Promise<void>;
   /** The stored text of `value`; FencegateError INVALID_ARGUMENT (with `path`) when the codec refuses it. */
   encodeValue(value: V): string;
   /** Creates the table if needed; run once before concurrent use. */

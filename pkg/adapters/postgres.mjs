@@ -22,9 +22,19 @@
 // instance); this module imports only the codec. postgres.js runs the same
 // statements through `sql.unsafe(text, params)`; its server errors carry the
 // same SQLSTATE in `code`.
+//
+// The caller's own data (Gate.transaction, Gate.fenceIn; docs/stores.md "Your
+// own data"): `fencedTransaction` runs one transaction on one connection —
+// BEGIN, the fence step (from the state cache a conditional UPDATE of the
+// fence row as the first statement; else `SELECT … FOR UPDATE` of the fence
+// row, then its UPDATE or INSERT), the caller's statements, COMMIT — and
+// `fenceIn` runs the locked read and the write on the caller's own handle
+// (adapters/handles.mjs). The fence row's lock orders every fenced
+// transaction on a key, under any isolation level.
 import { valueCodec } from '../lib/codec.mjs';
 import { FencegateError } from '../lib/errors.mjs';
 import { codecOf, encodeWith, encodedOf, loadedRecord, tableOf, storeOptions, CODEC_OPTIONS } from './support.mjs';
+import { sqlRunner, poolKind, pgInTransaction } from './handles.mjs';
 
 const IDENT = /^[A-Za-z_][A-Za-z0-9_]{0,62}$/;
 
@@ -40,6 +50,17 @@ export const RETRY_SQLSTATES = Object.freeze(['40001', '40P01', '55P03']);
 function retryable(e) {
   return e !== null && typeof e === 'object' && RETRY_SQLSTATES.includes(e.code);
 }
+
+/** 23505 unique_violation: on the fence row's INSERT, another transaction created the key first (a lost race: run it again). */
+const UNIQUE_VIOLATION = '23505';
+
+const isObject = (x) => x !== null && (typeof x === 'object' || typeof x === 'function');
+
+/** The isolation levels of the `isolation` option, as BEGIN takes them. */
+const ISOLATION = { 'read committed': 'READ COMMITTED', 'repeatable read': 'REPEATABLE READ', serializable: 'SERIALIZABLE' };
+
+/** Thrown inside postgres.js's `sql.begin` to roll a refused fence step back; never leaves the store. */
+const REFUSED = Symbol('refused');
 
 // How often load() runs its SELECT again after a retry-class failure.
 const LOAD_ATTEMPTS = 4;
@@ -68,11 +89,15 @@ function statementName(text) {
 }
 
 /** `query({ text, values })` → `{ rows, rowCount }` over pg (Pool, Client) or postgres.js (`sql`); null for anything else. */
-function queryOf(client) {
+function queryOf(client, prepare = true) {
   if (typeof client === 'function' && typeof client.unsafe === 'function') {
-    // postgres.js: a tagged-template function; unsafe() takes SQL text and parameters.
+    // postgres.js: a tagged-template function; unsafe() takes SQL text and parameters. Its
+    // statements are not prepared unless asked ({ prepare: true }): then a statement with
+    // parameters is parsed once per connection, instead of a Describe round trip before each
+    // run. The instance's own `prepare: false` (a pooler) still wins over this.
+    const options = prepare ? { prepare: true } : undefined;
     return async ({ text, values }) => {
-      const rows = await client.unsafe(text, values ?? []);
+      const rows = await client.unsafe(text, values ?? [], options);
       return { rows, rowCount: rows.count };
     };
   }
@@ -81,6 +106,23 @@ function queryOf(client) {
     return (q) => client.query(q.prepared === undefined ? q : { name: q.prepared, text: q.text, values: q.values });
   }
   return null;
+}
+
+/** How `fencedTransaction` gets a connection of `client`: `'postgres.js'` (sql.begin), `'pool'` (pool.connect), `'one'` (BEGIN on the one connection, one transaction at a time). */
+function transactionKind(client) {
+  if (typeof client === 'function') return typeof client.begin === 'function' ? 'postgres.js' : 'one';
+  return poolKind(client) === 'pg Pool' ? 'pool' : 'one';
+}
+
+function invalid(message, details) {
+  return new FencegateError('INVALID_ARGUMENT', message, details);
+}
+
+function notInTransaction() {
+  return invalid(
+    'PostgresStore.fenceIn: no transaction is open on the handle: call it after BEGIN (or inside sql.begin / your ORM\'s transaction) so the fence and your statements commit together',
+    {},
+  );
 }
 
 /**
@@ -97,6 +139,15 @@ export class PostgresStore {
   #decode;
   /** The statements of load and commitFrom: `{ text, prepared }` (prepared: the pg statement name, or undefined). */
   #sql;
+  /** The client as passed in (fencedTransaction takes its connections from it). */
+  #client;
+  /** transactionKind(client) */
+  #kind;
+  /** The BEGIN statement of fencedTransaction (with the `isolation` option's level). */
+  #begin;
+  #prepare;
+  /** A single connection (`one`) runs one fenced transaction at a time: the tail of that queue. */
+  #lane = Promise.resolve();
 
   constructor(pg, options = {}) {
     const query = queryOf(pg);
@@ -105,11 +156,19 @@ export class PostgresStore {
         client: pg === null ? 'null' : typeof pg,
       });
     }
-    options = storeOptions(options, 'PostgresStore', { table: null, prepare: null, ...CODEC_OPTIONS });
+    options = storeOptions(options, 'PostgresStore', { table: null, prepare: null, isolation: null, ...CODEC_OPTIONS });
     const table = tableOf(options, IDENT);
     const prepare = options.prepare ?? true;
     if (typeof prepare !== 'boolean') throw new FencegateError('INVALID_ARGUMENT', 'prepare must be true or false', { prepare });
-    this.#pg = query;
+    const isolation = options.isolation ?? null;
+    if (isolation !== null && !Object.hasOwn(ISOLATION, isolation)) {
+      throw invalid(`isolation must be one of ${Object.keys(ISOLATION).map((x) => JSON.stringify(x)).join(', ')}`, { isolation: String(isolation) });
+    }
+    this.#begin = isolation === null ? 'BEGIN' : `BEGIN ISOLATION LEVEL ${ISOLATION[isolation]}`;
+    this.#client = pg;
+    this.#kind = transactionKind(pg);
+    this.#prepare = prepare;
+    this.#pg = queryOf(pg, prepare);
     this.#table = `"${table}"`;
     [this.#encode, this.#decode] = codecOf(options, valueCodec);
     const t = this.#table;
@@ -120,6 +179,10 @@ export class PostgresStore {
       set: `UPDATE ${t} SET state = $2, value = $3, version = version + 1 WHERE key = $1 AND version = $4::bigint AND state = $5`,
       delete: `UPDATE ${t} SET state = $2, value = NULL, version = version + 1 WHERE key = $1 AND version = $3::bigint AND state = $4`,
       none: `UPDATE ${t} SET state = $2, value = value, version = version + 1 WHERE key = $1 AND version = $3::bigint AND state = $4`,
+      // the fence step of fencedTransaction / fenceIn (the fence row's value column is not touched)
+      fenceRead: `SELECT state, version::text AS version FROM ${t} WHERE key = $1 FOR UPDATE`,
+      fenceInsert: `INSERT INTO ${t} (key, state, value, version) VALUES ($1, $2, NULL, 1)`,
+      fenceUpdate: `UPDATE ${t} SET state = $2, version = version + 1 WHERE key = $1`,
     };
     this.#sql = {};
     for (const [name, text] of Object.entries(texts)) this.#sql[name] = { text, prepared: prepare ? statementName(text) : undefined };
@@ -223,6 +286,194 @@ export class PostgresStore {
     if (r.rowCount !== 1) return false;
     // the version as load reads it (decimal text): the one the WHERE clause matched, plus one
     return { version: expected === null ? '1' : String(BigInt(expected.version) + 1n) };
+  }
+
+  /**
+   * The caller's own statements in one transaction with the fence step
+   * (Gate.transaction; docs/stores.md "Your own data"): on one connection —
+   * a pg Pool's checked-out client (released after), the pg Client itself, or
+   * postgres.js's `sql.begin` — BEGIN, the fence row conditionally updated
+   * from `step.cached` or read `FOR UPDATE` and written, then
+   * `step.run(handle)` (the pg client / the postgres.js transaction `sql`),
+   * then COMMIT. A refusal rolls back before the statements run. Retry
+   * classes (40001, 40P01, 55P03, and 23505 on the fence row's INSERT) are
+   * thrown with `conflict: true`; a COMMIT whose outcome is unknown (a lost
+   * connection) with `commitUnknown: true`. Answers `{ version }` or null.
+   */
+  fencedTransaction(key, step) {
+    if (this.#kind === 'postgres.js') return this.#viaBegin(key, step);
+    if (this.#kind === 'pool') return this.#viaPool(key, step);
+    // one connection: one transaction at a time on it (statements of two would interleave)
+    const run = this.#lane.then(() => this.#onClient(this.#client, key, step));
+    this.#lane = run.then(
+      () => {},
+      () => {},
+    );
+    return run;
+  }
+
+  /**
+   * The fence step inside the caller's open transaction: `handle` is a pg
+   * Client or PoolClient after BEGIN, a postgres.js transaction `sql` (inside
+   * `sql.begin`) or reserved connection, or an ORM transaction
+   * (adapters/orm-handles.mjs). Whether a transaction block is open comes from
+   * the handle (pg's protocol status; a postgres.js transaction is one), else
+   * from a SAVEPOINT (refused outside one); then the fence row is read `FOR
+   * UPDATE` and written on the same handle. INVALID_ARGUMENT for a pool (pg Pool, the top-level
+   * postgres.js `sql`: no transaction of their own), a handle it cannot run
+   * statements on, or no open transaction (nothing written then).
+   */
+  async fenceIn(handle, key, step) {
+    const pool = poolKind(handle);
+    if (pool !== null) {
+      throw invalid(
+        `PostgresStore.fenceIn: a ${pool} has no transaction of its own; pass the client you ran BEGIN on (await pool.connect()), or the sql that sql.begin(…) gives its callback`,
+        {},
+      );
+    }
+    const run = sqlRunner(handle, 'postgres');
+    if (run === null) {
+      throw invalid('PostgresStore.fenceIn: the handle is not a pg client, a postgres.js transaction sql, nor an ORM transaction fencegate knows', {});
+    }
+    const status = run.inTransaction === true ? true : pgInTransaction(handle);
+    if (status === false) throw notInTransaction();
+    if (status === undefined) {
+      // the handle cannot tell (a reserved postgres.js connection, an older pg, an ORM): SAVEPOINT is
+      // refused outside a transaction block (25P01), at the cost of two statements
+      try {
+        await run('SAVEPOINT fencegate_in_transaction', []);
+      } catch (e) {
+        if (isObject(e) && e.code === '25P01') throw notInTransaction();
+        throw e;
+      }
+      await run('RELEASE SAVEPOINT fencegate_in_transaction', []);
+    }
+    const s = this.#sql;
+    const rows = await run(s.fenceRead.text, [key]);
+    const row = rows[0];
+    const plan = step.decide(row === undefined ? null : row.state);
+    if (plan === null) return;
+    if (row === undefined) {
+      try {
+        await run(s.fenceInsert.text, [key, plan.nextStateText]);
+      } catch (e) {
+        if (isObject(e) && e.code === UNIQUE_VIOLATION) e.conflict = true;
+        throw e;
+      }
+    } else {
+      await run(s.fenceUpdate.text, [key, plan.nextStateText]);
+    }
+  }
+
+  /**
+   * The fence step on an open transaction, `q(statement, values)` → `{ rows, rowCount }`:
+   * the version written (decimal text), or null (refused: nothing written).
+   */
+  async #fence(q, key, step) {
+    const s = this.#sql;
+    const cached = step.cached;
+    if (cached !== null && cached !== undefined) {
+      // the state cache: the decision on the remembered state, its precondition in the first statement's WHERE clause
+      const plan = step.decide(cached.state);
+      if (plan !== null) {
+        const r = await q(s.none, [key, plan.nextStateText, String(cached.version), cached.state]);
+        if (r.rowCount === 1) return String(BigInt(cached.version) + 1n);
+      }
+    }
+    const { rows } = await q(s.fenceRead, [key]);
+    const row = rows[0];
+    const plan = step.decide(row === undefined ? null : row.state);
+    if (plan === null) return null;
+    if (row === undefined) {
+      try {
+        await q(s.fenceInsert, [key, plan.nextStateText]);
+      } catch (e) {
+        if (isObject(e) && e.code === UNIQUE_VIOLATION) e.conflict = true; // a concurrent first writer
+        throw e;
+      }
+      return '1';
+    }
+    await q(s.fenceUpdate, [key, plan.nextStateText]); // the row is locked: it matches
+    return String(BigInt(row.version) + 1n);
+  }
+
+  async #viaPool(key, step) {
+    const client = await this.#client.connect();
+    let broken;
+    try {
+      return await this.#onClient(client, key, step, (e) => {
+        broken = e;
+      });
+    } finally {
+      client.release(broken);
+    }
+  }
+
+  /** One fenced transaction on the pg connection `client`; `lost(e)`: ROLLBACK failed, the connection is not to be reused. */
+  async #onClient(client, key, step, lost = () => {}) {
+    const q = this.#prepare
+      ? (st, values) => client.query({ name: st.prepared, text: st.text, values })
+      : (st, values) => client.query({ text: st.text, values });
+    await client.query(this.#begin);
+    let committing = false;
+    try {
+      const version = await this.#fence(q, key, step);
+      if (version === null) {
+        await client.query('ROLLBACK');
+        return null;
+      }
+      await step.run(client);
+      committing = true;
+      const r = await client.query('COMMIT');
+      if (r !== null && typeof r === 'object' && r.command === 'ROLLBACK') {
+        // COMMIT of an aborted transaction answers ROLLBACK: a statement failed and the caller's code caught its error
+        throw new Error('PostgresStore: COMMIT rolled back: a statement of the transaction failed (its error was caught inside the statements function); nothing was written');
+      }
+      return { version };
+    } catch (e) {
+      if (!committing) {
+        try {
+          await client.query('ROLLBACK');
+        } catch (r) {
+          lost(r);
+        }
+      }
+      if (isObject(e)) {
+        if (retryable(e)) e.conflict = true;
+        else if (committing && !definitelyFailed(e) && !(e instanceof Error && e.message.startsWith('PostgresStore: COMMIT rolled back'))) {
+          e.commitUnknown = true;
+          lost(e);
+        }
+      }
+      throw e;
+    }
+  }
+
+  async #viaBegin(key, step) {
+    const options = { prepare: this.#prepare };
+    let out = null;
+    let committing = false;
+    try {
+      await this.#client.begin(this.#begin.slice('BEGIN'.length).toLowerCase(), async (tx) => {
+        const q = async (st, values) => {
+          const rows = await tx.unsafe(st.text, values, options);
+          return { rows, rowCount: rows.count };
+        };
+        const version = await this.#fence(q, key, step);
+        if (version === null) throw REFUSED;
+        await step.run(tx);
+        committing = true; // what fails from here on failed in (or around) COMMIT
+        out = { version };
+      });
+      return out;
+    } catch (e) {
+      if (e === REFUSED) return null;
+      if (isObject(e)) {
+        if (retryable(e)) e.conflict = true;
+        else if (committing && !definitelyFailed(e)) e.commitUnknown = true;
+      }
+      throw e;
+    }
   }
 
   /** The stored text of `value` (the codec's `encode`); INVALID_ARGUMENT when the codec refuses it. */

@@ -563,3 +563,19 @@ export async function useTextTransaction(): Promise<void> {
   };
   await new Gate<string>(textStore).write('k', 1, 'v');
 }
+
+// The caller's own data (docs/stores.md "Your own data"): Gate.transaction, fenceIn, fenceInSync;
+// PostgresStore's isolation option and both stores' verbs.
+import { PostgresStore as OwnPgStore } from 'fencegate/postgres';
+import { MysqlStore as OwnMysqlStore } from 'fencegate/mysql';
+export async function ownData(pg: PostgresClient, my: import('fencegate/mysql').MysqlClient, handle: unknown): Promise<number> {
+  const gate = new Gate(new OwnPgStore(pg, { isolation: 'serializable' }));
+  const v = await gate.transaction('orders/42', 7, async (tx: PostgresClient) => (await tx.query('UPDATE orders SET status = $1', ['paid'])).rowCount ?? 0, { opId: 'o-1' });
+  const n: number | undefined = v.result;
+  const f: Verdict = await gate.fenceIn(handle, 'orders/42', 7);
+  const s: Verdict = gate.fenceInSync(handle, 'orders/42', 7);
+  const mstore = new OwnMysqlStore(my);
+  const r: { version: string } | null = await mstore.fencedTransaction('k', { cached: null, decide: () => null, run: () => 1, body: null });
+  await mstore.fenceIn(handle, 'k', { decide: () => null });
+  return (n ?? 0) + Number(f.markAfter) + Number(s.markAfter) + (r === null ? 0 : 1);
+}

@@ -709,3 +709,80 @@ export const CACHE_CASES = {
     }
   },
 };
+
+/**
+ * The transaction form (Gate.transaction; docs/stores.md "Your own data"), for targets whose
+ * store has `fencedTransaction` and that give the caller's own data (`t.own`, targets.mjs):
+ * exact verdicts, the caller's row after, the body never called on a refusal, and an
+ * interleaving that catches a store deciding outside its transaction.
+ */
+export const OWN_CASES = {
+  async 'transaction form: advance, accept, stale refused without the body; a throwing body rolls back'(t) {
+    const k = uniqueKey('own');
+    await t.own.setup(k);
+    const gate = new Gate(t.store);
+    let calls = 0;
+    const body = (v) => {
+      const w = t.own.write(k, v);
+      return (tx) => {
+        calls++;
+        return w(tx);
+      };
+    };
+    assert.deepEqual(await gate.transaction(k, 5, body('a')), { ...verdict(k, 'advance', null, 5, 0, 5), result: 1 });
+    assert.deepEqual(await gate.transaction(k, 5, body('b')), { ...verdict(k, 'accept', null, 5, 5, 5), result: 1 });
+    const raw = await t.raw(k);
+    assert.deepEqual(await gate.transaction(k, 4, body('stale')), verdict(k, 'reject', 'STALE_TOKEN', 4, 5, 5));
+    assert.equal(calls, 2);
+    assert.equal(await t.own.read(k), 'b');
+    assert.deepEqual(await t.raw(k), raw);
+    const boom = new Error('boom');
+    const w = t.own.write(k, 'half');
+    const e = await expectError(gate.transaction(k, 6, t.own.sync ? (tx) => { w(tx); throw boom; } : async (tx) => { await w(tx); throw boom; }), 'CALLBACK_FAILED');
+    assert.equal(e.cause, boom);
+    assert.equal(await t.own.read(k), 'b');
+    assert.deepEqual(await t.raw(k), raw);
+    assert.equal(await new Gate(t.store, { stateCache: 0 }).mark(k), 5);
+  },
+
+  async 'transaction form: a writer that starts while another decides inside its transaction waits for it (or cannot commit), never decides on the old mark'(t) {
+    const k = uniqueKey('own-race');
+    await t.own.setup(k);
+    assert.equal((await new Gate(t.store).transaction(k, 5, t.own.write(k, '5'))).outcome, 'advance');
+    const other = await t.own.other();
+    const gate7 = new Gate(other === null ? t.store : other.store, { maxRetries: 3, stateCache: 0 });
+    let seven = null;
+    const hooked = {
+      load: (key) => t.store.load(key),
+      encodeValue: (v) => t.store.encodeValue(v),
+      fencedTransaction: (key, step) =>
+        t.store.fencedTransaction(key, {
+          ...step,
+          decide(state) {
+            // the first decision of writer 6: writer 7 starts now ("another process")
+            if (seven === null) seven = gate7.transaction(k, 7, t.own.write(k, '7')).then((v) => v, (e) => e);
+            return step.decide(state);
+          },
+        }),
+    };
+    if (typeof t.store.commit === 'function') hooked.commit = (...a) => t.store.commit(...a);
+    if (typeof t.store.transaction === 'function') hooked.transaction = (...a) => t.store.transaction(...a);
+    try {
+      const v6 = await new Gate(hooked, { stateCache: 0 }).transaction(k, 6, t.own.write(k, '6', 150));
+      assert.deepEqual(v6, { ...verdict(k, 'advance', null, 6, 5, 6), result: 1 });
+      const v7 = await seven;
+      if (v7 instanceof Error) {
+        // it could not get the write lock while 6 held it (SQLite busy at once, a serialization failure)
+        assert.equal(v7.code, 'COMMIT_CONFLICT', v7.message);
+        assert.equal(await t.own.read(k), '6');
+        assert.equal(await new Gate(t.store, { stateCache: 0 }).mark(k), 6);
+      } else {
+        assert.deepEqual(v7, { ...verdict(k, 'advance', null, 7, 6, 7), result: 1 }, 'writer 7 decided after 6 committed');
+        assert.equal(await t.own.read(k), '7');
+        assert.equal(await new Gate(t.store, { stateCache: 0 }).mark(k), 7);
+      }
+    } finally {
+      if (other !== null) await other.close();
+    }
+  },
+};

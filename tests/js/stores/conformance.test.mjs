@@ -2,8 +2,8 @@
 // compare-and-set and transaction references, SQLite, Redis and PostgreSQL.
 import { describe, test, before, after } from 'node:test';
 import assert from 'node:assert/strict';
-import { CASES, CAS_CASES, RACE_CASES, CACHE_CASES, setStateCache } from './cases.mjs';
-import { TARGETS, LYING_REAL, LYING_COMMIT_FROM, lyingCas } from './targets.mjs';
+import { CASES, CAS_CASES, RACE_CASES, CACHE_CASES, OWN_CASES, setStateCache } from './cases.mjs';
+import { TARGETS, LYING_REAL, LYING_COMMIT_FROM, LYING_OWN, lyingCas } from './targets.mjs';
 
 // Every case runs twice: gates with the state cache on (the default) and off (issue 14).
 for (const [mode, size] of [['cache on', undefined], ['cache off', 0]]) {
@@ -12,6 +12,18 @@ for (const [mode, size] of [['cache on', undefined], ['cache off', 0]]) {
       before(() => setStateCache(size));
       after(() => setStateCache(undefined));
       const cases = target.shape === 'cas' ? { ...CASES, ...RACE_CASES, ...CAS_CASES, ...CACHE_CASES } : { ...CASES, ...RACE_CASES };
+      // the transaction form (docs/stores.md "Your own data"): targets that give the caller's own data
+      for (const [name, run] of Object.entries(OWN_CASES)) {
+        test(name, { skip: target.ownData !== true && 'no fencedTransaction / own data on this target' }, async () => {
+          const t = await target.open();
+          try {
+            assert.equal(typeof t.store.fencedTransaction, 'function');
+            await run({ ...t, shape: target.shape });
+          } finally {
+            await t.close();
+          }
+        });
+      }
       for (const [name, run] of Object.entries(cases)) {
         test(name, async () => {
           const t = await target.open();
@@ -43,6 +55,19 @@ describe('conformance catches a commitFrom that drops its precondition (issue 14
         }
       });
     }
+  }
+});
+
+describe('conformance catches a fencedTransaction that decides outside its transaction', () => {
+  for (const target of LYING_OWN) {
+    test(`fails: ${target.name}`, { skip: target.skip }, async () => {
+      const t = await target.open();
+      try {
+        await assert.rejects(OWN_CASES['transaction form: a writer that starts while another decides inside its transaction waits for it (or cannot commit), never decides on the old mark']({ ...t, shape: target.shape }), assert.AssertionError);
+      } finally {
+        await t.close();
+      }
+    });
   }
 });
 

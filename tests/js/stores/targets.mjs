@@ -71,6 +71,7 @@ export function openSqlite(file) {
 export const sqlite = {
   name: 'sqlite (better-sqlite3)',
   shape: 'transaction',
+  ownData: true,
   async open(options) {
     const dir = mkdtempSync(join(tmpdir(), 'fencegate-sqlite-'));
     const file = join(dir, 'store.db');
@@ -90,6 +91,7 @@ export const sqlite = {
         return new SqliteStore(dbs[dbs.length - 1], options);
       },
       raw: async (key) => raw(key),
+      own: ownSqlite(() => dbs[dbs.length - 1], file),
       putRaw: async (key, state, value) => {
         dbs[dbs.length - 1]
           .prepare('INSERT OR REPLACE INTO fencegate (key, state, value, version) VALUES (?, ?, ?, 100)')
@@ -102,6 +104,104 @@ export const sqlite = {
     };
   },
 };
+
+const sleep = (ms) => new Promise((r) => setTimeout(r, ms));
+
+/**
+ * The caller's own data of a SQL target for the transaction-form cases (cases.mjs OWN_CASES):
+ * a table `fg_own (id, v)`; `setup(id)` inserts the row, `write(id, v, sleepMs)` is a body that
+ * updates it (after `sleepMs` on an async engine), `read(id)` its value; `other()` a second store
+ * for "another process" (`{ store, close }`); `sync`: the body must be synchronous (SQLite).
+ */
+function ownSqlite(db, file) {
+  db().exec('CREATE TABLE IF NOT EXISTS fg_own (id TEXT PRIMARY KEY, v TEXT NOT NULL)');
+  return {
+    sync: true,
+    setup: async (id) => void db().prepare("INSERT INTO fg_own VALUES (?, 'init')").run(id),
+    write: (id, v) => (tx) => tx.prepare('UPDATE fg_own SET v = ? WHERE id = ?').run(v, id).changes,
+    read: async (id) => db().prepare('SELECT v FROM fg_own WHERE id = ?').pluck().get(id),
+    other: async () => {
+      // a second connection that does not wait for the write lock (busy at once)
+      const Database = require('better-sqlite3');
+      const other = new Database(file, { timeout: 0 });
+      return { store: new SqliteStore(other), close: async () => other.close() };
+    },
+  };
+}
+
+function ownSql({ create, insert, update, select, exec }) {
+  return async (current) => {
+    await exec(current(), create, []);
+    return {
+      sync: false,
+      setup: (id) => exec(current(), insert, [id]),
+      write: (id, v, sleepMs = 0) => async (tx) => {
+        if (sleepMs > 0) await sleep(sleepMs);
+        await exec(tx, update, [v, id]);
+        return 1; // the rows it changed, as SQLite's body answers
+      },
+      read: async (id) => (await exec(current(), select, [id]))[0]?.v,
+      other: async () => null, // the same pool: another connection of it
+    };
+  };
+}
+
+const pgOwn = ownSql({
+  create: 'CREATE TABLE IF NOT EXISTS fg_own (id text PRIMARY KEY, v text NOT NULL)',
+  insert: "INSERT INTO fg_own VALUES ($1, 'init')",
+  update: 'UPDATE fg_own SET v = $1 WHERE id = $2',
+  select: 'SELECT v FROM fg_own WHERE id = $1',
+  exec: async (c, text, params) => (await c.query(text, params)).rows,
+});
+const postgresJsOwn = ownSql({
+  create: 'CREATE TABLE IF NOT EXISTS fg_own (id text PRIMARY KEY, v text NOT NULL)',
+  insert: "INSERT INTO fg_own VALUES ($1, 'init')",
+  update: 'UPDATE fg_own SET v = $1 WHERE id = $2',
+  select: 'SELECT v FROM fg_own WHERE id = $1',
+  exec: async (sql, text, params) => [...(await sql.unsafe(text, params))],
+});
+const mysqlOwn = ownSql({
+  create: 'CREATE TABLE IF NOT EXISTS fg_own (id VARCHAR(200) PRIMARY KEY, v TEXT NOT NULL) ENGINE=InnoDB',
+  insert: "INSERT INTO fg_own VALUES (?, 'init')",
+  update: 'UPDATE fg_own SET v = ? WHERE id = ?',
+  select: 'SELECT v FROM fg_own WHERE id = ?',
+  exec: async (c, text, params) => {
+    const [r] = await c.query(text, params);
+    return Array.isArray(r) ? r : [];
+  },
+});
+
+/**
+ * `target` with its store's `fencedTransaction` made to lie: it decides on a state read
+ * outside the transaction (check-then-act), then writes that decision unconditionally inside
+ * one. The transaction-form interleaving case must catch it.
+ */
+export function lyingFencedTransaction(target) {
+  return {
+    ...target,
+    name: `${target.name}: fencedTransaction checks outside the transaction`,
+    async open(options) {
+      const t = await target.open(options);
+      const real = t.store;
+      const lie = (key, step, record) => {
+        const plan = step.decide(record === null || record === undefined ? null : record.state);
+        if (plan === null) return null;
+        return real.fencedTransaction(key, { cached: null, decide: () => plan, run: step.run, body: step.body });
+      };
+      const store = {
+        load: (key) => real.load(key),
+        encodeValue: (v) => real.encodeValue(v),
+        fencedTransaction: (key, step) => {
+          const r = real.load(key);
+          return r !== null && typeof r === 'object' && typeof r.then === 'function' ? r.then((x) => lie(key, step, x)) : lie(key, step, r);
+        },
+      };
+      if (typeof real.commit === 'function') store.commit = (...a) => real.commit(...a);
+      if (typeof real.transaction === 'function') store.transaction = (...a) => real.transaction(...a);
+      return { ...t, store };
+    },
+  };
+}
 
 /**
  * A target's connection, one open at a time: `current()` is the open one; `reopen()` ends it
@@ -127,11 +227,12 @@ async function connections(connect, end) {
  * A SQL store target: `Store` (its table made by `init()`) on a pool from `connect()`, ended
  * with `end()`; `select(pool, key)` gives the key's rows (state, value), `upsert` plants a row.
  */
-function sqlTarget({ name, skip, Store, connect, select, upsert }) {
+function sqlTarget({ name, skip, Store, connect, select, upsert, own }) {
   return {
     name,
     shape: 'cas',
     skip,
+    ownData: own !== undefined,
     async open(options) {
       const { current, reopen, close } = await connections(connect, (pool) => pool.end());
       const store = await new Store(current(), options).init();
@@ -143,6 +244,7 @@ function sqlTarget({ name, skip, Store, connect, select, upsert }) {
           return rows.length === 0 ? null : { state: rows[0].state, value: rows[0].value };
         },
         putRaw: (key, state, value) => upsert(current(), key, state, value),
+        own: own === undefined ? undefined : await own(current),
         close,
       };
     },
@@ -185,6 +287,7 @@ export async function pgPool() {
 
 export const postgres = sqlTarget({
   name: 'postgresql (pg)',
+  own: pgOwn,
   skip: !PG_URL && 'FENCEGATE_PG_URL is not set (scripts/services.sh start)',
   Store: PostgresStore,
   connect: pgPool,
@@ -241,6 +344,7 @@ export async function postgresJs() {
 
 export const postgresJsTarget = sqlTarget({
   name: 'postgresql (postgres.js)',
+  own: postgresJsOwn,
   skip: !PG_URL && 'FENCEGATE_PG_URL is not set (scripts/services.sh start)',
   Store: PostgresStore,
   connect: postgresJs,
@@ -259,6 +363,7 @@ export async function mysqlPool() {
 
 export const mysql = sqlTarget({
   name: 'mysql (mysql2, MariaDB)',
+  own: mysqlOwn,
   skip: !MYSQL_URL && 'FENCEGATE_MYSQL_URL is not set (scripts/services.sh start)',
   Store: MysqlStore,
   connect: mysqlPool,
@@ -376,3 +481,6 @@ export const LYING_COMMIT_FROM = [
   ...[memoryCommitFrom, redis, postgres, mysql].flatMap((t) => [lyingCommitFrom(t, false), lyingCommitFrom(t, true)]),
   lyingCommitFrom(etcd, false),
 ];
+
+/** The transaction-form liars (check outside the transaction) the suite must catch, one per target with the verb. */
+export const LYING_OWN = [sqlite, postgres, postgresJsTarget, mysql].map(lyingFencedTransaction);
