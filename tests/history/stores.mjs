@@ -10,7 +10,7 @@
 // `broken: true` wraps the resource store in a host whose commit ignores the
 // expected version and, for own data, whose fencedTransaction checks outside
 // the transaction (the deliberately broken hosts the checker must catch).
-// `ownData: true` (SQLite only) adds the caller's tables `items` and `item_log`
+// `ownData: true` (SQLite, PostgreSQL) adds the caller's tables `items` and `item_log`
 // and returns `own` { write(tx, key, opId, value), read(key), log(key) }.
 import { createRequire } from 'node:module';
 
@@ -82,6 +82,28 @@ export async function openStores(spec) {
           if (i >= 20) throw e;
           await new Promise((r) => setTimeout(r, 200));
         }
+      }
+      if (spec.ownData) {
+        for (let i = 0; ; i++) {
+          try {
+            await pool.query('CREATE TABLE IF NOT EXISTS items (key TEXT PRIMARY KEY, value TEXT NOT NULL); CREATE TABLE IF NOT EXISTS item_log (n BIGSERIAL PRIMARY KEY, op_id TEXT NOT NULL, key TEXT NOT NULL)');
+            break;
+          } catch (e) {
+            if (i >= 20) throw e;
+            await new Promise((r) => setTimeout(r, 200));
+          }
+        }
+        own = {
+          write: async (tx, key, opId, value) => {
+            await tx.query('INSERT INTO items (key, value) VALUES ($1, $2) ON CONFLICT (key) DO UPDATE SET value = EXCLUDED.value', [key, JSON.stringify(value)]);
+            await tx.query('INSERT INTO item_log (op_id, key) VALUES ($1, $2)', [opId, key]);
+          },
+          read: async (key) => {
+            const { rows } = await pool.query('SELECT value FROM items WHERE key = $1', [key]);
+            return rows.length === 0 ? { hasValue: false } : { hasValue: true, value: JSON.parse(rows[0].value) };
+          },
+          log: async (key) => (await pool.query('SELECT op_id FROM item_log WHERE key = $1 ORDER BY n', [key])).rows.map((r) => r.op_id),
+        };
       }
       close = async () => pool.end();
       break;
