@@ -5,7 +5,12 @@
 // schedule, then checks the history (check.mjs).
 //
 //   node tests/history/run.mjs --engine sqlite|redis|postgres|etcd|etcd-cluster --ops N --procs P --seed S
-//        [--keys K] [--ttl MS] [--out FILE] [--broken] [--no-faults]
+//        [--keys K] [--ttl MS] [--out FILE] [--broken] [--no-faults] [--own-data]
+//
+// --own-data (sqlite, postgres): writes are gate.transaction(key, epoch, body, { opId, holder })
+// whose body writes the caller's own tables (items: the value per key; item_log: one row per
+// applied transaction); reads and the final value come from those rows, and the checker reads
+// the log (each op id at most once, none refused, every acknowledged one there).
 //
 // Faults (from outside the clients): SIGSTOP longer than the lease then
 // SIGCONT; SIGKILL of a client mid-operation and its restart; the TCP proxy

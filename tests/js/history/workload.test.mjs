@@ -75,6 +75,20 @@ const installed = {
 };
 const requireServices = process.env.FENCEGATE_REQUIRE_SERVICES === '1';
 
+test('own data on PostgreSQL: 0 violations under SIGSTOP, SIGKILL, lost replies and restarts; the check-outside-the-transaction host is caught', { skip: !installed.postgres && !requireServices && 'PostgreSQL is not installed' }, () => {
+  const go = (name, extra) =>
+    spawnSync(process.execPath, [run, '--engine', 'postgres', '--own-data', ...extra, '--procs', '4', '--seed', '16', '--out', path.join(tmp, name)], { encoding: 'utf8', timeout: 180_000 });
+  const r = go('own-pg.jsonl', ['--ops', '500']);
+  assert.equal(r.status, 0, r.stdout + r.stderr);
+  const summary = JSON.parse(r.stdout.match(/history: summary (.*)/)[1]);
+  assert.equal(summary.violations, 0);
+  assert.equal(summary.crashes, 0);
+  assert.ok(summary.faults.restart > 0 && summary.faults.sigstop > 0, JSON.stringify(summary.faults));
+  const b = go('own-pg-broken.jsonl', ['--broken', '--ops', '1000', '--keys', '2', '--ttl', '20']);
+  assert.equal(b.status, 1, b.stdout + b.stderr);
+  assert.match(b.stdout, /VIOLATION \(a\) k[01]: write with token \d+ applied after mark \d+ was established/);
+});
+
 for (const engine of ['sqlite', 'redis', 'postgres', 'etcd-cluster']) {
   const skip = !installed[engine] && !requireServices && `${engine} is not installed (bash scripts/services.sh install, scripts/etcd-cluster.sh install)`;
   test(`Ctrl-C (SIGINT to the process group) stops every client and the ${engine} server(s)`, { skip }, async () => {
