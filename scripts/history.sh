@@ -23,4 +23,11 @@ for engine in $engines; do
   node tests/history/run.mjs --engine "$engine" --ops "$ops" --procs 4 --seed "$seed" | tee "build/history/$engine-$seed.log" | grep -v '^    L' | tail -n 12
   summaries+=("$(grep '^history: summary' "build/history/$engine-$seed.log")")
 done
+# own data (gate.transaction over the caller's own tables), a short seeded run each
+for engine in sqlite postgres; do
+  [[ " $engines " == *" $engine "* ]] || continue
+  echo "== history: $engine own data, 500 operations, seed $seed =="
+  node tests/history/run.mjs --engine "$engine" --own-data --ops 500 --procs 4 --seed "$seed" --out "build/history/$engine-own-$seed.jsonl" | tee "build/history/$engine-own-$seed.log" | grep -v '^    L' | tail -n 12
+  summaries+=("$(grep '^history: summary' "build/history/$engine-own-$seed.log")")
+done
 printf '%s\n' "${summaries[@]}"

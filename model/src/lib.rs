@@ -29,6 +29,17 @@
 //! * **Restores**: a snapshot of the issuer's or a resource's store can be
 //!   taken at any point (the initial empty store is the first snapshot) and
 //!   later restored.
+//! * **Own data** (`own_data` bound): the writes are `gate.transaction(key,
+//!   epoch, body, { opId, holder })` instead: the store's transaction takes
+//!   the key's row lock, decides on the locked fence record and, when the
+//!   verdict applies, writes the next record and runs the caller's
+//!   statements (an effect on the caller's own table, separate from the
+//!   fence record) in the same transaction; a later step commits both at
+//!   once, or rolls both back (the statements threw, the connection died
+//!   before COMMIT). A refusal or a duplicate rolls back at once: the
+//!   statements never run. A restore of the resource's store restores the
+//!   caller's table with it (one database). Variants ([`TxnVariant`]) break
+//!   this on purpose.
 //! * **Reconcile**: the plan is the real planner's (`fencegate::reconcile::plan`,
 //!   which `pkg/lib/reconcile.mjs` carries out), run step by step with the
 //!   Rust primitives the JS calls: read every record, then `raise_revoking` on
@@ -47,7 +58,7 @@ use stateright::{Model, Property};
 
 use crate::core::{
     gate_op, issuer_acquire, issuer_raise_revoking, issuer_release, issuer_view, quarantine,
-    resource_view, Acquired, Answer, GateVariant, Raised,
+    resource_view, Acquired, Answer, GateAnswer, GateVariant, Raised,
 };
 
 /// The bounds of one exhaustive run.
@@ -77,6 +88,10 @@ pub struct Bounds {
     pub crashes: u8,
     /// Whether clients release their lease after their last write.
     pub release: bool,
+    /// Writes are `gate.transaction` over the caller's own data (one effect per op id).
+    pub own_data: bool,
+    /// Own-data transactions that may roll back after their fence step, in total.
+    pub aborts: u8,
 }
 
 impl Bounds {
@@ -100,6 +115,8 @@ impl Bounds {
             reconciles: 1,
             crashes: 0,
             release: false,
+            own_data: false,
+            aborts: 0,
         };
         let ops = Bounds {
             writes: 2,
@@ -107,7 +124,17 @@ impl Bounds {
             reconciles: 0,
             ..faults.clone()
         };
-        vec![("ci: faults", faults), ("ci: op ids", ops)]
+        let own = Bounds {
+            own_data: true,
+            aborts: 1,
+            reconciles: 0,
+            ..faults.clone()
+        };
+        vec![
+            ("ci: faults", faults),
+            ("ci: op ids", ops),
+            ("ci: own data", own),
+        ]
     }
 
     /// The larger bound (`scripts/model-check.sh --large`): both CI runs in
@@ -142,6 +169,8 @@ impl Bounds {
             "reconciles" => self.reconciles = small()?,
             "crashes" => self.crashes = small()?,
             "release" => self.release = n != 0,
+            "own_data" => self.own_data = n != 0,
+            "aborts" => self.aborts = small()?,
             _ => return Err(format!("{kv}: unknown bound")),
         }
         Ok(())
@@ -162,7 +191,30 @@ pub enum IssuerVariant {
     RepliesBeforePersist,
 }
 
-/// The model: bounds and the two variants.
+/// How an own-data transaction (`gate.transaction`) runs at the store.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum TxnVariant {
+    /// The shipped protocol (the `fencedTransaction` store verb): one
+    /// transaction holds the key's row lock from the fence read to COMMIT;
+    /// the decision is made on the locked record; only when it applies are
+    /// the next record written and the caller's statements run, and both
+    /// commit together or roll back together.
+    InOneTransaction,
+    /// Broken on purpose: the check outside the transaction. The fence record
+    /// is read and decided without a lock; the transaction later writes the
+    /// decided record and the caller's statements without looking again.
+    CheckOutside,
+    /// Broken on purpose: the caller's statements run before the decision
+    /// and outside its transaction (autocommit): they land whatever the
+    /// verdict; the fence step then commits on its own.
+    BodyBeforeDecision,
+    /// Broken on purpose: the fence record commits on its own as soon as the
+    /// decision applies; the caller's statements commit in a transaction of
+    /// their own, which may roll back.
+    FenceCommitsApart,
+}
+
+/// The model: bounds and the variants.
 #[derive(Clone, Debug)]
 pub struct FenceModel {
     /// The bounds.
@@ -171,6 +223,8 @@ pub struct FenceModel {
     pub gate: GateVariant,
     /// Which issuer protocol runs.
     pub issuer: IssuerVariant,
+    /// How own-data transactions run (with the `own_data` bound).
+    pub txn: TxnVariant,
 }
 
 impl FenceModel {
@@ -180,6 +234,7 @@ impl FenceModel {
             bounds,
             gate: GateVariant::Real,
             issuer: IssuerVariant::PersistsFirst,
+            txn: TxnVariant::InOneTransaction,
         }
     }
 }
@@ -199,6 +254,29 @@ pub enum OpKind {
     Establish,
     /// `gate.write(key, epoch, value, { holder, opId })`, the n-th write on this key.
     Write(u8),
+    /// `gate.transaction(key, epoch, body, { holder, opId })`, the n-th on this
+    /// key: `body` makes one effect on the caller's own table.
+    Txn(u8),
+}
+
+/// The effect of one own-data transaction in the caller's table: (epoch, who, n),
+/// i.e. the operation id `<holder>.r<key>.w<n>` with its token.
+pub type Effect = (u64, Incarnation, u8);
+
+/// An own-data transaction open at a resource's store: its fence step is
+/// done, its commit (or rollback) is a later step.
+#[derive(Clone, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub struct OpenTx {
+    /// The resource key (its row lock is held, in [`TxnVariant::InOneTransaction`]).
+    pub key: u8,
+    /// The effect the caller's statements make.
+    pub effect: Effect,
+    /// The lease's expiry (ghost).
+    pub expires: u64,
+    /// The fence record the commit writes (`None`: it was committed already, or is not part of this transaction).
+    pub fence: Option<String>,
+    /// Whether the caller's statements are part of this transaction.
+    pub runs_body: bool,
 }
 
 /// A message in flight.
@@ -304,6 +382,13 @@ pub mod flag {
     pub const REFUSAL_WROTE: u16 = 128;
     /// A second reconcile right after the first one changed something.
     pub const RECONCILE_NOT_IDEMPOTENT: u16 = 256;
+    /// (g) an effect reached the caller's data in a step after which the
+    /// fence record does not hold its operation as applied.
+    pub const EFFECT_WITHOUT_APPLY: u16 = 512;
+    /// (i) an effect below an epoch established at that resource landed.
+    pub const EFFECT_BELOW_ESTABLISHED: u16 = 1024;
+    /// (j) a transaction answered applied or duplicate without its effect in the caller's data.
+    pub const ACKED_EFFECT_MISSING: u16 = 2048;
 }
 
 /// Events for `sometimes` properties (sticky).
@@ -320,6 +405,12 @@ pub mod seen {
     pub const RECONCILE_REPAIRED: u16 = 16;
     /// A write answered `OP_ID_EXPIRED` (the id was pushed out of the window).
     pub const OP_ID_EXPIRED: u16 = 32;
+    /// A transaction sent under a lease that had expired was refused (its statements never ran).
+    pub const LATE_TXN_REFUSED: u16 = 64;
+    /// A retried transaction answered `duplicate` (its statements did not run again).
+    pub const TXN_DUPLICATE: u16 = 128;
+    /// A transaction rolled back after its fence step, and its retry committed.
+    pub const TXN_ROLLED_BACK_RETRIED: u16 = 256;
 }
 
 /// Ghost variables: history the properties need, never read by the protocol.
@@ -347,6 +438,8 @@ pub struct Ghost {
     pub reconciled: bool,
     /// A store has been restored.
     pub restored: bool,
+    /// Own-data transactions rolled back after their fence step.
+    pub rolled_back: BTreeSet<Effect>,
 }
 
 /// Budgets left.
@@ -360,6 +453,8 @@ pub struct Budget {
     pub reconciles: u8,
     /// Client crashes.
     pub crashes: u8,
+    /// Own-data rollbacks after the fence step.
+    pub aborts: u8,
 }
 
 /// The whole system.
@@ -377,6 +472,13 @@ pub struct State {
     pub keys: Vec<Option<String>>,
     /// Each key's snapshot.
     pub key_backups: Vec<Option<String>>,
+    /// Each resource's caller table (own data, beside the fence table in the
+    /// same database): effect → how many times it is there.
+    pub data: Vec<BTreeMap<Effect, u8>>,
+    /// Each caller table's snapshot (taken and restored with its key's).
+    pub data_backups: Vec<BTreeMap<Effect, u8>>,
+    /// Own-data transactions open at the stores.
+    pub txs: BTreeSet<OpenTx>,
     /// The clients.
     pub clients: Vec<Client>,
     /// Messages in flight.
@@ -417,10 +519,36 @@ pub enum Action {
     ReconcileRead,
     /// Reconcile performs its next write.
     ReconcileStep,
+    /// An open own-data transaction commits (its reply may still be lost).
+    Commit(OpenTx),
+    /// An open own-data transaction rolls back (the statements threw, a
+    /// serialization failure, the connection lost before COMMIT).
+    Abort(OpenTx),
 }
 
 fn mark_of(text: &Option<String>) -> u64 {
     resource_view(text.as_deref()).mark
+}
+
+/// Ghost bookkeeping of a write (or transaction) whose fence record lands at key `k`: (b), (c), (e).
+fn fence_applied(g: &mut Ghost, k: usize, epoch: u64, who: Incarnation, n: u8) {
+    if epoch < g.established[k] {
+        g.violated |= flag::WRITE_BELOW_ESTABLISHED;
+    }
+    if *g.writers_at[k].entry(epoch).or_insert(who) != who {
+        g.violated |= flag::TWO_HOLDERS_AT_KEY;
+    }
+    if *g.writers.entry(epoch).or_insert(who) != who && !g.issuer_restored {
+        g.violated |= flag::TWO_HOLDERS;
+    }
+    if !g.applied[k].insert((epoch, who, n)) {
+        g.violated |= flag::OP_TWICE;
+    }
+}
+
+/// The operation id of an effect at key `key`.
+fn op_id_of(key: u8, (_, who, n): Effect) -> String {
+    format!("{}.r{key}.w{n}", holder_id(who))
 }
 
 impl FenceModel {
@@ -436,10 +564,18 @@ impl FenceModel {
             key,
             if k == 0 {
                 OpKind::Establish
+            } else if self.bounds.own_data {
+                OpKind::Txn(k - 1)
             } else {
                 OpKind::Write(k - 1)
             },
         )
+    }
+
+    /// Whether an open transaction holds `key`'s row lock (nothing else on
+    /// that key runs until it commits or rolls back).
+    fn locked(&self, s: &State, key: u8) -> bool {
+        self.txn == TxnVariant::InOneTransaction && s.txs.iter().any(|t| t.key == key)
     }
 
     fn deliver(&self, s: &mut State, m: &Msg) {
@@ -516,7 +652,7 @@ impl FenceModel {
                 let holder = holder_id(*who);
                 let op_id = match kind {
                     OpKind::Establish => None,
-                    OpKind::Write(n) => Some(format!("{holder}.r{key}.w{n}")),
+                    OpKind::Write(n) | OpKind::Txn(n) => Some(format!("{holder}.r{key}.w{n}")),
                 };
                 let d = gate_op(
                     s.keys[k].as_deref(),
@@ -543,31 +679,103 @@ impl FenceModel {
                         g.seen |= seen::LATE_WRITE_REFUSED;
                     }
                 }
-                if d.answer.applies() {
-                    match kind {
-                        OpKind::Establish => {
+                match kind {
+                    OpKind::Establish => {
+                        if d.answer.applies() {
                             g.established[k] = g.established[k].max(*epoch);
-                        }
-                        OpKind::Write(n) => {
-                            if *epoch < g.established[k] {
-                                g.violated |= flag::WRITE_BELOW_ESTABLISHED;
-                            }
-                            if *g.writers_at[k].entry(*epoch).or_insert(*who) != *who {
-                                g.violated |= flag::TWO_HOLDERS_AT_KEY;
-                            }
-                            if *g.writers.entry(*epoch).or_insert(*who) != *who
-                                && !g.issuer_restored
-                            {
-                                g.violated |= flag::TWO_HOLDERS;
-                            }
-                            if !g.applied[k].insert((*epoch, *who, *n)) {
-                                g.violated |= flag::OP_TWICE;
-                            }
+                            s.keys[k] = d.next;
                         }
                     }
-                    s.keys[k] = d.next;
+                    OpKind::Write(n) => {
+                        if d.answer.applies() {
+                            fence_applied(g, k, *epoch, *who, *n);
+                            s.keys[k] = d.next;
+                        }
+                    }
+                    OpKind::Txn(n) => {
+                        let effect = (*epoch, *who, *n);
+                        self.begin_txn(s, k, effect, *expires, d);
+                    }
                 }
             }
+        }
+    }
+
+    /// The fence step of an own-data transaction delivered to key `k`: what
+    /// [`TxnVariant`] runs with the decision `d`.
+    fn begin_txn(&self, s: &mut State, k: usize, effect: Effect, expires: u64, d: GateAnswer) {
+        let g = &mut s.ghost;
+        match d.answer {
+            Answer::Duplicate => {
+                g.seen |= seen::TXN_DUPLICATE;
+                // (j): a duplicate acknowledges the op id as applied: its effect must be there.
+                if !s.data[k].contains_key(&effect) {
+                    g.violated |= flag::ACKED_EFFECT_MISSING;
+                }
+            }
+            Answer::Refused(_) if s.now >= expires => g.seen |= seen::LATE_TXN_REFUSED,
+            _ => {}
+        }
+        let key = k as u8;
+        match self.txn {
+            TxnVariant::InOneTransaction | TxnVariant::CheckOutside => {
+                // Refused or duplicate: rolled back at once, the statements never run.
+                if d.answer.applies() {
+                    s.txs.insert(OpenTx {
+                        key,
+                        effect,
+                        expires,
+                        fence: d.next,
+                        runs_body: true,
+                    });
+                }
+            }
+            TxnVariant::BodyBeforeDecision => {
+                *s.data[k].entry(effect).or_insert(0) += 1;
+                if d.answer.applies() {
+                    s.txs.insert(OpenTx {
+                        key,
+                        effect,
+                        expires,
+                        fence: d.next,
+                        runs_body: false,
+                    });
+                }
+            }
+            TxnVariant::FenceCommitsApart => {
+                if d.answer.applies() {
+                    let (epoch, who, n) = effect;
+                    fence_applied(g, k, epoch, who, n);
+                    s.keys[k] = d.next;
+                    s.txs.insert(OpenTx {
+                        key,
+                        effect,
+                        expires,
+                        fence: None,
+                        runs_body: true,
+                    });
+                }
+            }
+        }
+    }
+
+    /// COMMIT of an open own-data transaction: its fence record and its effect become visible together.
+    fn commit_txn(&self, s: &mut State, tx: &OpenTx) {
+        let k = usize::from(tx.key);
+        let (epoch, who, n) = tx.effect;
+        let g = &mut s.ghost;
+        if let Some(next) = &tx.fence {
+            fence_applied(g, k, epoch, who, n);
+            s.keys[k] = Some(next.clone());
+        }
+        if tx.runs_body {
+            if epoch < g.established[k] {
+                g.violated |= flag::EFFECT_BELOW_ESTABLISHED;
+            }
+            if g.rolled_back.contains(&tx.effect) {
+                g.seen |= seen::TXN_ROLLED_BACK_RETRIED;
+            }
+            *s.data[k].entry(tx.effect).or_insert(0) += 1;
         }
     }
 
@@ -707,6 +915,9 @@ impl Model for FenceModel {
             issuer_pending: None,
             keys: vec![None; n],
             key_backups: vec![None; n],
+            data: vec![BTreeMap::new(); n],
+            data_backups: vec![BTreeMap::new(); n],
+            txs: BTreeSet::new(),
             clients: vec![
                 Client {
                     phase: Phase::Idle,
@@ -721,6 +932,7 @@ impl Model for FenceModel {
                 restores: self.bounds.restores,
                 reconciles: self.bounds.reconciles,
                 crashes: self.bounds.crashes,
+                aborts: self.bounds.aborts,
             },
             ghost: Ghost {
                 established: vec![0; n],
@@ -760,7 +972,19 @@ impl Model for FenceModel {
         // number of times (duplicates, retries with the same id), in any
         // order, after any delay, or never (lost). Consuming or dropping
         // messages would only add states that these already cover.
-        out.extend(s.net.iter().map(|m| Action::Deliver(m.clone())));
+        // An operation on a key whose row lock an open transaction holds waits for it.
+        out.extend(
+            s.net
+                .iter()
+                .filter(|m| !matches!(m, Msg::Op { key, .. } if self.locked(s, *key)))
+                .map(|m| Action::Deliver(m.clone())),
+        );
+        for tx in &s.txs {
+            out.push(Action::Commit(tx.clone()));
+            if s.budget.aborts > 0 {
+                out.push(Action::Abort(tx.clone()));
+            }
+        }
         if s.issuer_pending.is_some() {
             out.push(Action::IssuerPersist);
             out.push(Action::IssuerCrash);
@@ -776,6 +1000,8 @@ impl Model for FenceModel {
         match &s.recon {
             None if s.budget.reconciles > 0 => out.push(Action::ReconcileRead),
             None => {}
+            // its write to a key waits for that key's row lock
+            Some(r) if r.step > 0 && self.locked(s, r.step - 1) => {}
             Some(_) => out.push(Action::ReconcileStep),
         }
     }
@@ -842,7 +1068,9 @@ impl Model for FenceModel {
                 match t {
                     Target::Issuer => s.issuer_backup = s.issuer.clone(),
                     Target::Resource(k) => {
-                        s.key_backups[usize::from(k)] = s.keys[usize::from(k)].clone()
+                        let k = usize::from(k);
+                        s.key_backups[k] = s.keys[k].clone();
+                        s.data_backups[k] = s.data[k].clone();
                     }
                 }
             }
@@ -863,8 +1091,12 @@ impl Model for FenceModel {
                         }
                     }
                     Target::Resource(k) => {
+                        // The caller's table is in the same database: restored with
+                        // the fence table; transactions open there are gone.
+                        s.txs.retain(|t| t.key != k);
                         let k = usize::from(k);
                         s.keys[k] = s.key_backups[k].clone();
+                        s.data[k] = s.data_backups[k].clone();
                         g.established[k] = 0;
                         g.writers_at[k].clear();
                         g.applied[k].clear();
@@ -899,6 +1131,15 @@ impl Model for FenceModel {
                     }
                 }
             }
+            Action::Commit(tx) => {
+                s.txs.remove(&tx);
+                self.commit_txn(&mut s, &tx);
+            }
+            Action::Abort(tx) => {
+                s.txs.remove(&tx);
+                s.budget.aborts -= 1;
+                s.ghost.rolled_back.insert(tx.effect);
+            }
         }
         if !reconciling {
             if let Some(r) = &mut s.recon {
@@ -912,6 +1153,33 @@ impl Model for FenceModel {
                 && mark_of(after) < mark_of(before)
             {
                 s.ghost.violated |= flag::MARK_LOWERED;
+            }
+        }
+        // (g): an effect reaches the caller's data only in a step after which
+        // the key's fence record holds its operation as applied (a retry of it
+        // answers duplicate) — never with a refusal, a duplicate or before the
+        // decision. A restore brings back both tables of one snapshot.
+        for (k, (before, after)) in last.data.iter().zip(&s.data).enumerate() {
+            if before == after || restored == Some(Target::Resource(k as u8)) {
+                continue;
+            }
+            for (effect, count) in after {
+                if before.get(effect).is_some_and(|b| b >= count) {
+                    continue;
+                }
+                let (epoch, who, _) = *effect;
+                let recorded = gate_op(
+                    s.keys[k].as_deref(),
+                    epoch,
+                    false,
+                    Some(&op_id_of(k as u8, *effect)),
+                    Some(&holder_id(who)),
+                    self.bounds.window,
+                    GateVariant::Real,
+                );
+                if recorded.answer != Answer::Duplicate {
+                    s.ghost.violated |= flag::EFFECT_WITHOUT_APPLY;
+                }
             }
         }
         Some(s)
@@ -953,6 +1221,22 @@ impl Model for FenceModel {
             Property::always("reconcile run twice changes nothing the second time", |_, s| {
                 ok(s, flag::RECONCILE_NOT_IDEMPOTENT)
             }),
+            Property::always(
+                "(g) own data: the caller's statements take effect only with a decision that applies, never with a refusal or a duplicate",
+                |_, s| ok(s, flag::EFFECT_WITHOUT_APPLY),
+            ),
+            Property::always(
+                "(h) own data: each op id's effect is in the caller's data at most once, retries after a lost reply included",
+                |_, s: &State| s.data.iter().all(|d| d.values().all(|&c| c <= 1)),
+            ),
+            Property::always(
+                "(i) own data: no effect below an epoch established at a resource lands there (unless that resource was restored)",
+                |_, s| ok(s, flag::EFFECT_BELOW_ESTABLISHED),
+            ),
+            Property::always(
+                "(j) own data: a transaction answered duplicate has its effect in the caller's data",
+                |_, s| ok(s, flag::ACKED_EFFECT_MISSING),
+            ),
             Property::sometimes("(f) a paused client's late write is refused", |_, s: &State| {
                 s.ghost.seen & seen::LATE_WRITE_REFUSED != 0
             }),
@@ -971,6 +1255,18 @@ impl Model for FenceModel {
             Property::sometimes("reconcile repairs after a restore", |_, s: &State| {
                 s.ghost.seen & seen::RECONCILE_REPAIRED != 0
             }),
+            Property::sometimes(
+                "own data: a paused client's late transaction is refused (its statements never run)",
+                |_, s: &State| s.ghost.seen & seen::LATE_TXN_REFUSED != 0,
+            ),
+            Property::sometimes(
+                "own data: a retried transaction answers duplicate (its statements do not run again)",
+                |_, s: &State| s.ghost.seen & seen::TXN_DUPLICATE != 0,
+            ),
+            Property::sometimes(
+                "own data: a transaction rolled back after its fence step commits on its retry",
+                |_, s: &State| s.ghost.seen & seen::TXN_ROLLED_BACK_RETRIED != 0,
+            ),
         ]
     }
 }
@@ -994,6 +1290,25 @@ impl State {
                 "    key r{k}: {}",
                 t.as_deref().unwrap_or("(no record)")
             );
+        }
+        for (k, d) in self.data.iter().enumerate() {
+            if !d.is_empty() {
+                let rows: Vec<String> = d
+                    .iter()
+                    .map(|(e, c)| {
+                        let times = if *c == 1 {
+                            String::new()
+                        } else {
+                            format!(" ×{c}")
+                        };
+                        format!("{} at epoch {}{times}", op_id_of(k as u8, *e), e.0)
+                    })
+                    .collect();
+                let _ = writeln!(out, "    r{k}'s caller table: {}", rows.join(", "));
+            }
+        }
+        for t in &self.txs {
+            let _ = writeln!(out, "    open transaction: {}", describe_tx(t));
         }
         for (i, c) in self.clients.iter().enumerate() {
             let _ = writeln!(
@@ -1039,8 +1354,34 @@ pub fn describe_msg(m: &Msg) -> String {
                 "write(r{key}, {epoch}, holder {h}, opId {h}.r{key}.w{n})",
                 h = holder_id(*who)
             ),
+            OpKind::Txn(n) => format!(
+                "transaction(r{key}, {epoch}, statements, holder {h}, opId {h}.r{key}.w{n})",
+                h = holder_id(*who)
+            ),
         },
     }
+}
+
+/// An open transaction in words.
+pub fn describe_tx(t: &OpenTx) -> String {
+    let mut parts = Vec::new();
+    if t.fence.is_some() {
+        parts.push("the next fence record");
+    }
+    if t.runs_body {
+        parts.push("the caller's statements");
+    }
+    let what = if parts.is_empty() {
+        "nothing".to_string()
+    } else {
+        parts.join(" and ")
+    };
+    format!(
+        "{} at epoch {} on r{} (to commit: {what})",
+        op_id_of(t.key, t.effect),
+        t.effect.0,
+        t.key
+    )
 }
 
 /// An action in words.
@@ -1062,6 +1403,8 @@ pub fn describe_action(a: &Action) -> String {
         }
         Action::ReconcileRead => "reconcile reads the issuer's and every key's record".into(),
         Action::ReconcileStep => "reconcile performs its next write".into(),
+        Action::Commit(t) => format!("COMMIT of {}", describe_tx(t)),
+        Action::Abort(t) => format!("ROLLBACK of {}", describe_tx(t)),
     }
 }
 

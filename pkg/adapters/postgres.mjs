@@ -399,12 +399,18 @@ export class PostgresStore {
 
   async #viaPool(key, step) {
     const client = await this.#client.connect();
+    // A checked-out pg client whose connection dies emits 'error' (the pool listens
+    // only while it is idle): without a listener that ends the process. The query
+    // in flight rejects with the same error, which is what the caller sees.
+    const ignore = () => {};
+    client.on('error', ignore);
     let broken;
     try {
       return await this.#onClient(client, key, step, (e) => {
         broken = e;
       });
     } finally {
+      client.removeListener('error', ignore);
       client.release(broken);
     }
   }

@@ -209,6 +209,18 @@ export function check(lines) {
         if (again) violation('e', `${key}: write ${v.w} applied again after its value was read`, o.inv, o.end, again.inv, again.end);
       }
     }
+    // own data (run.mjs --own-data): the caller's log holds each op id at most once, and only op ids that may have applied
+    for (const f of list.filter((o) => o.final && Array.isArray(o.end.ownLog))) {
+      const counts = new Map();
+      for (const id of f.end.ownLog) counts.set(id, (counts.get(id) ?? 0) + 1);
+      for (const [id, n] of counts) {
+        const attempts = writes.get(id);
+        if (n > 1) violation('e', `${key}: the caller's table holds op id ${id} ${n} times`, f.end);
+        if (!attempts) violation('c', `${key}: the caller's table holds op id ${id}, which no write of this key carried`, f.end);
+        else if (!attempts.some(mayHaveApplied)) violation('d', `${key}: the caller's table holds op id ${id}, refused or failed on every attempt`, ...attempts.flatMap((w) => [w.inv, w.end]), f.end);
+      }
+      for (const o of acked) if (!counts.has(o.inv.opId)) violation('c', `${key}: acknowledged write ${o.inv.opId} is not in the caller's table`, o.inv, o.end, f.end);
+    }
     // (e) two applied verdicts for one op id and epoch
     for (const [opId, attempts] of writes) {
       const ap = attempts.filter(applied);

@@ -22,7 +22,7 @@ const sleep = (ms) => new Promise((r) => setTimeout(r, ms));
 const big = (_, v) => (typeof v === 'bigint' ? String(v) : v);
 const log = (o) => fs.writeSync(fd, `${JSON.stringify(o, big)}\n`);
 
-const { res, iss, close } = await openStores(cfg.spec);
+const { res, iss, close, own } = await openStores(cfg.spec);
 const gate = new Gate(res, { commitTimeoutMs: 3000, maxRetries: 50, stateCache: cfg.stateCache });
 const issuer = new Issuer(iss, { commitTimeoutMs: 3000, loadTimeoutMs: 3000, maxRetries: 50 });
 
@@ -95,7 +95,9 @@ while (done < ops) {
       const opId = `${holder}-w${n}`;
       const value = { w: opId, key, token: epoch, holder };
       for (let attempt = 0; attempt < 3; attempt++) {
-        const r = await call('write', { key, token: epoch, opId, attempt }, () => gate.write(key, epoch, value, { opId, holder }));
+        const r = await call('write', { key, token: epoch, opId, attempt }, () =>
+          own ? gate.transaction(key, epoch, (tx) => own.write(tx, key, opId, value), { opId, holder }) : gate.write(key, epoch, value, { opId, holder }),
+        );
         if (r.ev === 'ok') {
           if (!r.ok) held = null;
           break;
@@ -103,7 +105,8 @@ while (done < ops) {
         await sleep(rand() * 20);
       }
     } else if (x < 0.77) {
-      await call('read', { key }, async () => ({ ok: true, ...(await gate.read(key)) }));
+      // own data: the caller's row (no mark: the checker then checks the value alone)
+      await call('read', { key }, async () => ({ ok: true, ...(own ? await own.read(key) : await gate.read(key)) }));
     } else if (x < 0.93) {
       const now = Date.now();
       const r = await call('renew', { key, token: epoch, leaseId: held.leaseId, now, ttlMs }, () => issuer.renew({ scope: key, leaseId: held.leaseId, holder, ttlMs, now }));

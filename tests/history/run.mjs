@@ -5,7 +5,12 @@
 // schedule, then checks the history (check.mjs).
 //
 //   node tests/history/run.mjs --engine sqlite|redis|postgres|etcd|etcd-cluster --ops N --procs P --seed S
-//        [--keys K] [--ttl MS] [--out FILE] [--broken] [--no-faults]
+//        [--keys K] [--ttl MS] [--out FILE] [--broken] [--no-faults] [--own-data]
+//
+// --own-data (sqlite, postgres): writes are gate.transaction(key, epoch, body, { opId, holder })
+// whose body writes the caller's own tables (items: the value per key; item_log: one row per
+// applied transaction); reads and the final value come from those rows, and the checker reads
+// the log (each op id at most once, none refused, every acknowledged one there).
 //
 // Faults (from outside the clients): SIGSTOP longer than the lease then
 // SIGCONT; SIGKILL of a client mid-operation and its restart; the TCP proxy
@@ -40,10 +45,11 @@ const { values: a } = parseArgs({
     out: { type: 'string' },
     broken: { type: 'boolean', default: false },
     'no-faults': { type: 'boolean', default: false },
+    'own-data': { type: 'boolean', default: false },
   },
 });
 const usage = (msg) => {
-  console.error(`${msg}\nusage: node tests/history/run.mjs --engine ${Object.keys(ENGINES).join('|')} --ops N --procs P --seed S [--keys K] [--ttl MS] [--out FILE] [--broken] [--no-faults]`);
+  console.error(`${msg}\nusage: node tests/history/run.mjs --engine ${Object.keys(ENGINES).join('|')} --ops N --procs P --seed S [--keys K] [--ttl MS] [--out FILE] [--broken] [--no-faults] [--own-data]`);
   process.exit(2);
 };
 const engineName = a.engine;
@@ -72,9 +78,9 @@ const log = (o) => fs.writeSync(hfd, `${JSON.stringify({ ...o, t: Date.now(), m:
 const sleep = (ms) => new Promise((r) => setTimeout(r, ms));
 const notePid = (pid, what) => pid && fs.appendFileSync(pidsFile, `${JSON.stringify({ pid, what })}\n`);
 
-console.log(`history: engine ${engineName}, ops ${ops}, procs ${procs}, keys ${nkeys}, ttl ${ttlMs} ms, seed ${seed}${a.broken ? ', BROKEN host' : ''}`);
+console.log(`history: engine ${engineName}, ops ${ops}, procs ${procs}, keys ${nkeys}, ttl ${ttlMs} ms, seed ${seed}${a.broken ? ', BROKEN host' : ''}${a['own-data'] ? ', own data (gate.transaction)' : ''}`);
 console.log(`history: file ${out}`);
-console.log(`history: replay with node tests/history/run.mjs --engine ${engineName} --ops ${ops} --procs ${procs} --seed ${seed} --keys ${nkeys} --ttl ${ttlMs}${a.broken ? ' --broken' : ''}`);
+console.log(`history: replay with node tests/history/run.mjs --engine ${engineName} --ops ${ops} --procs ${procs} --seed ${seed} --keys ${nkeys} --ttl ${ttlMs}${a.broken ? ' --broken' : ''}${a['own-data'] ? ' --own-data' : ''}`);
 
 // ---- everything started is registered here and stopped on every exit path ----
 const clients = new Map(); // p → { child, stopped, done }
@@ -111,10 +117,11 @@ try {
   const kinds = a['no-faults'] ? [] : ['sigstop', 'sigkill', ...(E.faults.includes('proxy') ? ['proxy', 'proxy'] : []), ...(E.faults.includes('restart') ? ['restart'] : []), ...(E.faults.includes('leader') ? ['leader'] : [])];
   // one proxy per server port (a cluster lists its members' ports)
   if (engine.port !== null) proxy = Array.isArray(engine.port) ? await startProxies(engine.port) : await startProxy(engine.port);
-  const clientSpec = { ...(proxy ? engine.spec(proxy.ports ?? proxy.port) : engine.spec()), broken: a.broken };
+  const ownData = a['own-data'];
+  const clientSpec = { ...(proxy ? engine.spec(proxy.ports ?? proxy.port) : engine.spec()), broken: a.broken, ownData };
 
   // The runner's own handles: direct to the server, a correct host.
-  const own = await openStores(engine.direct);
+  const own = await openStores({ ...engine.direct, ownData });
   const ownGate = new Gate(own.res, { commitTimeoutMs: 3000, maxRetries: 50, stateCache });
   const ownIssuer = new Issuer(own.iss, { commitTimeoutMs: 3000, loadTimeoutMs: 3000, maxRetries: 50 });
 
@@ -285,7 +292,11 @@ try {
   for (const k of keys) {
     const r = await retrying('final read', () => ownGate.read(k));
     const cur = await retrying('final issuer read', () => ownIssuer.current(k));
-    log({ ev: 'final', key: k, mark: r.mark, hasValue: r.hasValue, value: r.value, issuerEpoch: cur.epoch });
+    if (ownData) {
+      // own data: the value is the caller's row, and every op id the caller's log holds
+      const row = await own.own.read(k);
+      log({ ev: 'final', key: k, mark: r.mark, hasValue: row.hasValue, value: row.value, issuerEpoch: cur.epoch, ownLog: await own.own.log(k) });
+    } else log({ ev: 'final', key: k, mark: r.mark, hasValue: r.hasValue, value: r.value, issuerEpoch: cur.epoch });
   }
   await own.close();
   if (proxy) {

@@ -8,7 +8,10 @@
 // Every network call has a timeout, so a reply the proxy swallowed ends as an
 // error (COMMIT_UNKNOWN for a commit) instead of a hang.
 // `broken: true` wraps the resource store in a host whose commit ignores the
-// expected version (the deliberately broken host the checker must catch).
+// expected version and, for own data, whose fencedTransaction checks outside
+// the transaction (the deliberately broken hosts the checker must catch).
+// `ownData: true` (SQLite, PostgreSQL) adds the caller's tables `items` and `item_log`
+// and returns `own` { write(tx, key, opId, value), read(key), log(key) }.
 import { createRequire } from 'node:module';
 
 const require = createRequire(import.meta.url);
@@ -17,6 +20,7 @@ export const TIMEOUT_MS = 2000;
 
 export async function openStores(spec) {
   let res, iss, close;
+  let own = null;
   switch (spec.kind) {
     case 'sqlite': {
       const { SqliteStore } = await import(adapter('sqlite'));
@@ -26,6 +30,22 @@ export async function openStores(spec) {
       db.pragma('synchronous = FULL');
       res = new SqliteStore(db, { table: 'res' });
       iss = new SqliteStore(db, { table: 'iss' });
+      // own data (--own-data): the caller's table `items` (one row per key, the last value written
+      // through gate.transaction) and `item_log` (one row per applied transaction: at most once per op id)
+      if (spec.ownData) {
+        db.exec('CREATE TABLE IF NOT EXISTS items (key TEXT PRIMARY KEY NOT NULL, value TEXT NOT NULL); CREATE TABLE IF NOT EXISTS item_log (op_id TEXT NOT NULL, key TEXT NOT NULL)');
+        own = {
+          write: (tx, key, opId, value) => {
+            tx.prepare('INSERT INTO items (key, value) VALUES (?, ?) ON CONFLICT (key) DO UPDATE SET value = excluded.value').run(key, JSON.stringify(value));
+            tx.prepare('INSERT INTO item_log (op_id, key) VALUES (?, ?)').run(opId, key);
+          },
+          read: async (key) => {
+            const row = db.prepare('SELECT value FROM items WHERE key = ?').get(key);
+            return row === undefined ? { hasValue: false } : { hasValue: true, value: JSON.parse(row.value) };
+          },
+          log: async (key) => db.prepare('SELECT op_id FROM item_log WHERE key = ? ORDER BY rowid').pluck().all(key),
+        };
+      }
       close = async () => db.close();
       break;
     }
@@ -63,6 +83,28 @@ export async function openStores(spec) {
           await new Promise((r) => setTimeout(r, 200));
         }
       }
+      if (spec.ownData) {
+        for (let i = 0; ; i++) {
+          try {
+            await pool.query('CREATE TABLE IF NOT EXISTS items (key TEXT PRIMARY KEY, value TEXT NOT NULL); CREATE TABLE IF NOT EXISTS item_log (n BIGSERIAL PRIMARY KEY, op_id TEXT NOT NULL, key TEXT NOT NULL)');
+            break;
+          } catch (e) {
+            if (i >= 20) throw e;
+            await new Promise((r) => setTimeout(r, 200));
+          }
+        }
+        own = {
+          write: async (tx, key, opId, value) => {
+            await tx.query('INSERT INTO items (key, value) VALUES ($1, $2) ON CONFLICT (key) DO UPDATE SET value = EXCLUDED.value', [key, JSON.stringify(value)]);
+            await tx.query('INSERT INTO item_log (op_id, key) VALUES ($1, $2)', [opId, key]);
+          },
+          read: async (key) => {
+            const { rows } = await pool.query('SELECT value FROM items WHERE key = $1', [key]);
+            return rows.length === 0 ? { hasValue: false } : { hasValue: true, value: JSON.parse(rows[0].value) };
+          },
+          log: async (key) => (await pool.query('SELECT op_id FROM item_log WHERE key = $1 ORDER BY n', [key])).rows.map((r) => r.op_id),
+        };
+      }
       close = async () => pool.end();
       break;
     }
@@ -90,8 +132,9 @@ export async function openStores(spec) {
     default:
       throw new Error(`unknown store kind ${spec.kind}`);
   }
+  if (spec.ownData && own === null) throw new Error(`--own-data is not implemented for ${spec.kind}`);
   if (spec.broken) res = brokenHost(res);
-  return { res, iss, close };
+  return { res, iss, close, own };
 }
 
 /**
@@ -100,7 +143,7 @@ export async function openStores(spec) {
  * and commits over it. Lost updates and a mark that goes back follow.
  */
 export function brokenHost(inner) {
-  return {
+  const host = {
     load: (key) => inner.load(key),
     encodeValue: (value) => inner.encodeValue(value),
     async commit(key, _expectedVersion, nextState, change) {
@@ -113,6 +156,19 @@ export function brokenHost(inner) {
       return inner.commit(key, cur === null ? null : cur.version, nextState, change);
     },
   };
+  if (typeof inner.fencedTransaction === 'function') {
+    // own data: the check outside the transaction. The fence record is read and
+    // decided on a plain read; after a pause the transaction writes the decided
+    // state and runs the caller's statements without looking again.
+    host.fencedTransaction = async (key, step) => {
+      const cur = await inner.load(key);
+      const plan = step.decide(cur === null ? null : cur.state);
+      if (plan === null) return null;
+      await new Promise((r) => setTimeout(r, Math.random() * 15));
+      return inner.fencedTransaction(key, { cached: null, decide: () => plan, run: step.run, body: step.body });
+    };
+  }
+  return host;
 }
 
 /**

@@ -195,3 +195,26 @@ test('a line that is not JSON and a completion with no invocation are reported',
   assert.deepEqual(rules(r), ['format', 'format']);
   assert.deepEqual(r.violations.map((v) => v.lines[0].line), [1, 2]);
 });
+
+test('own data (--own-data): the caller\'s log holds each applied op id once; twice, a refused one, or a missing acknowledged one is a violation', () => {
+  const base = () => {
+    const h = clean();
+    h.inv('b3', 'write', { key: 'k', holder: 'B', token: 2, opId: 'y' });
+    h.ok('b3', 'write', { key: 'k', ok: true, outcome: 'accept', markBefore: 2, markAfter: 2 });
+    h.inv('a4', 'write', { key: 'k', holder: 'A', token: 1, opId: 'z' });
+    h.ok('a4', 'write', { key: 'k', ok: false, outcome: 'reject', code: 'STALE_TOKEN', markBefore: 2, markAfter: 2 });
+    return h;
+  };
+  let h = base();
+  h.final('k', { mark: 2, hasValue: true, value: val('y', 'k', 2, 'B'), ownLog: ['x', 'y'] });
+  assert.deepEqual(run(h).violations, []);
+  h = base();
+  h.final('k', { mark: 2, hasValue: true, value: val('y', 'k', 2, 'B'), ownLog: ['x', 'y', 'y'] });
+  onlyViolation(h, 'e', "k: the caller's table holds op id y 2 times");
+  h = base();
+  h.final('k', { mark: 2, hasValue: true, value: val('y', 'k', 2, 'B'), ownLog: ['x', 'y', 'z'] });
+  onlyViolation(h, 'd', "k: the caller's table holds op id z, refused or failed on every attempt");
+  h = base();
+  h.final('k', { mark: 2, hasValue: true, value: val('y', 'k', 2, 'B'), ownLog: ['y'] });
+  onlyViolation(h, 'c', "k: acknowledged write x is not in the caller's table");
+});

@@ -48,6 +48,25 @@ test('a broken host (commit ignores the expected version) is caught: violations 
   assert.deepEqual(pidsOf(`${out}.pids`).filter((p) => alive(p.pid)), []);
 });
 
+test('own data (--own-data, gate.transaction into the caller\'s tables): 0 violations under SIGSTOP, SIGKILL and the restore drill; a host that checks outside the transaction is caught', () => {
+  const out = path.join(tmp, 'own.jsonl');
+  const r = spawnSync(process.execPath, [run, '--engine', 'sqlite', '--own-data', '--ops', '500', '--procs', '4', '--seed', '16', '--out', out], { encoding: 'utf8', timeout: 180_000 });
+  assert.equal(r.status, 0, r.stdout + r.stderr);
+  assert.match(r.stdout, /own data \(gate\.transaction\)/);
+  const summary = JSON.parse(r.stdout.match(/history: summary (.*)/)[1]);
+  assert.equal(summary.violations, 0);
+  assert.ok(summary.faults.sigstop > 0 && summary.faults.sigkill > 0, JSON.stringify(summary.faults));
+  // the final lines carry the caller's log, which the checker read
+  const finals = fs.readFileSync(out, 'utf8').split('\n').filter((l) => l.includes('"ev":"final"')).map((l) => JSON.parse(l));
+  assert.equal(finals.length, 3);
+  assert.ok(finals.every((f) => Array.isArray(f.ownLog)) && finals.some((f) => f.ownLog.length > 0));
+
+  const bad = path.join(tmp, 'own-broken.jsonl');
+  const b = spawnSync(process.execPath, [run, '--engine', 'sqlite', '--own-data', '--broken', '--ops', '1000', '--procs', '4', '--keys', '2', '--ttl', '20', '--seed', '16', '--out', bad], { encoding: 'utf8', timeout: 180_000 });
+  assert.equal(b.status, 1, b.stdout + b.stderr);
+  assert.match(b.stdout, /VIOLATION \(a\) k[01]: write with token \d+ applied after mark \d+ was established/);
+});
+
 const installed = {
   sqlite: true,
   redis: spawnSync('redis-server', ['--version']).status === 0,
@@ -55,6 +74,20 @@ const installed = {
   'etcd-cluster': spawnSync('etcd', ['--version']).status === 0,
 };
 const requireServices = process.env.FENCEGATE_REQUIRE_SERVICES === '1';
+
+test('own data on PostgreSQL: 0 violations under SIGSTOP, SIGKILL, lost replies and restarts; the check-outside-the-transaction host is caught', { skip: !installed.postgres && !requireServices && 'PostgreSQL is not installed' }, () => {
+  const go = (name, extra) =>
+    spawnSync(process.execPath, [run, '--engine', 'postgres', '--own-data', ...extra, '--procs', '4', '--seed', '16', '--out', path.join(tmp, name)], { encoding: 'utf8', timeout: 180_000 });
+  const r = go('own-pg.jsonl', ['--ops', '500']);
+  assert.equal(r.status, 0, r.stdout + r.stderr);
+  const summary = JSON.parse(r.stdout.match(/history: summary (.*)/)[1]);
+  assert.equal(summary.violations, 0);
+  assert.equal(summary.crashes, 0);
+  assert.ok(summary.faults.restart > 0 && summary.faults.sigstop > 0, JSON.stringify(summary.faults));
+  const b = go('own-pg-broken.jsonl', ['--broken', '--ops', '1000', '--keys', '2', '--ttl', '20']);
+  assert.equal(b.status, 1, b.stdout + b.stderr);
+  assert.match(b.stdout, /VIOLATION \(a\) k[01]: write with token \d+ applied after mark \d+ was established/);
+});
 
 for (const engine of ['sqlite', 'redis', 'postgres', 'etcd-cluster']) {
   const skip = !installed[engine] && !requireServices && `${engine} is not installed (bash scripts/services.sh install, scripts/etcd-cluster.sh install)`;
