@@ -27,7 +27,7 @@ async function ownerOf(c, key) {
   return null;
 }
 
-test('Redis Cluster: the plain gate (write, establish, stale refused) on keys of all three masters', { skip }, async () => {
+test('Redis Cluster: the plain gate (write, establish, stale refused) on keys of all three masters', { skip, timeout: 60000 }, async () => {
   const c = await cluster();
   const p = `fg-cl-${process.pid}:`;
   const store = new RedisStore(c, { prefix: p });
@@ -52,7 +52,7 @@ test('Redis Cluster: the plain gate (write, establish, stale refused) on keys of
   }
 });
 
-test('Redis Cluster: the transaction form with one hash tag; two slots refused (CROSSSLOT) with nothing sent', { skip }, async () => {
+test('Redis Cluster: the transaction form with one hash tag; two slots refused (CROSSSLOT) with nothing sent', { skip, timeout: 60000 }, async () => {
   const c = await cluster();
   const p = `fg-cl-tx-${process.pid}:`;
   const store = new RedisStore(c, { prefix: p });
@@ -89,7 +89,7 @@ test('Redis Cluster: the transaction form with one hash tag; two slots refused (
   }
 });
 
-test('Redis Cluster: a plain client on a node that does not own the slot gets MOVED: STORE_ERROR reason MOVED, nothing written', { skip }, async () => {
+test('Redis Cluster: a plain client on a node that does not own the slot gets MOVED: STORE_ERROR reason MOVED, nothing written', { skip, timeout: 60000 }, async () => {
   const c = await cluster();
   const { default: Redis } = await import('ioredis');
   const p = `fg-cl-mv-${process.pid}:`;
@@ -133,7 +133,7 @@ async function moveSlot(Redis, slot, from, to) {
   }
 }
 
-test('Redis Cluster: a slot moved to another master after the client read the slot map: MOVED followed, the transaction lands on the new owner', { skip }, async () => {
+test('Redis Cluster: a slot moved to another master after the client read the slot map: MOVED followed, the transaction lands on the new owner', { skip, timeout: 60000 }, async () => {
   const { default: Redis } = await import('ioredis');
   const c = await cluster(); // slot map read now
   const p = `fg-cl-move-${process.pid}:`;
