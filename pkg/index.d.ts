@@ -809,7 +809,10 @@ export class Gate<V = unknown> {
    * SAME_EPOCH_REJECTED, …) or DUPLICATE_OPERATION (an op id already applied),
    * `verdict` attached: throwing is what makes the surrounding transaction roll
    * back. INVALID_ARGUMENT for a handle the store cannot run statements on, or
-   * that is not inside a transaction.
+   * that is not inside a transaction. On a store that decides at once (SqliteStore
+   * on its own `Database`, a gate without policy callbacks) a refusal is thrown
+   * synchronously, so a synchronous transaction function rolls back even without
+   * `await`: catch it with try/await (or use {@link Gate.fenceInSync}), not `.catch()`.
    */
   fenceIn(handle: unknown, key: string, token: unknown, options?: OperationOptions): Promise<Verdict>;
   /**

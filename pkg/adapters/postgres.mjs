@@ -324,6 +324,15 @@ export class PostgresStore {
    * statements on, or no open transaction (nothing written then).
    */
   async fenceIn(handle, key, step) {
+    try {
+      return await this.#fenceIn(handle, key, step);
+    } catch (e) {
+      if (isObject(e) && retryable(e)) e.conflict = true; // 40001, 40P01, 55P03: the caller runs its transaction again
+      throw e;
+    }
+  }
+
+  async #fenceIn(handle, key, step) {
     const pool = poolKind(handle);
     if (pool !== null) {
       throw invalid(
@@ -429,6 +438,13 @@ export class PostgresStore {
         return null;
       }
       await step.run(client);
+      // The statements must not end the transaction themselves (a COMMIT or ROLLBACK in
+      // the body): what ran after it ran unfenced, and the fence write may be gone.
+      // pg ≥ 8.12 tells the protocol's status for free: 'T' (open) or 'E' (failed) here.
+      const status = typeof client.getTransactionStatus === 'function' ? client.getTransactionStatus() : undefined;
+      if (status === 'I') {
+        throw new FencegateError('INVALID_ARGUMENT', 'PostgresStore: the statements function ended the transaction itself (COMMIT or ROLLBACK on the handle); what ran after that ran outside the fence, and this transaction is not reported as applied');
+      }
       committing = true;
       const r = await client.query('COMMIT');
       if (r !== null && typeof r === 'object' && r.command === 'ROLLBACK') {

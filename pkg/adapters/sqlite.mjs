@@ -289,7 +289,15 @@ export class SqliteStore {
     if (db.inTransaction !== true) {
       throw new FencegateError('INVALID_ARGUMENT', 'SqliteStore.fenceIn: no transaction is open on the Database: call it inside db.transaction(…) so the fence and your statements commit together');
     }
-    if (this.#fence(key, step, null) !== null && this.#pass !== null) {
+    let version;
+    try {
+      version = this.#fence(key, step, null);
+    } catch (e) {
+      // SQLITE_BUSY / LOCKED (a deferred transaction that could not take the write lock): the caller retries
+      if (e !== null && typeof e === 'object' && typeof e.code === 'string' && RETRY.test(e.code)) e.conflict = true;
+      throw e;
+    }
+    if (version !== null && this.#pass !== null) {
       // The guard's pass for the caller's transaction. better-sqlite3 runs a transaction
       // synchronously, so it has ended when the next microtask runs: the pass ends then
       // (and the guard never passes a statement outside a transaction).

@@ -440,6 +440,13 @@ export class StoreDriver {
     };
     const fault = (cause) => {
       if (ownError !== null) throw ownError;
+      // the engine's "run the transaction again" class (a concurrent first writer, SQLITE_BUSY…):
+      // COMMIT_CONFLICT marked `conflict: true`, for the caller's own retry of its transaction
+      if (marksConflict(cause)) {
+        const e = this.#faults.conflict(ctx, 'fenceIn', 1, cause);
+        e.conflict = true;
+        throw e;
+      }
       throw this.#faults.store(ctx, 'fenceIn', cause);
     };
     let answer;
@@ -451,11 +458,13 @@ export class StoreDriver {
     if (isThenable(answer)) {
       if (sync) {
         answer.then(idle, idle);
-        throw this.#faults.store(ctx, 'fenceIn', new Error('this handle answers asynchronously: use fenceIn, not fenceInSync'));
+        throw invalid('fenceInSync: this handle answers asynchronously (its statements return Promises): use fenceIn', { key });
       }
       return Promise.resolve(answer).then(done, fault);
     }
-    return sync ? done() : Promise.resolve().then(done);
+    // A store that answered at once (SqliteStore on its Database): the result itself, so that
+    // Gate.fenceIn can throw a refusal synchronously inside a synchronous transaction function
+    return done();
   }
 
   /** Ends a step's turn: the key leaves the queues when this was its newest step. */

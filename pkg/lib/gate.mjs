@@ -23,7 +23,7 @@ import { FencegateError, isGuardRefusal } from './errors.mjs';
 import { lastMarks } from './runtime.mjs';
 import { policyFromOptions, ceilingOf, hostVerified, addPolicyKey, retirePolicyKey, freePolicy } from './signed.mjs';
 import { metaOf, establishOpId, windowOf, auditOf, Observer, pack, packCeiling, plainPolicy, verdictOut, claimsOut, nextOut, stepOf, marksOut, ESTABLISH, STRICT, HOST_VERIFIED } from './verdict.mjs';
-import { invalid, checkReady, checkKey, checkOptions, messageOf, GATE_OPTIONS, describe, listOf, stateTextOf, checkStateText, wellFormed } from './common.mjs';
+import { invalid, checkReady, checkKey, checkOptions, messageOf, GATE_OPTIONS, describe, listOf, stateTextOf, checkStateText, wellFormed, isThenable } from './common.mjs';
 import { StoreDriver, driverOptions, DEFAULT_STATE_CACHE } from './driver.mjs';
 
 const NONE = Object.freeze({ kind: 'none' });
@@ -399,6 +399,13 @@ export class Gate {
     } catch (e) {
       // a store that refuses the handle at once (INVALID_ARGUMENT) still answers through the Promise
       return Promise.reject(e);
+    }
+    if (!isThenable(answer)) {
+      // Decided at once (a synchronous store, a gate without policy callbacks): a refusal is
+      // thrown right here, so a synchronous transaction function (better-sqlite3's
+      // db.transaction) that forgot fenceInSync still rolls back instead of committing
+      // while a rejected Promise waits unread. `await` callers see the same error.
+      return Promise.resolve(this.#fenced(answer, meta));
     }
     return answer.then((v) => this.#fenced(v, meta));
   }

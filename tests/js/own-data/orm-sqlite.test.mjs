@@ -152,7 +152,7 @@ test('Knex (better-sqlite3 client, its own connection to the file): await fenceI
     await assert.rejects(t.gate.fenceIn(knex, 'orders/43', 1), (e) => e instanceof FencegateError && e.code === 'INVALID_ARGUMENT');
     assert.equal(t.fenceRow('orders/43'), null);
     // fenceInSync cannot run through Knex (its statements answer Promises): refused, nothing written
-    await assert.rejects(knex.transaction(async (trx) => { t.gate.fenceInSync(trx, 'orders/43', 1); }), (e) => e instanceof FencegateError && e.code === 'STORE_ERROR');
+    await assert.rejects(knex.transaction(async (trx) => { t.gate.fenceInSync(trx, 'orders/43', 1); }), (e) => e instanceof FencegateError && e.code === 'INVALID_ARGUMENT');
     assert.equal(t.fenceRow('orders/43'), null);
   } finally {
     await knex.destroy();

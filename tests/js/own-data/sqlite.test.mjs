@@ -171,7 +171,13 @@ test('SQLite fenceIn (async) between a manual BEGIN IMMEDIATE and COMMIT', async
     db.exec('COMMIT');
     assert.equal(v.outcome, 'advance');
     db.exec('BEGIN IMMEDIATE');
-    const e = await gate.fenceIn(db, 'orders/42', 2).catch((x) => x);
+    // on a synchronous store a refusal is thrown at once (see the trial test below): try/await, not .catch()
+    let e = null;
+    try {
+      await gate.fenceIn(db, 'orders/42', 2);
+    } catch (x) {
+      e = x;
+    }
     db.exec('ROLLBACK');
     assert.equal(e.code, 'STALE_TOKEN');
     assert.equal(t.status(42), 'a');
@@ -249,6 +255,38 @@ test('audit records name the own-data operations; a refusal is counted', async (
     t.db.transaction(() => gate.fenceInSync(t.db, 'orders/42', 2))();
     assert.deepEqual(seen, [['transaction', 'advance', null, 'x'], ['transaction', 'reject', 'STALE_TOKEN', null], ['fenceIn', 'accept', null, null]]);
     assert.deepEqual([gate.counters().total, gate.counters().reject], [3, 1]);
+  } finally {
+    t.close();
+  }
+});
+
+test('trial: gate.fenceIn (the async form) inside a synchronous db.transaction throws a refusal at once, so the stale UPDATE rolls back', async () => {
+  const t = open();
+  try {
+    const { db, gate } = t;
+    await gate.transaction('orders/42', 10, setStatus('current'));
+    let thrown = null;
+    try {
+      db.transaction(() => {
+        gate.fenceIn(db, 'orders/42', 3); // forgot fenceInSync and await
+        db.prepare("UPDATE orders SET status = 'STALE' WHERE id = 42").run();
+      })();
+    } catch (e) {
+      thrown = e;
+    }
+    assert.equal(thrown?.code, 'STALE_TOKEN');
+    assert.equal(t.status(42), 'current');
+    // applied: still a Promise of the verdict
+    const p = db.transaction(() => gate.fenceIn(db, 'orders/42', 11)).immediate;
+    assert.equal(typeof p, 'function');
+    db.exec('BEGIN IMMEDIATE');
+    const v = gate.fenceIn(db, 'orders/42', 11);
+    db.exec('COMMIT');
+    assert.ok(v instanceof Promise);
+    assert.equal((await v).outcome, 'advance');
+    // fenceInSync on a handle that answers through Promises is INVALID_ARGUMENT
+    const asyncStore = { fenceIn: async () => {}, load: () => null, commit: () => true };
+    assert.throws(() => new Gate(asyncStore).fenceInSync({}, 'k', 1), (e) => e.code === 'INVALID_ARGUMENT' && /use fenceIn/.test(e.message));
   } finally {
     t.close();
   }
