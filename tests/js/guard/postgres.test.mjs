@@ -9,7 +9,7 @@ import { promisify } from 'node:util';
 import pg from 'pg';
 import { Gate, FencegateError } from '../../../pkg/node.mjs';
 import { installGuard, removeGuard, guardSql, GUARD_SQLSTATE, FENCE_SQLSTATE } from '../../../pkg/adapters/guard.mjs';
-import { pgOwnStore } from './pg-own.mjs';
+import { PostgresStore as OwnStore } from '../../../pkg/adapters/postgres.mjs';
 
 const PG_URL = process.env.FENCEGATE_PG_URL;
 const skip = !PG_URL && (process.env.FENCEGATE_REQUIRE_SERVICES ? false : 'FENCEGATE_PG_URL is not set');
@@ -34,9 +34,9 @@ const catalog = async () => (await pool.query(`
 async function reset() {
   await removeGuard(pool, { table: 'orders', fence: true }).catch(() => {});
   await pool.query('DROP TABLE IF EXISTS orders; DROP TABLE IF EXISTS fencegate');
-  await pgOwnStore(pool).init();
+  await new OwnStore(pool).init();
   await pool.query("CREATE TABLE orders (id int PRIMARY KEY, status text NOT NULL, n int NOT NULL DEFAULT 0); INSERT INTO orders (id, status) VALUES (1, 'new'), (2, 'new')");
-  gate = new Gate(pgOwnStore(pool), { stateCache: 0 });
+  gate = new Gate(new OwnStore(pool), { stateCache: 0 });
   // fence rows for both orders before the guard (token 5), so the raw writes below meet a fence row
   await gate.transaction('orders/1', 5, () => null);
   await gate.transaction('orders/2', 5, () => null);

@@ -3,11 +3,11 @@
 // to the protected row; prints the outcomes as JSON.
 import pg from 'pg';
 import { Gate } from '../../../pkg/node.mjs';
-import { pgOwnStore } from './pg-own.mjs';
+import { PostgresStore as OwnStore } from '../../../pkg/adapters/postgres.mjs';
 
 const [, , url, id, count, token] = process.argv;
 const pool = new pg.Pool({ connectionString: url, max: 2 });
-const gate = new Gate(pgOwnStore(pool), { stateCache: 0, maxRetries: 50 });
+const gate = new Gate(new OwnStore(pool), { stateCache: 0, maxRetries: 50 });
 const out = { ok: 0, refused: [] };
 for (let i = 0; i < Number(count); i++) {
   for (const row of [1, Number(id)]) {
