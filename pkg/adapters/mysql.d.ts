@@ -9,6 +9,13 @@ export interface MysqlStoreOptions<V = unknown> {
   /** Table name, a plain SQL identifier (1–64 characters); default `"fencegate"`. */
   table?: string;
   /**
+   * The MySQL guard's protocol (docs/guard.md): each fenced transaction sets a fresh
+   * nonce in `@fencegate_xact` and clears it when it ends; `fenceIn` sets one before its
+   * fence write (clear it yourself after your COMMIT). Default false; with the guard
+   * installed and this off, the guard refuses the store's transactions (GUARD_REFUSED).
+   */
+  guard?: boolean;
+  /**
    * Value to stored text, with `decode` as a pair (a codec, e.g. `...jsonCodec`);
    * default fencegate's `valueCodec`. A throw refuses the write: INVALID_ARGUMENT.
    */

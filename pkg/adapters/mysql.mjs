@@ -37,6 +37,9 @@ import { sqlRunner, poolKind } from './handles.mjs';
 
 const isObject = (x) => x !== null && (typeof x === 'object' || typeof x === 'function');
 
+/** A fresh per-transaction nonce for the MySQL guard. */
+const nonce = () => globalThis.crypto.randomUUID();
+
 const IDENT = /^[A-Za-z_][A-Za-z0-9_]{0,63}$/;
 
 /**
@@ -91,6 +94,8 @@ function promiseClient(client) {
  * (default `valueCodec`). Call `await store.init()` once to create the table.
  */
 export class MysqlStore {
+  /** `guard: true`: each fenced step stamps the session's nonce `@fencegate_xact` for the MySQL guard (docs/guard.md). */
+  #guard = false;
   #db;
   #table;
   #encode;
@@ -101,7 +106,8 @@ export class MysqlStore {
 
   constructor(client, options = {}) {
     const db = promiseClient(client);
-    options = storeOptions(options, 'MysqlStore', { table: null, ...CODEC_OPTIONS });
+    options = storeOptions(options, 'MysqlStore', { table: null, guard: 'boolean', ...CODEC_OPTIONS });
+    this.#guard = options.guard === true;
     const table = tableOf(options, IDENT);
     this.#db = db;
     this.#table = `\`${table}\``;
@@ -233,6 +239,21 @@ export class MysqlStore {
   }
 
   async #onConnection(conn, key, step, lost = () => {}) {
+    if (!this.#guard) return this.#inTransaction(conn, key, step, lost);
+    // the MySQL guard's pass: a fresh nonce for this transaction, cleared when it ends (docs/guard.md)
+    await conn.query('SET @fencegate_xact = ?', [nonce()]);
+    try {
+      return await this.#inTransaction(conn, key, step, lost);
+    } finally {
+      try {
+        await conn.query('SET @fencegate_xact = NULL');
+      } catch {
+        lost();
+      }
+    }
+  }
+
+  async #inTransaction(conn, key, step, lost) {
     await conn.query('START TRANSACTION');
     let committing = false;
     try {
@@ -330,6 +351,8 @@ export class MysqlStore {
     const absent = row.version === null || row.version === undefined;
     const plan = step.decide(absent ? null : row.state);
     if (plan === null) return;
+    // the MySQL guard's pass for the caller's transaction: lasts until this connection's next fenced step
+    if (this.#guard) await run('SET @fencegate_xact = ?', [nonce()]);
     const x = async (text, params) => [await run(text, params)];
     if (absent) await this.#insertFence(x, key, plan.nextStateText);
     else await run(`UPDATE ${t} SET state = ?, version = version + 1 WHERE k = ?`, [plan.nextStateText, key]);

@@ -89,3 +89,42 @@ test('MySQL guard: raw writes refused (FG001), fenced writes applied for their k
   assert.deepEqual(await fences(), f);
   assert.deepEqual(await rows(), [{ id: 1, status: 'paid' }, { id: 2, status: 'new' }]);
 });
+
+test('MySQL guard with MysqlStore({ guard: true }): gate.transaction and fenceIn pass the guard; without the option the guard refuses them (GUARD_REFUSED, nothing written)', { skip }, async () => {
+  const { Gate } = await import('../../../pkg/node.mjs');
+  await removeGuard(pool, { table: 'orders', fence: true }).catch(() => {});
+  await pool.query('DROP TABLE IF EXISTS orders');
+  await pool.query('DROP TABLE IF EXISTS fencegate');
+  await new MysqlStore(pool).init();
+  await pool.query("CREATE TABLE orders (id INT PRIMARY KEY, status VARCHAR(20) NOT NULL) ENGINE=InnoDB");
+  await pool.query("INSERT INTO orders VALUES (1, 'new')");
+  await installGuard(pool, { table: 'orders', key: "CONCAT('orders/', id)" });
+  const status = async () => (await pool.query('SELECT status FROM orders WHERE id = 1'))[0][0].status;
+  const set = (s) => (conn) => conn.query('UPDATE orders SET status = ? WHERE id = 1', [s]);
+  const guarded = new Gate(new MysqlStore(pool, { guard: true }), { stateCache: 0 });
+  assert.equal((await guarded.transaction('orders/1', 5, set('paid'))).outcome, 'advance');
+  assert.equal(await status(), 'paid');
+  assert.equal((await guarded.transaction('orders/1', 4, set('zombie'))).code, 'STALE_TOKEN');
+  // the same connections afterwards: refused again (the nonce was cleared)
+  assert.equal((await raw("UPDATE orders SET status = 'rogue' WHERE id = 1")).sqlState, 'FG001');
+  // fenceIn inside the caller's transaction
+  const c = await pool.getConnection();
+  try {
+    await c.beginTransaction();
+    assert.equal((await guarded.fenceIn(c, 'orders/1', 6)).outcome, 'advance');
+    await c.query("UPDATE orders SET status = 'shipped' WHERE id = 1");
+    await c.commit();
+    // the pass of a fenceIn lives in the session until cleared (docs/guard.md): clear it after COMMIT
+    await c.query('SET @fencegate_xact = NULL');
+  } finally {
+    c.release();
+  }
+  assert.equal(await status(), 'shipped');
+  // a store without guard: true: the guard refuses its statements, nothing written
+  const plain = new Gate(new MysqlStore(pool), { stateCache: 0 });
+  const e = await plain.transaction('orders/1', 7, set('unguarded')).catch((x) => x);
+  assert.equal(e.code, 'GUARD_REFUSED');
+  assert.equal(await status(), 'shipped');
+  assert.equal(await plain.mark('orders/1'), 6);
+  await removeGuard(pool, { table: 'orders', fence: true });
+});
