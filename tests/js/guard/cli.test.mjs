@@ -12,7 +12,7 @@ const Database = createRequire(import.meta.url)('better-sqlite3');
 const CLI = new URL('../../../pkg/bin/fencegate.mjs', import.meta.url).pathname;
 const run = (...args) => spawnSync(process.execPath, [CLI, 'guard', ...args], { encoding: 'utf8' });
 
-test('fencegate guard: --dry-run prints the SQL and changes nothing; install; --remove --fence; usage 2, failure 1', () => {
+test('fencegate guard: --dry-run prints the SQL and changes nothing; install; --remove --fence; usage errors and refused arguments exit 2', () => {
   const dir = mkdtempSync(join(tmpdir(), 'fg-guard-cli-'));
   const file = join(dir, 'app.db');
   try {
@@ -45,8 +45,9 @@ test('fencegate guard: --dry-run prints the SQL and changes nothing; install; --
       assert.equal(r.status, 2, `${args.join(' ')}: ${r.stderr}`);
       assert.match(r.stderr, /^fencegate: .+\nusage: fencegate reconcile/);
     }
+    // an argument the library refused (INVALID_ARGUMENT) is a usage error: exit 2, JSON error (the CLI's one rule)
     const bad = run('--sqlite', file, '--table', 'orders', '--key', "'orders/' || nosuch");
-    assert.equal(bad.status, 1);
+    assert.equal(bad.status, 2);
     assert.equal(JSON.parse(bad.stderr).error.code, 'INVALID_ARGUMENT');
     assert.match(JSON.parse(bad.stderr).error.message, /no such column: nosuch/);
     assert.deepEqual(triggers(), []);
