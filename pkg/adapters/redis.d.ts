@@ -1,4 +1,4 @@
-import type { FencedStep } from '../index.js';
+import type { FencedStep } from 'fencegate';
 /**
  * fencegate/redis — a compare-and-set host store on Redis, through ioredis ≥ 5
  * (`Redis` or `Cluster`) or node-redis ≥ 5 (npm `redis`, a connected `createClient()`).
