@@ -81,6 +81,26 @@ const writesNothing = (d) => (d.nextText !== undefined ? d.nextText === null : d
  * object form as JSON (the issuer's).
  */
 const textOf = (d) => (d.nextText !== undefined ? d.nextText : d.next === null ? null : JSON.stringify(d.next));
+/**
+ * The `decide(state)` an own-data store step calls: the decision of `state`
+ * (undefined/null: no fence row), reported to `seen` (or its error to
+ * `failed`, then thrown), answered as the plan to write
+ * (`{ nextStateText, change }`) or null (refused: write nothing).
+ */
+function planner(decide, seen, failed) {
+  return (state) => {
+    let d;
+    try {
+      d = decide(state === undefined ? null : state);
+    } catch (e) {
+      failed(e);
+      throw e;
+    }
+    seen(d);
+    return writesNothing(d) ? null : { nextStateText: d.nextText, change: d.change };
+  };
+}
+
 /** Waits until `p` settles, never throwing (its failure is its own caller's). */
 const settled = (p) => p.then(idle, idle);
 
@@ -332,17 +352,10 @@ export class StoreDriver {
           /** The driver's last known `{ state, version }` of the key, or null: a store may start with a conditional update from it. */
           cached: entry === undefined ? null : { state: entry.state, version: entry.version },
           /** The decision on `state` (null: no record): `{ nextStateText, change }` to write, or null (refused: roll back). */
-          decide(state) {
+          decide: planner(decide, (d) => (decision = d), (e) => {
             decision = null;
-            try {
-              const d = decide(state === undefined ? null : state);
-              decision = d;
-              return writesNothing(d) ? null : { nextStateText: d.nextText, change: d.change };
-            } catch (e) {
-              ownError = e;
-              throw e;
-            }
-          },
+            ownError = e;
+          }),
           /**
            * The caller's statements on the engine's transaction handle; only after a decision that applies and its fence write.
            * A body that is not a function (what the store's checkBody accepts: Redis commands) ran inside the engine
@@ -420,18 +433,7 @@ export class StoreDriver {
   fenceIn(ctx, handle, key, decide, sync) {
     let decision = null;
     let ownError = null;
-    const step = {
-      decide(state) {
-        try {
-          const d = decide(state === undefined ? null : state);
-          decision = d;
-          return writesNothing(d) ? null : { nextStateText: d.nextText, change: d.change };
-        } catch (e) {
-          ownError = e;
-          throw e;
-        }
-      },
-    };
+    const step = { decide: planner(decide, (d) => (decision = d), (e) => (ownError = e)) };
     const done = () => {
       if (ownError !== null) throw ownError;
       if (decision === null) throw this.#faults.store(ctx, 'fenceIn', new Error('the host store returned without deciding'));
