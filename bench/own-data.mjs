@@ -15,6 +15,8 @@ import { openSqlite, pgPool, postgresJs, mysqlPool, PG_URL, MYSQL_URL } from '..
 
 const ROUNDS = Number(process.env.BENCH_ROUNDS ?? 5);
 const N = Number(process.env.BENCH_N ?? 1000);
+const ONLY = process.env.BENCH_ENGINES ? process.env.BENCH_ENGINES.split(',') : null;
+const wanted = (engine) => ONLY === null || ONLY.includes(engine);
 const median = (xs) => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)];
 
 async function rate(n, fn) {
@@ -45,7 +47,7 @@ function report(engine, m) {
 }
 
 // SQLite
-{
+if (wanted('sqlite')) {
   const dir = mkdtempSync(join(tmpdir(), 'fg-own-bench-'));
   const db = openSqlite(join(dir, 'b.db'));
   db.exec("CREATE TABLE orders (id INTEGER PRIMARY KEY, status TEXT NOT NULL); INSERT INTO orders VALUES (1, 'x')");
@@ -63,6 +65,7 @@ function report(engine, m) {
 
 if (PG_URL) {
   for (const [engine, connect] of [['pg', pgPool], ['postgres.js', postgresJs]]) {
+    if (!wanted(engine)) continue;
     const client = await connect();
     const table = `fg_own_bench_${engine === 'pg' ? 'pg' : 'js'}`;
     const q = (text) => (engine === 'pg' ? client.query(text) : client.unsafe(text));
@@ -97,7 +100,7 @@ if (PG_URL) {
   }
 }
 
-if (MYSQL_URL) {
+if (MYSQL_URL && wanted('mysql')) {
   const pool = await mysqlPool();
   await pool.query('DROP TABLE IF EXISTS orders_bench');
   await pool.query("CREATE TABLE orders_bench (id INT PRIMARY KEY, status VARCHAR(40) NOT NULL) ENGINE=InnoDB");

@@ -225,9 +225,24 @@ function stateOf(key, record) {
   return record.state;
 }
 
+/**
+ * GUARD_REFUSED for a store callback the database's guard refused (fencegate/guard: a
+ * change to a protected table without the fence for its key, or a fence row write that
+ * lowers a mark or is not a fence state): fencegate's own statement failed, so nothing
+ * was written, and the code tells it from a store that is down.
+ */
+function guardError(key, callback, cause) {
+  if (!isGuardRefusal(cause)) return null;
+  return new FencegateError('GUARD_REFUSED', `the database's guard refused host store ${callback}(${JSON.stringify(key)}), so nothing was written: ${messageOf(cause)}`, {
+    key,
+    callback,
+    cause,
+  });
+}
+
 /** How the store driver reports a gate's failures (see driver.mjs); the context is the key. */
 const FAULTS = {
-  store: (key, callback, cause) => ownStoreError(key, callback, cause) ?? storeError(key, callback, cause),
+  store: (key, callback, cause) => ownStoreError(key, callback, cause) ?? guardError(key, callback, cause) ?? storeError(key, callback, cause),
   unknown: unknownError,
   conflict: conflictError,
   record: stateOf,
