@@ -1,8 +1,11 @@
 // Own-data benchmark (docs/stores.md "Your own data"): the same caller transaction — one
-// UPDATE of one row — fenced (gate.transaction, a cached key: the fence row's conditional
-// UPDATE is the one added statement) and unfenced (BEGIN; UPDATE; COMMIT by hand on the same
-// client), on pg, postgres.js, MySQL (mysql2) and SQLite (better-sqlite3). Interleaved rounds
-// (BENCH_ROUNDS, default 5), medians; prints fenced/unfenced ratios. Run with real services:
+// UPDATE of one row — fenced (gate.transaction, a cached key) and unfenced (BEGIN; UPDATE;
+// COMMIT by hand on the same client), on pg, postgres.js, MySQL (mysql2) and SQLite
+// (better-sqlite3: WAL with synchronous=NORMAL, and the durable WAL with synchronous=FULL).
+// A third line, "hand", is the same transaction with a hand-written fence: one more
+// conditional UPDATE of a fence row (version compare-and-set) and no decision — the floor of
+// "one added statement". Interleaved rounds (BENCH_ROUNDS, default 5), medians; prints the
+// fenced/unfenced and hand/unfenced ratios. BENCH_ENGINES=sqlite,pg,… picks engines. Run:
 //   bash scripts/with-services.sh node bench/own-data.mjs
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
@@ -42,23 +45,39 @@ async function measure(variants, n) {
 const rows = [];
 function report(engine, m) {
   const ratio = +(m.fenced / m.unfenced).toFixed(2);
-  rows.push({ engine, unfenced: m.unfenced, fenced: m.fenced, ratio });
-  console.log(`${engine.padEnd(12)} unfenced ${String(m.unfenced).padStart(6)}/s  fenced ${String(m.fenced).padStart(6)}/s  ${ratio}x`);
+  const hand = +(m.hand / m.unfenced).toFixed(2);
+  rows.push({ engine, unfenced: m.unfenced, fenced: m.fenced, hand: m.hand, ratio, handRatio: hand });
+  const n = (x) => String(x).padStart(6);
+  console.log(`${engine.padEnd(16)} unfenced ${n(m.unfenced)}/s  fenced ${n(m.fenced)}/s  ${ratio}x   hand-fenced ${n(m.hand)}/s  ${hand}x`);
 }
 
+/** A hand-written fence: a version counter per key, compare-and-set in the transaction (no decision, no cache). */
+const HAND_TABLE = (t) => `CREATE TABLE ${t} (k VARCHAR(100) PRIMARY KEY, version BIGINT NOT NULL)`;
+
 // SQLite
-if (wanted('sqlite')) {
+for (const [engine, synchronous] of [['sqlite', 'NORMAL'], ['sqlite durable', 'FULL']]) {
+  if (!wanted(engine.replace(' ', '-')) && !wanted('sqlite')) continue;
   const dir = mkdtempSync(join(tmpdir(), 'fg-own-bench-'));
   const db = openSqlite(join(dir, 'b.db'));
+  db.pragma(`synchronous = ${synchronous}`);
   db.exec("CREATE TABLE orders (id INTEGER PRIMARY KEY, status TEXT NOT NULL); INSERT INTO orders VALUES (1, 'x')");
+  db.exec(`${HAND_TABLE('hand')}; INSERT INTO hand VALUES ('bench/own', 0)`);
   const gate = new Gate(new SqliteStore(db));
   const upd = db.prepare('UPDATE orders SET status = ? WHERE id = 1');
+  const cas = db.prepare('UPDATE hand SET version = version + 1 WHERE k = ? AND version = ?');
+  let version = 0;
   const unfenced = db.transaction((s) => upd.run(s));
-  const body = (i) => (tx) => upd.run(`f${i}`);
-  report('sqlite', await measure({
+  const hand = db.transaction((s) => {
+    if (cas.run('bench/own', version).changes !== 1) throw new Error('lost');
+    version++;
+    upd.run(s);
+  });
+  const body = (i) => () => upd.run(`f${i}`);
+  report(engine, await measure({
     unfenced: async (i) => unfenced.immediate(`u${i}`),
     fenced: (i) => gate.transaction('bench/own', 7, body(i)),
-  }, N * 5));
+    hand: async (i) => hand.immediate(`h${i}`),
+  }, synchronous === 'FULL' ? N : N * 5));
   db.close();
   rmSync(dir, { recursive: true, force: true });
 }
@@ -74,27 +93,47 @@ if (PG_URL) {
     await q(`INSERT INTO orders_bench_${table} VALUES (1, 'x')`);
     const gate = new Gate(await new PostgresStore(client, { table }).init());
     const text = `UPDATE orders_bench_${table} SET status = $1 WHERE id = 1`;
+    const handTable = `hand_bench_${table}`;
+    await q(`DROP TABLE IF EXISTS ${handTable}`);
+    await q(HAND_TABLE(handTable));
+    await q(`INSERT INTO ${handTable} VALUES ('bench/own', 0)`);
+    const casText = `UPDATE ${handTable} SET version = version + 1 WHERE k = 'bench/own' AND version = $1`;
+    let version = 0;
     let unfenced;
+    let hand;
     let body;
     if (engine === 'pg') {
       const stmt = (s) => ({ name: `own_bench_${table}`, text, values: [s] });
-      unfenced = async (i) => {
+      const inTransaction = (fn) => async (i) => {
         const c = await client.connect();
         try {
           await c.query('BEGIN');
-          await c.query(stmt(`u${i}`));
+          await fn(c, i);
           await c.query('COMMIT');
         } finally {
           c.release();
         }
       };
+      unfenced = inTransaction((c, i) => c.query(stmt(`u${i}`)));
+      hand = inTransaction(async (c, i) => {
+        if ((await c.query({ name: `own_bench_cas_${table}`, text: casText, values: [version] })).rowCount !== 1) throw new Error('lost');
+        version++;
+        await c.query(stmt(`h${i}`));
+      });
       body = (i) => (c) => c.query(stmt(`f${i}`));
     } else {
       unfenced = (i) => client.begin((tx) => tx`UPDATE ${tx(`orders_bench_${table}`)} SET status = ${`u${i}`} WHERE id = 1`);
+      hand = (i) =>
+        client.begin(async (tx) => {
+          if ((await tx.unsafe(casText, [version], { prepare: true })).count !== 1) throw new Error('lost');
+          version++;
+          await tx`UPDATE ${tx(`orders_bench_${table}`)} SET status = ${`h${i}`} WHERE id = 1`;
+        });
       body = (i) => (tx) => tx`UPDATE ${tx(`orders_bench_${table}`)} SET status = ${`f${i}`} WHERE id = 1`;
     }
-    report(engine, await measure({ unfenced, fenced: (i) => gate.transaction('bench/own', 7, body(i)) }, N));
+    report(engine, await measure({ unfenced, fenced: (i) => gate.transaction('bench/own', 7, body(i)), hand }, N));
     await q(`DROP TABLE orders_bench_${table}`);
+    await q(`DROP TABLE ${handTable}`);
     await q(`DROP TABLE ${table}`);
     await client.end();
   }
@@ -107,17 +146,29 @@ if (MYSQL_URL && wanted('mysql')) {
   await pool.query("INSERT INTO orders_bench VALUES (1, 'x')");
   const gate = new Gate(await new MysqlStore(pool, { table: 'fg_own_bench' }).init());
   const text = 'UPDATE orders_bench SET status = ? WHERE id = 1';
-  const unfenced = async (i) => {
+  await pool.query('DROP TABLE IF EXISTS hand_bench');
+  await pool.query(HAND_TABLE('hand_bench'));
+  await pool.query("INSERT INTO hand_bench VALUES ('bench/own', 0)");
+  let version = 0;
+  const inTransaction = (fn) => async (i) => {
     const c = await pool.getConnection();
     try {
       await c.query('START TRANSACTION');
-      await c.execute(text, [`u${i}`]);
+      await fn(c, i);
       await c.query('COMMIT');
     } finally {
       c.release();
     }
   };
-  report('mysql', await measure({ unfenced, fenced: (i) => gate.transaction('bench/own', 7, (c) => c.execute(text, [`f${i}`])) }, N));
+  const unfenced = inTransaction((c, i) => c.execute(text, [`u${i}`]));
+  const hand = inTransaction(async (c, i) => {
+    const [r] = await c.execute("UPDATE hand_bench SET version = version + 1 WHERE k = 'bench/own' AND version = ?", [version]);
+    if (r.affectedRows !== 1) throw new Error('lost');
+    version++;
+    await c.execute(text, [`h${i}`]);
+  });
+  report('mysql', await measure({ unfenced, fenced: (i) => gate.transaction('bench/own', 7, (c) => c.execute(text, [`f${i}`])), hand }, N));
+  await pool.query('DROP TABLE hand_bench');
   await pool.query('DROP TABLE orders_bench');
   await pool.query('DROP TABLE fg_own_bench');
   await pool.end();

@@ -203,7 +203,9 @@ start_mariadb() {
   done
   mariadb --no-defaults -uroot --socket="$d/sock" -e "CREATE DATABASE fencegate CHARACTER SET utf8mb4 COLLATE utf8mb4_bin;
     CREATE USER 'fencegate'@'127.0.0.1' IDENTIFIED BY 'fgtestpw';
-    GRANT ALL ON fencegate.* TO 'fencegate'@'127.0.0.1';" || { cat "$d/server.log" >&2; exit 1; }
+    GRANT ALL ON fencegate.* TO 'fencegate'@'127.0.0.1';
+    CREATE USER 'fencegate_noroutine'@'127.0.0.1' IDENTIFIED BY 'fgtestpw';
+    GRANT SELECT, INSERT, UPDATE, DELETE, CREATE, DROP, INDEX, ALTER ON fencegate.* TO 'fencegate_noroutine'@'127.0.0.1';" || { cat "$d/server.log" >&2; exit 1; }
 }
 
 stop_mariadb() {

@@ -53,6 +53,9 @@ const IDENT = /^[A-Za-z_][A-Za-z0-9_]{0,63}$/;
 export const RETRY_ERRNOS = Object.freeze([1213, 1205, 1020]);
 
 const ER_DUP_ENTRY = 1062;
+/** ER_SP_DOES_NOT_EXIST, ER_SP_ALREADY_EXISTS */
+const ER_SP_DOES_NOT_EXIST = 1305;
+const ER_SP_ALREADY_EXISTS = 1304;
 
 function retryable(e) {
   return e !== null && typeof e === 'object' && RETRY_ERRNOS.includes(e.errno);
@@ -103,6 +106,10 @@ export class MysqlStore {
 
   /** A single connection runs one fenced transaction at a time: the tail of that queue. */
   #lane = Promise.resolve();
+  /** The quoted name of the table's open procedure (see `init`), or null: none (BEGIN and the fence step as two statements). */
+  #open = null;
+  /** The unquoted table name. */
+  #name;
 
   constructor(client, options = {}) {
     const db = promiseClient(client);
@@ -111,16 +118,43 @@ export class MysqlStore {
     const table = tableOf(options, IDENT);
     this.#db = db;
     this.#table = `\`${table}\``;
+    this.#name = table;
     [this.#encode, this.#decode] = codecOf(options, valueCodec);
   }
 
-  /** Creates the table when it does not exist. Run once, before concurrent use. */
+  /**
+   * Creates the table when it does not exist, and the table's open procedure
+   * `fencegate_open_<table>` when it can (docs/stores.md "Your own data", MySQL):
+   * START TRANSACTION and a cached key's conditional UPDATE of the fence row in one
+   * CALL, so that `gate.transaction` adds no round trip to the caller's own
+   * transaction. Without the CREATE ROUTINE privilege (or for a table name over 49
+   * characters) the store runs them as two statements. Run once, before concurrent use.
+   */
   async init() {
     await this.#db.query(
       `CREATE TABLE IF NOT EXISTS ${this.#table} (` +
         'k VARBINARY(512) NOT NULL PRIMARY KEY, state TEXT NOT NULL, value LONGTEXT NULL, version BIGINT NOT NULL' +
         ') ENGINE=InnoDB DEFAULT CHARSET=utf8mb4 COLLATE=utf8mb4_bin',
     );
+    const name = `fencegate_open_${this.#name}`;
+    if (name.length <= 64) {
+      const body =
+        `PROCEDURE \`${name}\`(IN xact_ VARCHAR(80), IN k_ VARBINARY(512), IN next_ TEXT CHARACTER SET utf8mb4, IN version_ BIGINT, IN state_ TEXT CHARACTER SET utf8mb4)\n` +
+        'BEGIN\n' +
+        '  IF xact_ IS NOT NULL THEN SET @fencegate_xact = xact_; END IF;\n' +
+        '  START TRANSACTION;\n' +
+        `  UPDATE ${this.#table} SET state = next_, version = version + 1 WHERE k = k_ AND version = version_ AND state = state_ COLLATE utf8mb4_bin;\n` +
+        '  SELECT ROW_COUNT() AS n;\n' +
+        'END';
+      try {
+        await this.#db.query(`CREATE ${body}`);
+        this.#open = `\`${name}\``;
+      } catch (e) {
+        // already there (another process's init, or an earlier one: its definition is this one)
+        if (isObject(e) && e.errno === ER_SP_ALREADY_EXISTS) this.#open = `\`${name}\``;
+        else this.#open = null; // no CREATE ROUTINE privilege: two statements
+      }
+    }
     return this;
   }
 
@@ -239,11 +273,10 @@ export class MysqlStore {
   }
 
   async #onConnection(conn, key, step, lost = () => {}) {
-    if (!this.#guard) return this.#inTransaction(conn, key, step, lost);
+    if (!this.#guard) return this.#inTransaction(conn, key, step, lost, null);
     // the MySQL guard's pass: a fresh nonce for this transaction, cleared when it ends (docs/guard.md)
-    await conn.query('SET @fencegate_xact = ?', [nonce()]);
     try {
-      return await this.#inTransaction(conn, key, step, lost);
+      return await this.#inTransaction(conn, key, step, lost, nonce());
     } finally {
       try {
         await conn.query('SET @fencegate_xact = NULL');
@@ -253,11 +286,49 @@ export class MysqlStore {
     }
   }
 
-  async #inTransaction(conn, key, step, lost) {
+  /** START TRANSACTION on `conn`, after setting the guard's nonce `xact` (null: none). */
+  async #begin(conn, xact) {
+    if (xact !== null) await conn.query('SET @fencegate_xact = ?', [xact]);
     await conn.query('START TRANSACTION');
+  }
+
+  /**
+   * START TRANSACTION and the fence step on `conn`: the version written, or null (refused).
+   * A cached key whose remembered state the decision applies to goes through the open
+   * procedure (`init`): one round trip; a lost compare-and-set leaves the transaction open
+   * and goes on with the locked read.
+   */
+  async #openWithFence(conn, key, step, xact) {
+    const x = (text, params) => conn.execute(text, params);
+    const cached = step.cached;
+    if (cached === null || cached === undefined || this.#open === null) {
+      await this.#begin(conn, xact);
+      return this.#fence(x, key, step);
+    }
+    const plan = step.decide(cached.state);
+    if (plan === null) {
+      // refused on the remembered state: decided again on the row as it is
+      await this.#begin(conn, xact);
+      return this.#fence(x, key, step, null);
+    }
+    let results;
+    try {
+      [results] = await conn.execute(`CALL ${this.#open}(?, ?, ?, ?, ?)`, [xact, key, plan.nextStateText, String(cached.version), cached.state]);
+    } catch (e) {
+      if (!isObject(e) || e.errno !== ER_SP_DOES_NOT_EXIST) throw e;
+      this.#open = null; // dropped since init(): nothing ran; two statements from now on
+      await this.#begin(conn, xact);
+      return this.#fence(x, key, step);
+    }
+    const first = Array.isArray(results) && Array.isArray(results[0]) ? results[0][0] : undefined;
+    if (first !== undefined && Number(first.n) === 1) return String(BigInt(cached.version) + 1n);
+    return this.#fence(x, key, step, null);
+  }
+
+  async #inTransaction(conn, key, step, lost, xact) {
     let committing = false;
     try {
-      const version = await this.#fence((text, params) => conn.execute(text, params), key, step);
+      const version = await this.#openWithFence(conn, key, step, xact);
       if (version === null) {
         await conn.query('ROLLBACK');
         return null;
@@ -286,9 +357,8 @@ export class MysqlStore {
   }
 
   /** The fence step on an open transaction, `x(text, params)` → `[result]`: the version written (decimal text), or null (refused). */
-  async #fence(x, key, step) {
+  async #fence(x, key, step, cached = step.cached) {
     const t = this.#table;
-    const cached = step.cached;
     if (cached !== null && cached !== undefined) {
       const plan = step.decide(cached.state);
       if (plan !== null) {

@@ -114,30 +114,6 @@ function transactionKind(client) {
   return poolKind(client) === 'pg Pool' ? 'pool' : 'one';
 }
 
-/**
- * A reserved postgres.js `sql` with `savepoint([name,] fn)` as a `sql.begin`
- * transaction has it: SAVEPOINT, `fn(sql)` (an array of queries is awaited
- * together), then RELEASE SAVEPOINT, or ROLLBACK TO SAVEPOINT and the error rethrown.
- */
-function withSavepoint(sql) {
-  let count = 0;
-  sql.savepoint = async (name, fn) => {
-    if (typeof name === 'function') [name, fn] = [undefined, name];
-    const id = `s${count++}${typeof name === 'string' ? `_${name.replace(/[^a-z0-9_]/gi, '')}` : ''}`;
-    await sql.unsafe(`SAVEPOINT ${id}`);
-    try {
-      const x = fn(sql);
-      const out = await (Array.isArray(x) ? Promise.all(x) : x);
-      await sql.unsafe(`RELEASE SAVEPOINT ${id}`);
-      return out;
-    } catch (e) {
-      await sql.unsafe(`ROLLBACK TO SAVEPOINT ${id}`);
-      throw e;
-    }
-  };
-  return sql;
-}
-
 function invalid(message, details) {
   return new FencegateError('INVALID_ARGUMENT', message, details);
 }
@@ -325,7 +301,7 @@ export class PostgresStore {
    * connection) with `commitUnknown: true`. Answers `{ version }` or null.
    */
   fencedTransaction(key, step) {
-    if (this.#kind === 'postgres.js') return typeof this.#client.reserve === 'function' ? this.#viaReserve(key, step) : this.#viaBegin(key, step);
+    if (this.#kind === 'postgres.js') return this.#viaBegin(key, step);
     if (this.#kind === 'pool') return this.#viaPool(key, step);
     // one connection: one transaction at a time on it (statements of two would interleave)
     const run = this.#lane.then(() => this.#onClient(this.#client, key, step));
@@ -521,55 +497,6 @@ export class PostgresStore {
     const updated = Array.isArray(results) ? results[1] : undefined;
     if (updated !== undefined && updated.rowCount === 1) return String(version + 1n);
     return this.#fence(q, key, step, null);
-  }
-
-  /**
-   * postgres.js ≥ 3.4: the transaction on a reserved connection (`sql.reserve()`), so that
-   * BEGIN and the cached key's conditional UPDATE are sent together (postgres.js pipelines
-   * the queries of one connection) and cost one round trip, as pg's `#openWithFence` does.
-   * The statements get the reserved `sql` with `savepoint([name,] fn)` as `sql.begin`'s
-   * transaction has it (SAVEPOINT; `fn(sql)`; RELEASE, or ROLLBACK TO and rethrow).
-   */
-  async #viaReserve(key, step) {
-    const sql = await this.#client.reserve();
-    const options = { prepare: this.#prepare };
-    const q = async (st, values) => {
-      const rows = await sql.unsafe(st.text, values, options);
-      return { rows, rowCount: rows.count };
-    };
-    let committing = false;
-    try {
-      // sent now (a postgres.js query is sent when it is first awaited, or by execute()), so it
-      // precedes the UPDATE on the connection
-      const begin = sql.unsafe(this.#begin).execute();
-      const cached = step.cached;
-      const plan = cached === null || cached === undefined ? null : step.decide(cached.state);
-      let version = null;
-      if (plan !== null) {
-        const [, r] = await Promise.all([begin, q(this.#sql.none, [key, plan.nextStateText, String(cached.version), cached.state])]);
-        if (r.rowCount === 1) version = String(BigInt(cached.version) + 1n);
-      } else {
-        await begin;
-      }
-      if (version === null) version = await this.#fence(q, key, step, null);
-      if (version === null) {
-        await sql.unsafe('ROLLBACK');
-        return null;
-      }
-      await step.run(withSavepoint(sql));
-      committing = true; // what fails from here on failed in (or around) COMMIT
-      await sql.unsafe('COMMIT');
-      return { version };
-    } catch (e) {
-      if (!committing) await sql.unsafe('ROLLBACK').catch(() => {});
-      if (isObject(e)) {
-        if (retryable(e)) e.conflict = true;
-        else if (committing && !definitelyFailed(e)) e.commitUnknown = true;
-      }
-      throw e;
-    } finally {
-      sql.release();
-    }
   }
 
   async #viaBegin(key, step) {

@@ -5,8 +5,8 @@ import { postgresJsEngine } from './sql-engines.mjs';
 
 ownDataCases(postgresJsEngine);
 
-// gate.transaction on postgres.js runs on a reserved connection (BEGIN and the cached fence
-// step sent together): the statements get `savepoint` as sql.begin's transaction has it.
+// The statements of gate.transaction get sql.begin's own transaction `sql`: its savepoint
+// works inside the fenced transaction (and from the state cache).
 import { test, before, after } from 'node:test';
 import assert from 'node:assert/strict';
 import { Gate } from '../../../pkg/node.mjs';
@@ -36,7 +36,7 @@ test('postgres.js transaction: tx.savepoint commits its statements with the tran
   await sql.unsafe(`INSERT INTO ${orders} VALUES (1, 'new'), (2, 'new'), (3, 'new')`);
   const statuses = async () => [...(await sql.unsafe(`SELECT id, status FROM ${orders} ORDER BY id`))].map((r) => `${r.id}:${r.status}`);
   for (const round of [1, 2]) {
-    // round 2 runs from the state cache: BEGIN and the conditional UPDATE pipelined
+    // round 2 runs from the state cache
     const v = await gate.transaction('orders/sp', 5, async (tx) => {
       await tx.unsafe(`UPDATE ${orders} SET status = $1 WHERE id = 1`, [`outer${round}`]);
       const inner = await tx.savepoint('inner', (s) => s.unsafe(`UPDATE ${orders} SET status = $1 WHERE id = 2`, [`saved${round}`]));
