@@ -79,6 +79,40 @@ function definitelyFailed(e) {
   );
 }
 
+/**
+ * Errors after which InnoDB has rolled back the whole transaction, not only the statement:
+ * 1213 ER_LOCK_DEADLOCK, 1020 ER_CHECKREAD (MariaDB's snapshot isolation).
+ */
+const ROLLED_BACK = [1213, 1020];
+/** The server status flag of an open transaction (mysql2's constants/server_status). */
+const SERVER_STATUS_IN_TRANS = 1;
+
+/**
+ * What the body of a fenced transaction gets: `conn` with its `query` and `execute` watched
+ * (an object whose prototype is `conn`, so every other member is the connection's). `rolledBack`:
+ * the first error of a ROLLED_BACK errno a statement failed with, even when the body caught it.
+ */
+function watchedConnection(conn) {
+  const out = { handle: Object.create(conn), rolledBack: null, ended: false };
+  for (const verb of ['query', 'execute']) {
+    out.handle[verb] = (...args) =>
+      conn[verb](...args).then(
+        (result) => {
+          // an OK packet's status without SERVER_STATUS_IN_TRANS: the statement ended the
+          // transaction (COMMIT, ROLLBACK, a statement that commits implicitly, such as DDL)
+          const header = Array.isArray(result) ? result[0] : undefined;
+          if (isObject(header) && !Array.isArray(header) && typeof header.serverStatus === 'number' && (header.serverStatus & SERVER_STATUS_IN_TRANS) === 0) out.ended = true;
+          return result;
+        },
+        (e) => {
+          if (out.rolledBack === null && isObject(e) && ROLLED_BACK.includes(e.errno)) out.rolledBack = e;
+          throw e;
+        },
+      );
+  }
+  return out;
+}
+
 function invalid(message, details) {
   return new FencegateError('INVALID_ARGUMENT', message, details);
 }
@@ -333,7 +367,28 @@ export class MysqlStore {
         await conn.query('ROLLBACK');
         return null;
       }
-      await step.run(conn);
+      const watched = watchedConnection(conn);
+      const ended = (cause) =>
+        new FencegateError(
+          'INVALID_ARGUMENT',
+          'MysqlStore: the statements function ended the transaction itself (COMMIT, ROLLBACK, or a statement that commits implicitly, on the connection); what ran after that ran outside the fence, and this transaction is not reported as applied',
+          cause === undefined ? {} : { cause },
+        );
+      try {
+        await step.run(watched.handle);
+      } catch (e) {
+        if (watched.ended) throw ended(e);
+        throw e;
+      }
+      if (watched.ended) throw ended();
+      if (watched.rolledBack !== null) {
+        // the body caught an error after which InnoDB had rolled the whole transaction back (the
+        // fence write with it): a COMMIT now would commit nothing and report it applied
+        const e = new Error(`MysqlStore: a statement of the transaction failed with ${watched.rolledBack.errno} (the server rolled the transaction back) and the statements function caught its error; nothing was written`);
+        e.errno = watched.rolledBack.errno;
+        e.cause = watched.rolledBack;
+        throw e;
+      }
       committing = true;
       await conn.query('COMMIT');
       return { version };
@@ -402,6 +457,15 @@ export class MysqlStore {
    * open transaction (nothing written then).
    */
   async fenceIn(handle, key, step) {
+    try {
+      return await this.#fenceIn(handle, key, step);
+    } catch (e) {
+      if (isObject(e) && (retryable(e) || e.errno === ER_DUP_ENTRY)) e.conflict = true; // the caller runs its transaction again
+      throw e;
+    }
+  }
+
+  async #fenceIn(handle, key, step) {
     const pool = poolKind(handle);
     if (pool !== null) {
       throw invalid(`MysqlStore.fenceIn: a ${pool} has no transaction of its own; pass the connection you began the transaction on (await pool.getConnection())`, {});
@@ -420,7 +484,11 @@ export class MysqlStore {
     }
     const absent = row.version === null || row.version === undefined;
     const plan = step.decide(absent ? null : row.state);
-    if (plan === null) return;
+    if (plan === null) {
+      // refused: no pass on this connection (an earlier fenced step's nonce must not outlive this one)
+      if (this.#guard) await run('SET @fencegate_xact = NULL', []);
+      return;
+    }
     // the MySQL guard's pass for the caller's transaction: lasts until this connection's next fenced step
     if (this.#guard) await run('SET @fencegate_xact = ?', [nonce()]);
     const x = async (text, params) => [await run(text, params)];

@@ -114,6 +114,88 @@ function transactionKind(client) {
   return poolKind(client) === 'pg Pool' ? 'pool' : 'one';
 }
 
+/** The error of a body that ended the fenced transaction itself: never reported as applied (`cause`: what the body threw after, if it did). */
+function endedItself(cause) {
+  return new FencegateError(
+    'INVALID_ARGUMENT',
+    'PostgresStore: the statements function ended the transaction itself (COMMIT, ROLLBACK or PREPARE TRANSACTION on the handle); what ran after that ran outside the fence, and this transaction is not reported as applied',
+    cause === undefined ? {} : { cause },
+  );
+}
+
+/** `step.run` on the watched handle; a body that ended the transaction is that error even when it then threw. */
+async function runWatched(step, watched) {
+  try {
+    await step.run(watched.handle);
+  } catch (e) {
+    if (watched.ended) throw endedItself(e);
+    throw e;
+  }
+}
+
+/** Whether a statement's result (its command tag; pg: the protocol status after it) ended the transaction. */
+function endsTransaction(result, status, text) {
+  const command = isObject(result) ? result.command : undefined;
+  if (command === 'COMMIT' || command === 'PREPARE TRANSACTION' || status === 'I') return true;
+  // ROLLBACK TO SAVEPOINT has the tag ROLLBACK too, and keeps the transaction
+  return command === 'ROLLBACK' && status !== 'T' && status !== 'E' && !(typeof text === 'string' && /^\s*rollback\s+((work|transaction)\s+)?to\b/i.test(text));
+}
+
+/**
+ * What the body of a fenced transaction gets on pg: `client` with its `query` watched (an
+ * object whose prototype is the client). `ended`: a statement ended the transaction.
+ */
+function watchedClient(client) {
+  const out = { handle: Object.create(client), ended: false };
+  const note = (result) => {
+    const status = typeof client.getTransactionStatus === 'function' ? client.getTransactionStatus() : undefined;
+    for (const r of Array.isArray(result) ? result : [result]) if (endsTransaction(r, status, undefined)) out.ended = true;
+    return result;
+  };
+  out.handle.query = (...args) => {
+    const last = args[args.length - 1];
+    if (typeof last === 'function') {
+      // the callback form
+      args[args.length - 1] = (e, result) => last(e, e ? result : note(result));
+      return client.query(...args);
+    }
+    const q = client.query(...args);
+    return isObject(q) && typeof q.then === 'function' ? q.then(note) : q;
+  };
+  return out;
+}
+
+/**
+ * The same for a postgres.js transaction `sql`: a function calling it (tagged templates), its
+ * members inherited, `unsafe` watched; a query is still sent only when awaited (its `then`
+ * notes the result), so fragments nested in other queries are left as they are.
+ */
+function watchedSql(tx) {
+  const out = { handle: null, ended: false };
+  const watch = (q) => {
+    if (isObject(q) && typeof q.then === 'function' && typeof q.execute === 'function') {
+      const then = q.then;
+      q.then = function (ok, fail) {
+        return then.call(
+          this,
+          (result) => {
+            const text = isObject(result) && isObject(result.statement) ? result.statement.string : undefined;
+            if (endsTransaction(result, undefined, text)) out.ended = true;
+            return typeof ok === 'function' ? ok(result) : result;
+          },
+          fail,
+        );
+      };
+    }
+    return q;
+  };
+  const handle = (...args) => watch(tx(...args));
+  Object.setPrototypeOf(handle, tx);
+  handle.unsafe = (...args) => watch(tx.unsafe(...args));
+  out.handle = handle;
+  return out;
+}
+
 function invalid(message, details) {
   return new FencegateError('INVALID_ARGUMENT', message, details);
 }
@@ -435,14 +517,14 @@ export class PostgresStore {
         await client.query('ROLLBACK');
         return null;
       }
-      await step.run(client);
+      const watched = watchedClient(client);
+      await runWatched(step, watched);
       // The statements must not end the transaction themselves (a COMMIT or ROLLBACK in
-      // the body): what ran after it ran unfenced, and the fence write may be gone.
-      // pg ≥ 8.12 tells the protocol's status for free: 'T' (open) or 'E' (failed) here.
+      // the body, also when a BEGIN follows): what ran after it ran unfenced, and the fence
+      // write may be gone. pg ≥ 8.12 tells the protocol's status for free: 'T' (open) or 'E'
+      // (failed) here, and after each of the body's statements.
       const status = typeof client.getTransactionStatus === 'function' ? client.getTransactionStatus() : undefined;
-      if (status === 'I') {
-        throw new FencegateError('INVALID_ARGUMENT', 'PostgresStore: the statements function ended the transaction itself (COMMIT or ROLLBACK on the handle); what ran after that ran outside the fence, and this transaction is not reported as applied');
-      }
+      if (status === 'I' || watched.ended) throw endedItself();
       committing = true;
       const r = await client.query('COMMIT');
       if (r !== null && typeof r === 'object' && r.command === 'ROLLBACK') {
@@ -511,7 +593,9 @@ export class PostgresStore {
         };
         const version = await this.#fence(q, key, step);
         if (version === null) throw REFUSED;
-        await step.run(tx);
+        const watched = watchedSql(tx);
+        await runWatched(step, watched);
+        if (watched.ended) throw endedItself();
         committing = true; // what fails from here on failed in (or around) COMMIT
         out = { version };
       });

@@ -110,6 +110,54 @@ export function ownDataCases(engine) {
       assert.equal(await gate.mark(k), 5);
     });
 
+    for (const stateCache of [0, 1024]) {
+      test(`transaction (stateCache ${stateCache}): a body that ends the transaction itself is never reported as applied (INVALID_ARGUMENT); ROLLBACK TO SAVEPOINT is not an end`, async () => {
+        const mysql = engine.Store.name === 'MysqlStore';
+        const BEGIN = mysql ? 'START TRANSACTION' : 'BEGIN';
+        const statusOf = async () => status(42);
+        const cases = [
+          // [statements, what the body committed itself: the mark after and the row after]
+          [['ROLLBACK'], 'rolled back'],
+          [["UPDATE ORDERS SET status = 'before-commit' WHERE id = 42", 'COMMIT'], 'committed'],
+          [["UPDATE ORDERS SET status = 'before-commit' WHERE id = 42", 'COMMIT', BEGIN, "UPDATE ORDERS SET status = 'after-begin' WHERE id = 42"], 'committed'],
+          ...(mysql ? [[["UPDATE ORDERS SET status = 'before-commit' WHERE id = 42", 'CREATE TABLE IF NOT EXISTS fg_implicit_commit (i INT)'], 'committed']] : []),
+        ];
+        let token = 10;
+        for (const [statements, ends] of cases) {
+          await reset();
+          const k = key('orders');
+          const gate = new Gate(store, { stateCache });
+          assert.equal((await gate.transaction(k, 5, setStatus('paid'))).outcome, 'advance');
+          token++;
+          const e = await gate
+            .transaction(k, token, async (tx) => {
+              for (const text of statements) await engine.exec(tx, text.replace('ORDERS', orders));
+            })
+            .catch((x) => x);
+          assert.ok(e instanceof FencegateError, `${statements}: ${e && e.code} ${e && e.message}`);
+          assert.equal(e.code, 'INVALID_ARGUMENT', String(statements));
+          assert.match(e.message, /ended the transaction itself/);
+          // what the body's own COMMIT committed stays (the fence row with it); the rest is rolled back
+          assert.equal(await statusOf(), ends === 'committed' ? 'before-commit' : 'paid', String(statements));
+          assert.equal(await new Gate(store, { stateCache: 0 }).mark(k), ends === 'committed' ? token : 5, String(statements));
+        }
+        await q('DROP TABLE IF EXISTS fg_implicit_commit');
+        // a savepoint rolled back inside the body keeps the transaction: applied
+        await reset();
+        const k = key('orders');
+        const gate = new Gate(store, { stateCache });
+        const v = await gate.transaction(k, 5, async (tx) => {
+          await engine.exec(tx, `UPDATE ${orders} SET status = 'kept' WHERE id = 42`);
+          await engine.exec(tx, 'SAVEPOINT fg_sp');
+          await engine.exec(tx, `UPDATE ${orders} SET status = 'undone' WHERE id = 43`);
+          await engine.exec(tx, 'ROLLBACK TO SAVEPOINT fg_sp');
+          return 'done';
+        });
+        assert.deepEqual([v.ok, v.outcome, v.result], [true, 'advance', 'done']);
+        assert.deepEqual([await status(42), await status(43)], ['kept', 'new']);
+      });
+    }
+
     test('transaction: the same op id applies once (duplicate: the statements do not run again)', async () => {
       await reset();
       const k = key('orders');
