@@ -117,6 +117,29 @@ test('Redis Cluster: a plain client on a node that does not own the slot gets MO
 });
 
 /** Moves the empty slot `slot` from the master `from` to the master `to` (both `{ host, port }`): IMPORTING, MIGRATING, then NODE on every master. */
+/** The master owning `slot` (a `nodes()` entry) once every master's CLUSTER SLOTS names the same node id; polls up to 10 s. */
+async function agreedOwner(Redis, slot) {
+  const list = nodes();
+  const all = list.map((n) => new Redis({ ...n, maxRetriesPerRequest: 2 }));
+  try {
+    const ids = await Promise.all(all.map((r) => r.cluster('MYID')));
+    let views = [];
+    for (let i = 0; i < 100; i++) {
+      views = [];
+      for (const r of all) {
+        let owner = null;
+        for (const [lo, hi, master] of await r.cluster('SLOTS')) if (slot >= lo && slot <= hi) owner = master[2];
+        views.push(owner);
+      }
+      if (views.every((v) => v !== null && v === views[0]) && ids.includes(views[0])) return list[ids.indexOf(views[0])];
+      await new Promise((r) => setTimeout(r, 100));
+    }
+    throw new Error(`the masters do not agree on the owner of slot ${slot}: ${JSON.stringify(views)}`);
+  } finally {
+    for (const r of all) r.disconnect();
+  }
+}
+
 async function moveSlot(Redis, slot, from, to) {
   const list = nodes();
   const all = list.map((n) => new Redis({ ...n, maxRetriesPerRequest: 2 }));
@@ -149,21 +172,10 @@ async function movedSlotCase(Redis, c) {
   const gate = new Gate(store);
   const tag = `{move-${process.pid}}`;
   const slot = hashSlot(tag);
-  // the owner by node id (CLUSTER SLOTS' third field), asked of every master directly: an address
-  // compare can miss (a node may announce another host form), and then `to` could be the owner itself
-  let ownerId = null;
-  for (const [lo, hi, master] of await c.cluster('SLOTS')) if (slot >= lo && slot <= hi) ownerId = master[2];
-  let from;
-  for (const n of nodes()) {
-    const r = new Redis({ ...n, maxRetriesPerRequest: 2 });
-    try {
-      if ((await r.cluster('MYID')) === ownerId) from = n;
-    } finally {
-      r.disconnect();
-    }
-  }
-  assert.ok(from, `the owner of slot ${slot} (${ownerId}) is one of the three masters`);
-  const to = nodes().find((n) => n !== from);
+  // the owner as every master sees it, once they agree (after an earlier move, gossip may still be
+  // bringing one node's view up to date: a stale view could name the target as the source)
+  const from = await agreedOwner(Redis, slot);
+  const to = nodes().find((n) => n.port !== from.port || n.host !== from.host);
   await moveSlot(Redis, slot, from, to);
   const direct = new Redis({ ...to, maxRetriesPerRequest: 2 });
   try {
