@@ -94,6 +94,15 @@ function one(statement) {
   };
 }
 
+/** The error of a body that ended the fenced transaction itself: never reported as applied (`cause`: what it threw after, if it did). */
+function endedItself(cause) {
+  return new FencegateError(
+    'INVALID_ARGUMENT',
+    'SqliteStore: the statements function ended the transaction itself (COMMIT, ROLLBACK or END on the Database); what ran after that ran outside the fence, and this transaction is not reported as applied',
+    cause === undefined ? {} : { cause },
+  );
+}
+
 /**
  * A transaction-shaped host store on a better-sqlite3 `Database`.
  * Options: `table` (default `"fencegate"`), `encode`/`decode` for values
@@ -237,7 +246,15 @@ export class SqliteStore {
       const version = this.#fence(key, step, step.cached);
       if (version === null) return null; // refused: the statements never run (nothing was written)
       if (this.#pass !== null) this.#pass.keys.add(key); // the guard's pass, until this transaction ends
-      const out = step.run(db);
+      let out;
+      try {
+        out = step.run(db);
+      } catch (e) {
+        if (db.inTransaction !== true) throw endedItself(e);
+        throw e;
+      }
+      // the statements must not end the transaction themselves (COMMIT, ROLLBACK, END on the Database)
+      if (db.inTransaction !== true) throw endedItself();
       if (out !== null && (typeof out === 'object' || typeof out === 'function') && typeof out.then === 'function') {
         out.then(undefined, () => {});
         throw new FencegateError('INVALID_ARGUMENT', 'SqliteStore: a SQLite transaction is synchronous: the statements function returned a Promise (rolled back; run the statements without await)');

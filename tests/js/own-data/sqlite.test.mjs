@@ -291,3 +291,43 @@ test('trial: gate.fenceIn (the async form) inside a synchronous db.transaction t
     t.close();
   }
 });
+
+for (const stateCache of [0, 1024]) {
+  test(`SQLite transaction (stateCache ${stateCache}): a body that ends the transaction itself (COMMIT, END, ROLLBACK; also then throwing) is INVALID_ARGUMENT, never applied`, async () => {
+    const t = open();
+    try {
+      const gate = new Gate(t.store, { stateCache });
+      assert.equal((await gate.transaction('orders/42', 5, setStatus('five'))).outcome, 'advance');
+      const cases = [
+        // [statement, throws after it, status after, mark after]: what the body's own COMMIT committed stays
+        ['COMMIT', false, 'six', 6],
+        ['END', true, 'seven', 7],
+        ['ROLLBACK', false, 'seven', 7],
+        ['ROLLBACK', true, 'seven', 7],
+      ];
+      let token = 5;
+      for (const [end, throws, after, mark] of cases) {
+        token++;
+        const e = await gate
+          .transaction('orders/42', token, (db) => {
+            setStatus(['six', 'seven', 'eight', 'nine'][token - 6])(db);
+            db.exec(end);
+            if (throws) throw new Error('after the end');
+          })
+          .catch((x) => x);
+        assert.ok(e instanceof FencegateError, String(e));
+        assert.equal(e.code, 'INVALID_ARGUMENT', `${end} ${throws}`);
+        assert.match(e.message, /ended the transaction itself/);
+        assert.equal(e.cause?.message, throws ? 'after the end' : undefined);
+        assert.equal(t.status(42), after, `${end} ${throws}`);
+        assert.equal(await new Gate(t.store, { stateCache: 0 }).mark('orders/42'), mark, `${end} ${throws}`);
+        assert.equal(t.db.inTransaction, false);
+      }
+      // the store still works after: a current token applies
+      assert.equal((await gate.transaction('orders/42', 9, setStatus('nine'))).outcome, 'advance');
+      assert.equal(t.status(42), 'nine');
+    } finally {
+      t.close();
+    }
+  });
+}
