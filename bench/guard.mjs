@@ -1,11 +1,13 @@
 // A fenced transaction (Gate.transaction: fence row + one UPDATE of the caller's row) on a
 // guarded table vs the same on an unguarded one (docs/guard.md "Cost"): each table behind
-// its own fence table, the guard installed once, interleaved rounds, medians.
+// its own fence table, the guard installed once, interleaved rounds (guarded first in even
+// rounds, unguarded first in odd ones), medians; the ratio of each round's pair is the figure
+// least moved by other load on a shared machine.
 // SQLite (a WAL file), PostgreSQL (FENCEGATE_PG_URL, PostgresStore) and MySQL/MariaDB
 // (FENCEGATE_MYSQL_URL; the guarded side uses MysqlStore { guard: true }, whose nonce
 // statements are part of the guard's cost). Prints the load average before and after.
 // Run: bash scripts/with-services.sh node bench/guard.mjs
-// Env: ROUNDS (default 9), ONLY (sqlite | postgres | mysql, comma-separated), SCALE (multiplies n).
+// Env: ROUNDS (default 15), ONLY (sqlite | postgres | mysql, comma-separated), SCALE (multiplies n).
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir, loadavg } from 'node:os';
 import { join } from 'node:path';
@@ -14,7 +16,7 @@ import { Gate } from '../pkg/node.mjs';
 import { SqliteStore } from '../pkg/adapters/sqlite.mjs';
 import { installGuard, removeGuard } from '../pkg/adapters/guard.mjs';
 
-const ROUNDS = Number(process.env.ROUNDS ?? 9);
+const ROUNDS = Number(process.env.ROUNDS ?? 15);
 const SCALE = Number(process.env.SCALE ?? 1);
 const ONLY = process.env.ONLY ? process.env.ONLY.split(',') : null;
 const want = (name) => ONLY === null || ONLY.includes(name);
@@ -59,7 +61,8 @@ async function measure(name, setup, n) {
   const g = median(guarded);
   const p = median(plain);
   console.log(
-    `${name}: guarded ${g.toFixed(0)} tx/s, unguarded ${p.toFixed(0)} tx/s, ratio of medians ${(g / p).toFixed(3)}, median of round ratios ${median(ratios).toFixed(3)} ` +
+    `${name}: guarded ${g.toFixed(0)} tx/s, unguarded ${p.toFixed(0)} tx/s, ratio of medians ${(g / p).toFixed(3)}, ` +
+      `median of round ratios ${median(ratios).toFixed(3)} (${Math.min(...ratios).toFixed(2)}–${Math.max(...ratios).toFixed(2)}) ` +
       `(${ROUNDS} interleaved rounds of ${n}; load average ${loadBefore} -> ${load()})`,
   );
 }

@@ -178,7 +178,8 @@ function pgStateCheck(s, m, what) {
       ${fail('not JSON')}
     END;
     IF jsonb_typeof(j) IS DISTINCT FROM 'object' THEN ${fail('not a JSON object')} END IF;
-    IF jsonb_typeof(j->'v') IS DISTINCT FROM 'number' OR (j->>'v') NOT IN ('1', '2', '3', '4') THEN ${fail('"v" is not 1, 2, 3 or 4')} END IF;
+    -- the text of v as written (json keeps it; jsonb reads 1e0 as 1)
+    IF jsonb_typeof(j->'v') IS DISTINCT FROM 'number' OR (${s}::json->>'v') NOT IN ('1', '2', '3', '4') THEN ${fail('"v" is not 1, 2, 3 or 4')} END IF;
     SELECT array_agg(f ORDER BY f) INTO names FROM jsonb_object_keys(j) AS f;
     -- jsonb keeps one of two duplicate members: the text's own member count (json) must match too
     IF (SELECT count(*) FROM json_object_keys(${s}::json)) <> cardinality(names) OR names IS DISTINCT FROM (CASE j->>'v' WHEN '1' THEN ARRAY['mark', 'v'] WHEN '2' THEN ARRAY['evicted', 'holder', 'mark', 'ops', 'v']

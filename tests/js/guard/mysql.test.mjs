@@ -162,6 +162,8 @@ test('MySQL guard: the fast paths (the canonical v1 text, an unchanged state) le
     ['{"v":1,"mark":"９"}', badMark], ['{"v":1,"mark":""}', badMark], ['{"v":1,"mark":9}', badMark],
     ['{"v":1,"mark":"18446744073709551616"}', badMark], ['{"v":1,"mark":"99999999999999999999"}', badMark], ['{"v":1,"mark":"9223372036854775807000"}', badMark],
     ['{"V":1,"MARK":"9"}', fg('the new state refused: "v" is not 1, 2, 3 or 4')],
+    ['{"v":1e0,"mark":"9"}', fg('the new state refused: "v" is not 1, 2, 3 or 4')],
+    ['{"v":10e-1,"mark":"9"}', fg('the new state refused: "v" is not 1, 2, 3 or 4')],
     ['{"v":1,"mark":"9","mark":"9"}', fg('the new state refused: its members are not those of its format version')],
     ['{"v":2,"mark":"9","holder":null,"ops":{},"evicted":"ab\\n"}', fg('the new state refused: "evicted" is not null or hex text')],
     ['{"v":2,"mark":"9","holder":null,"ops":{},"evicted":"AB"}', fg('the new state refused: "evicted" is not null or hex text')],

@@ -253,6 +253,8 @@ test('PostgreSQL guard: the fast paths (the canonical v1 text, an unchanged stat
     // the right shape in the wrong case, a repeated member, v as text
     ['{"V":1,"MARK":"9"}', fg('the new state refused: "v" is not 1, 2, 3 or 4')],
     ['{"v":"1","mark":"9"}', fg('the new state refused: "v" is not 1, 2, 3 or 4')],
+    ['{"v":1e0,"mark":"9"}', fg('the new state refused: "v" is not 1, 2, 3 or 4')],
+    ['{"v":10e-1,"mark":"9"}', fg('the new state refused: "v" is not 1, 2, 3 or 4')],
     ['{"v":1,"mark":"9","mark":"9"}', members],
   ]) {
     assert.deepEqual(await write(state), expected, state);

@@ -134,7 +134,7 @@ test('SQLite guard: the fast path for the canonical v1 text lets no garbage and 
       q('{"v":1,"mark":"９"}'), q('{"v":1,"mark":9}'), q('{"v":1,"mark":""}'),
       q('{"v":1,"mark":"18446744073709551616"}'), q('{"v":1,"mark":"99999999999999999999"}'), q('{"v":1,"mark":"9223372036854775807000"}'),
       // the right shape in the wrong case, a repeated member, a number where v belongs
-      q('{"V":1,"MARK":"9"}'), q('{"v":1,"mark":"9","mark":"9"}'), q('{"v":"1","mark":"9"}'), q('{"v":1.0,"mark":"9"}'),
+      q('{"V":1,"MARK":"9"}'), q('{"v":1,"mark":"9","mark":"9"}'), q('{"v":"1","mark":"9"}'), q('{"v":1.0,"mark":"9"}'), q('{"v":1e0,"mark":"9"}'), q('{"v":10e-1,"mark":"9"}'),
     ]) {
       assert.deepEqual(write(expr), notWellFormed, expr);
     }
