@@ -338,25 +338,19 @@ CREATE OR REPLACE TRIGGER fencegate_fence_truncate BEFORE TRUNCATE ON ${F} FOR E
 --    fence row of the row's key (the old row's key and the new row's key).
 CREATE OR REPLACE FUNCTION ${guardFn}() RETURNS trigger LANGUAGE plpgsql AS $fencegate$
 DECLARE
-  k text;
-  nk text;
   x xid8;
 BEGIN
   IF TG_OP = 'UPDATE' THEN
-    k := (${oldKey})::text;
-    ${indent(passed('k'), 4)}
-    nk := (${newKey})::text;
-    IF nk IS DISTINCT FROM k THEN
-      ${indent(passed('nk'), 6)}
+    ${indent(passed(`(${oldKey})::text`), 4)}
+    IF (${newKey})::text IS DISTINCT FROM (${oldKey})::text THEN
+      ${indent(passed(`(${newKey})::text`), 6)}
     END IF;
     RETURN NEW;
   ELSIF TG_OP = 'INSERT' THEN
-    nk := (${newKey})::text;
-    ${indent(passed('nk'), 4)}
+    ${indent(passed(`(${newKey})::text`), 4)}
     RETURN NEW;
   ELSIF TG_OP = 'DELETE' THEN
-    k := (${oldKey})::text;
-    ${indent(passed('k'), 4)}
+    ${indent(passed(`(${oldKey})::text`), 4)}
     RETURN OLD;
   END IF;
   RAISE EXCEPTION USING ERRCODE = '${GUARD_SQLSTATE}', MESSAGE = format('fencegate guard: TRUNCATE of %I refused: a change to a protected table passes the fence row by row (remove the guard to truncate)', TG_TABLE_NAME);
