@@ -178,7 +178,8 @@ function pgStateCheck(s, m, what) {
       ${fail('not JSON')}
     END;
     IF jsonb_typeof(j) IS DISTINCT FROM 'object' THEN ${fail('not a JSON object')} END IF;
-    IF jsonb_typeof(j->'v') IS DISTINCT FROM 'number' OR (j->>'v') NOT IN ('1', '2', '3', '4') THEN ${fail('"v" is not 1, 2, 3 or 4')} END IF;
+    -- the text of v as written (json keeps it; jsonb reads 1e0 as 1)
+    IF jsonb_typeof(j->'v') IS DISTINCT FROM 'number' OR (${s}::json->>'v') NOT IN ('1', '2', '3', '4') THEN ${fail('"v" is not 1, 2, 3 or 4')} END IF;
     SELECT array_agg(f ORDER BY f) INTO names FROM jsonb_object_keys(j) AS f;
     -- jsonb keeps one of two duplicate members: the text's own member count (json) must match too
     IF (SELECT count(*) FROM json_object_keys(${s}::json)) <> cardinality(names) OR names IS DISTINCT FROM (CASE j->>'v' WHEN '1' THEN ARRAY['mark', 'v'] WHEN '2' THEN ARRAY['evicted', 'holder', 'mark', 'ops', 'v']
@@ -212,6 +213,38 @@ function pgStateCheck(s, m, what) {
     END IF;`;
 }
 
+/**
+ * PostgreSQL: the mark of the state text `s` as numeric when `s` is exactly
+ * `{"v":1,"mark":"M"}` with M canonical decimal of at most 20 digits, else NULL
+ * (the bound 2^64−1 is checked by the caller). The state fencegate writes for a key
+ * without holder or window, read without a JSON parse: the whole text is compared
+ * with the form rebuilt around M (COLLATE "C", byte for byte), and M by a regular
+ * expression match (`~`: no substring extraction, which costs several times more;
+ * PostgreSQL's `$` matches only at the end, so no trailing newline passes). No
+ * backslashes, so it reads the same under standard_conforming_strings off. Every text
+ * it accepts (within the bound) passes pgStateCheck too.
+ */
+function pgV1Mark(s) {
+  // nothing in the WHEN can raise (PostgreSQL does not promise the order of AND): a length never below 0
+  const m = `substr(${s}, 16, greatest(length(${s}) - 17, 0))`;
+  return `(CASE WHEN length(${s}) <= 37 AND (${s} COLLATE "C") = ('{"v":1,"mark":"' || ${m} || '"}') AND ${m} ~ '^(0|[1-9][0-9]*)$' THEN ${m}::numeric END)`;
+}
+
+/** `text` with every line but the first indented by `by` more spaces. */
+const indent = (text, by) => text.replace(/\n/g, `\n${' '.repeat(by)}`);
+
+/**
+ * PL/pgSQL: raises FENCE_SQLSTATE unless `s` is a well-formed fence state and sets `m`
+ * to its mark: the canonical v1 text by text operations (pgV1Mark), anything else
+ * by the full check (pgStateCheck, which names what is wrong).
+ */
+function pgNewState(s, m) {
+  return `${m} := ${pgV1Mark(s)};
+IF ${m} IS NULL OR ${m} > 18446744073709551615 THEN
+  -- not the canonical v1 text: the full check${indent(pgStateCheck(s, m, 'the new').replace(/\n {4}/g, '\n'), 2)}
+END IF;`;
+}
+
 function pgInstall(o) {
   const F = `"${o.fenceTable}"`;
   const T = `"${o.table}"`;
@@ -220,6 +253,19 @@ function pgInstall(o) {
   const newKey = qualifyKey(o.key, o.columns, 'NEW', 'postgres');
   const oldKey = qualifyKey(o.key, o.columns, 'OLD', 'postgres');
   const bare = qualifyKey(o.key, [], 'NEW', 'postgres');
+  const hint = "HINT = 'change protected rows through fencegate (gate.transaction, or gate.fenceIn before the change in the same transaction)'";
+  /** Refuses the change unless the fence row of key `k` was written by this transaction. */
+  const passed = (k) => `SELECT f.xact INTO x FROM ${F} AS f WHERE f.key = ${k};
+IF x IS DISTINCT FROM pg_current_xact_id() THEN
+  IF ${k} IS NULL THEN
+    RAISE EXCEPTION USING ERRCODE = '${GUARD_SQLSTATE}', MESSAGE = format('fencegate guard: %s on %I refused: the key expression is NULL for this row', TG_OP, TG_TABLE_NAME);
+  ELSIF NOT FOUND THEN
+    RAISE EXCEPTION USING ERRCODE = '${GUARD_SQLSTATE}', MESSAGE = format('fencegate guard: %s on %I refused: key %s has no fence row: this transaction did not pass the fence for it', TG_OP, TG_TABLE_NAME, ${k}),
+      ${hint};
+  END IF;
+  RAISE EXCEPTION USING ERRCODE = '${GUARD_SQLSTATE}', MESSAGE = format('fencegate guard: %s on %I refused: this transaction did not pass the fence for key %s (its fence row was not written by this transaction)', TG_OP, TG_TABLE_NAME, ${k}),
+    ${hint};
+END IF;`;
   return `-- fencegate guard (docs/guard.md): ${o.table} behind the fence table ${o.fenceTable}, key ${o.key.replace(/\s+/g, ' ')}
 BEGIN;
 SELECT pg_advisory_xact_lock(hashtext('fencegate guard'));
@@ -228,6 +274,7 @@ SELECT (${bare})::text FROM ${T} LIMIT 0;
 
 -- 1. The fence table: which transaction wrote each fence row; well-formed states,
 --    marks that never go down, versions that only go up, no deletes, no TRUNCATE.
+--    CREATE OR REPLACE: installing over an earlier version of the guard replaces it.
 ALTER TABLE ${F} ADD COLUMN IF NOT EXISTS xact xid8;
 CREATE OR REPLACE FUNCTION ${fenceFn}() RETURNS trigger LANGUAGE plpgsql AS $fencegate$
 DECLARE
@@ -237,36 +284,47 @@ DECLARE
   mark numeric;
   old_mark numeric;
 BEGIN
-  IF TG_LEVEL = 'STATEMENT' THEN
+  IF TG_OP = 'UPDATE' THEN
+    -- The same state text as a row written under the guard (xact set: that text passed this
+    -- check when it was written; the trigger sets xact on every write), the same key, a higher
+    -- version: well formed, and the same mark. One expression; anything else is checked below.
+    IF NEW.version > OLD.version AND OLD.xact IS NOT NULL AND NEW.key = (OLD.key COLLATE "C") AND NEW.state = (OLD.state COLLATE "C") THEN
+      NEW.xact := pg_current_xact_id();
+      RETURN NEW;
+    END IF;
+    IF NEW.key IS DISTINCT FROM OLD.key THEN
+      RAISE EXCEPTION USING ERRCODE = '${FENCE_SQLSTATE}', MESSAGE = format('fencegate guard: fence row %s: changing its key to %s refused', OLD.key, NEW.key);
+    END IF;
+  ELSIF TG_OP = 'DELETE' THEN
+    RAISE EXCEPTION USING ERRCODE = '${FENCE_SQLSTATE}', MESSAGE = format('fencegate guard: fence row %s: DELETE refused: fence rows are never removed (that would lower the mark to 0)', OLD.key);
+  ELSIF TG_OP <> 'INSERT' THEN
     RAISE EXCEPTION USING ERRCODE = '${FENCE_SQLSTATE}', MESSAGE = format('fencegate guard: TRUNCATE of the fence table %I refused: fence rows are never removed', TG_TABLE_NAME);
   END IF;
-  IF TG_OP = 'DELETE' THEN
-    RAISE EXCEPTION USING ERRCODE = '${FENCE_SQLSTATE}', MESSAGE = format('fencegate guard: fence row %s: DELETE refused: fence rows are never removed (that would lower the mark to 0)', OLD.key);
-  END IF;
+  -- INSERT, or an UPDATE off the path above: the checks in order (key, state, version, mark).
   k := NEW.key;
-  IF TG_OP = 'UPDATE' AND NEW.key IS DISTINCT FROM OLD.key THEN
-    RAISE EXCEPTION USING ERRCODE = '${FENCE_SQLSTATE}', MESSAGE = format('fencegate guard: fence row %s: changing its key to %s refused', OLD.key, NEW.key);
+  IF TG_OP = 'INSERT' OR OLD.xact IS NULL OR NEW.state IS DISTINCT FROM (OLD.state COLLATE "C") THEN
+    ${indent(pgNewState('NEW.state', 'mark'), 4)}
   END IF;
-${pgStateCheck('NEW.state', 'mark', 'the new')}
   IF TG_OP = 'UPDATE' THEN
     IF NEW.version IS NULL OR NEW.version <= OLD.version THEN
       RAISE EXCEPTION USING ERRCODE = '${FENCE_SQLSTATE}', MESSAGE = format('fencegate guard: fence row %s: version %s after %s refused: the version only goes up', k, NEW.version, OLD.version);
     END IF;
-    -- the old mark: a state written under the guard (xact set) is well formed; one written
-    -- before it is read when it can be, and not compared when it cannot
-    IF NEW.state IS DISTINCT FROM OLD.state THEN
-      IF OLD.xact IS NOT NULL THEN
+    -- The old mark: a state written under the guard (xact set) is well formed; one written
+    -- before it is read when it can be, and not compared when it cannot.
+    IF NEW.state IS DISTINCT FROM (OLD.state COLLATE "C") THEN
+      old_mark := ${pgV1Mark('OLD.state')};
+      IF old_mark IS NULL AND OLD.xact IS NOT NULL THEN
         old_mark := (OLD.state::json->>'mark')::numeric;
-      ELSE
+      ELSIF old_mark IS NULL THEN
         BEGIN
           old_mark := (OLD.state::json->>'mark')::numeric;
         EXCEPTION WHEN others THEN
           old_mark := NULL;
         END;
       END IF;
-    END IF;
-    IF old_mark IS NOT NULL AND mark < old_mark THEN
-      RAISE EXCEPTION USING ERRCODE = '${FENCE_SQLSTATE}', MESSAGE = format('fencegate guard: fence row %s: lowering the mark from %s to %s refused: the mark never goes down', k, old_mark, mark);
+      IF old_mark IS NOT NULL AND mark < old_mark THEN
+        RAISE EXCEPTION USING ERRCODE = '${FENCE_SQLSTATE}', MESSAGE = format('fencegate guard: fence row %s: lowering the mark from %s to %s refused: the mark never goes down', k, old_mark, mark);
+      END IF;
     END IF;
   END IF;
   NEW.xact := pg_current_xact_id();
@@ -280,44 +338,22 @@ CREATE OR REPLACE TRIGGER fencegate_fence_truncate BEFORE TRUNCATE ON ${F} FOR E
 --    fence row of the row's key (the old row's key and the new row's key).
 CREATE OR REPLACE FUNCTION ${guardFn}() RETURNS trigger LANGUAGE plpgsql AS $fencegate$
 DECLARE
-  k text;
-  nk text;
   x xid8;
-  found_row boolean;
 BEGIN
-  IF TG_LEVEL = 'STATEMENT' THEN
-    RAISE EXCEPTION USING ERRCODE = '${GUARD_SQLSTATE}', MESSAGE = format('fencegate guard: TRUNCATE of %I refused: a change to a protected table passes the fence row by row (remove the guard to truncate)', TG_TABLE_NAME);
-  END IF;
-  IF TG_OP <> 'INSERT' THEN
-    k := (${oldKey})::text;
-  END IF;
-  IF TG_OP <> 'DELETE' THEN
-    nk := (${newKey})::text;
-  END IF;
-  FOR i IN 1..2 LOOP
-    IF i = 2 THEN
-      EXIT WHEN TG_OP = 'DELETE' OR (TG_OP = 'UPDATE' AND nk IS NOT DISTINCT FROM k);
-      k := nk;
-    ELSIF TG_OP = 'INSERT' THEN
-      CONTINUE;
+  IF TG_OP = 'UPDATE' THEN
+    ${indent(passed(`(${oldKey})::text`), 4)}
+    IF (${newKey})::text IS DISTINCT FROM (${oldKey})::text THEN
+      ${indent(passed(`(${newKey})::text`), 6)}
     END IF;
-    IF k IS NULL THEN
-      RAISE EXCEPTION USING ERRCODE = '${GUARD_SQLSTATE}', MESSAGE = format('fencegate guard: %s on %I refused: the key expression is NULL for this row', TG_OP, TG_TABLE_NAME);
-    END IF;
-    SELECT f.xact, true INTO x, found_row FROM ${F} AS f WHERE f.key = k;
-    IF found_row IS NULL THEN
-      RAISE EXCEPTION USING ERRCODE = '${GUARD_SQLSTATE}', MESSAGE = format('fencegate guard: %s on %I refused: key %s has no fence row: this transaction did not pass the fence for it', TG_OP, TG_TABLE_NAME, k),
-        HINT = 'change protected rows through fencegate (gate.transaction, or gate.fenceIn before the change in the same transaction)';
-    ELSIF x IS DISTINCT FROM pg_current_xact_id() THEN
-      RAISE EXCEPTION USING ERRCODE = '${GUARD_SQLSTATE}', MESSAGE = format('fencegate guard: %s on %I refused: this transaction did not pass the fence for key %s (its fence row was not written by this transaction)', TG_OP, TG_TABLE_NAME, k),
-        HINT = 'change protected rows through fencegate (gate.transaction, or gate.fenceIn before the change in the same transaction)';
-    END IF;
-    found_row := NULL;
-  END LOOP;
-  IF TG_OP = 'DELETE' THEN
+    RETURN NEW;
+  ELSIF TG_OP = 'INSERT' THEN
+    ${indent(passed(`(${newKey})::text`), 4)}
+    RETURN NEW;
+  ELSIF TG_OP = 'DELETE' THEN
+    ${indent(passed(`(${oldKey})::text`), 4)}
     RETURN OLD;
   END IF;
-  RETURN NEW;
+  RAISE EXCEPTION USING ERRCODE = '${GUARD_SQLSTATE}', MESSAGE = format('fencegate guard: TRUNCATE of %I refused: a change to a protected table passes the fence row by row (remove the guard to truncate)', TG_TABLE_NAME);
 END
 $fencegate$;
 CREATE OR REPLACE TRIGGER fencegate_guard BEFORE INSERT OR UPDATE OR DELETE ON ${T} FOR EACH ROW EXECUTE FUNCTION ${guardFn}();
@@ -348,10 +384,38 @@ function pgRemove(o) {
 // ---------------------------------------------------------------------------
 // MySQL / MariaDB: a list of statements (each trigger body is one statement)
 
+// MySQL's and MariaDB's REGEXP `$` also matches before a final newline (PCRE, ICU), and REGEXP
+// follows the collation's case rules: texts are checked with a negated class over their bytes
+// (`CAST(… AS BINARY) NOT REGEXP '[^…]'`), never with an anchored pattern. No backslashes, so the
+// trigger text reads the same under NO_BACKSLASH_ESCAPES.
+
+/** MySQL: true when the text `u` is canonical decimal in 0..2^64−1 (`0`, or 1 to 20 digits without a leading zero, at most 18446744073709551615). */
+function myDecText(u) {
+  return `(CHAR_LENGTH(${u}) BETWEEN 1 AND 20 AND CAST(${u} AS BINARY) NOT REGEXP '[^0-9]' AND (${u} = '0' OR LEFT(${u}, 1) <> '0') AND (CHAR_LENGTH(${u}) < 20 OR CAST(${u} AS BINARY) <= '18446744073709551615'))`;
+}
+
+/** MySQL: 1 when the text `u` is lower-case hex text, optionally after the prefix `fnv1a:` (the shape of "evicted"), else 0. */
+function myHexText(u) {
+  return `(CAST(IF(CAST(LEFT(${u}, 6) AS BINARY) = 'fnv1a:', SUBSTRING(${u}, 7), ${u}) AS BINARY) NOT REGEXP '[^0-9a-f]')`;
+}
+
+/**
+ * MySQL: statements that set `m` to the mark of the state text `s` as DECIMAL(20,0)
+ * when `s` is exactly `{"v":1,"mark":"M"}` with M canonical decimal in 0..2^64−1, else
+ * to NULL (`t`: a VARCHAR(40) for M). The state fencegate writes for a key without holder
+ * or window, read without a JSON parse: the text is compared byte for byte (CAST AS
+ * BINARY: no PAD SPACE, no case folding) with the form rebuilt around M, and M by
+ * myDecText. Every text it accepts passes myStateCheck too.
+ */
+function myV1Mark(s, m, t) {
+  return `SET ${t} = IF(CHAR_LENGTH(${s}) <= 37, SUBSTRING(${s}, 16, CHAR_LENGTH(${s}) - 17), NULL);
+SET ${m} = (CASE WHEN CAST(${s} AS BINARY) = CAST(CONCAT('{"v":1,"mark":"', ${t}, '"}') AS BINARY) AND ${myDecText(t)} THEN CAST(${t} AS DECIMAL(20,0)) END);`;
+}
+
 /** MySQL: FENCE_SQLSTATE unless `s` is a well-formed fence state (the mark into `m`, as DECIMAL(20,0)). */
 function myStateCheck(s, m, what) {
   const fail = (why) => `BEGIN SET msg = CONCAT('fencegate guard: fence row ', CONVERT(NEW.k USING utf8mb4), ': ${what} state refused: ${why}'); SIGNAL SQLSTATE '${FENCE_SQLSTATE}' SET MESSAGE_TEXT = msg; END`;
-  const dec = (e) => `(JSON_TYPE(${e}) = 'STRING' AND JSON_UNQUOTE(${e}) REGEXP '^(0|[1-9][0-9]{0,19})$' AND CAST(JSON_UNQUOTE(${e}) AS DECIMAL(20,0)) <= 18446744073709551615)`;
+  const dec = (e) => `(JSON_TYPE(${e}) = 'STRING' AND ${myDecText(`JSON_UNQUOTE(${e})`)})`;
   return `
   IF ${s} IS NULL OR NOT JSON_VALID(${s}) THEN ${fail('not JSON')}; END IF;
   IF JSON_TYPE(${s}) <> 'OBJECT' THEN ${fail('not a JSON object')}; END IF;
@@ -368,7 +432,7 @@ function myStateCheck(s, m, what) {
   IF CAST(v AS CHAR) <> '1' THEN
     IF JSON_TYPE(JSON_EXTRACT(${s}, '$.holder')) NOT IN ('NULL', 'STRING') THEN ${fail('"holder" is not null or a string')}; END IF;
     IF JSON_TYPE(JSON_EXTRACT(${s}, '$.evicted')) NOT IN ('NULL', 'STRING')
-        OR (JSON_TYPE(JSON_EXTRACT(${s}, '$.evicted')) = 'STRING' AND JSON_UNQUOTE(JSON_EXTRACT(${s}, '$.evicted')) NOT REGEXP '^(fnv1a:)?[0-9a-f]*$') THEN
+        OR (JSON_TYPE(JSON_EXTRACT(${s}, '$.evicted')) = 'STRING' AND ${myHexText(`JSON_UNQUOTE(JSON_EXTRACT(${s}, '$.evicted'))`)} = 0) THEN
       ${fail('"evicted" is not null or hex text')};
     END IF;
     IF JSON_TYPE(JSON_EXTRACT(${s}, '$.ops')) <> (CASE CAST(v AS CHAR) WHEN '4' THEN 'ARRAY' ELSE 'OBJECT' END) THEN ${fail('"ops" is not the window of its format version')}; END IF;
@@ -393,51 +457,68 @@ function myInstall(o) {
   const bare = qualifyKey(o.key, [], 'NEW', 'mysql');
   stmts.push(`SELECT CAST(${bare} AS CHAR) FROM ${T} LIMIT 0`);
   stmts.push(`ALTER TABLE ${F} ADD COLUMN IF NOT EXISTS xact VARCHAR(80) NULL`);
-  const decl = '\n  DECLARE msg VARCHAR(1000);\n  DECLARE v JSON;\n  DECLARE mark DECIMAL(20,0);\n  DECLARE old_mark DECIMAL(20,0);';
-  create(`fencegate_fence_${fn}_bi`, 'BEFORE INSERT', F, `${decl}${myStateCheck('NEW.state', 'mark', 'the new')}
+  const decl = '\n  DECLARE msg VARCHAR(1000);\n  DECLARE v JSON;\n  DECLARE t VARCHAR(40) CHARACTER SET utf8mb4 COLLATE utf8mb4_bin;\n  DECLARE mark DECIMAL(20,0);\n  DECLARE old_mark DECIMAL(20,0);';
+  // the new state: the canonical v1 text by myV1Mark, anything else by the full check
+  const newState = `
+  ${indent(myV1Mark('NEW.state', 'mark', 't'), 2)}
+  IF mark IS NULL THEN${indent(myStateCheck('NEW.state', 'mark', 'the new'), 2)}
+  END IF;`;
+  create(`fencegate_fence_${fn}_bi`, 'BEFORE INSERT', F, `${decl}${newState}
   SET NEW.xact = ${MY_MARK};`);
+  // An UPDATE that keeps the state text of a row stamped by this trigger (xact set: only these
+  // triggers write xact, and that text passed the check when it was written), its key, and
+  // raises the version keeps a well-formed state and its mark: one test. Anything else is
+  // checked in order (key, state, version, mark).
   create(`fencegate_fence_${fn}_bu`, 'BEFORE UPDATE', F, `${decl}
+  IF NEW.version > OLD.version AND OLD.xact IS NOT NULL AND NEW.k <=> OLD.k AND CAST(NEW.state AS BINARY) = CAST(OLD.state AS BINARY) THEN
+    SET NEW.xact = ${MY_MARK};
+  ELSE${indent(`
   IF NOT (NEW.k <=> OLD.k) THEN
     SET msg = CONCAT('fencegate guard: fence row ', CONVERT(OLD.k USING utf8mb4), ': changing its key refused');
     SIGNAL SQLSTATE '${FENCE_SQLSTATE}' SET MESSAGE_TEXT = msg;
-  END IF;${myStateCheck('NEW.state', 'mark', 'the new')}
+  END IF;${newState}
   IF NEW.version IS NULL OR NEW.version <= OLD.version THEN
     SET msg = CONCAT('fencegate guard: fence row ', CONVERT(NEW.k USING utf8mb4), ': version ', IFNULL(NEW.version, 'NULL'), ' after ', OLD.version, ' refused: the version only goes up');
     SIGNAL SQLSTATE '${FENCE_SQLSTATE}' SET MESSAGE_TEXT = msg;
   END IF;
-  IF JSON_VALID(OLD.state) AND JSON_TYPE(JSON_EXTRACT(OLD.state, '$.mark')) = 'STRING' AND JSON_UNQUOTE(JSON_EXTRACT(OLD.state, '$.mark')) REGEXP '^(0|[1-9][0-9]{0,19})$' THEN
+  ${indent(myV1Mark('OLD.state', 'old_mark', 't'), 2)}
+  IF old_mark IS NULL AND JSON_VALID(OLD.state) AND JSON_TYPE(JSON_EXTRACT(OLD.state, '$.mark')) = 'STRING' AND ${myDecText("JSON_UNQUOTE(JSON_EXTRACT(OLD.state, '$.mark'))")} THEN
     SET old_mark = CAST(JSON_UNQUOTE(JSON_EXTRACT(OLD.state, '$.mark')) AS DECIMAL(20,0));
-    IF mark < old_mark THEN
-      SET msg = CONCAT('fencegate guard: fence row ', CONVERT(NEW.k USING utf8mb4), ': lowering the mark from ', old_mark, ' to ', mark, ' refused: the mark never goes down');
-      SIGNAL SQLSTATE '${FENCE_SQLSTATE}' SET MESSAGE_TEXT = msg;
-    END IF;
   END IF;
-  SET NEW.xact = ${MY_MARK};`);
+  IF mark < old_mark THEN
+    SET msg = CONCAT('fencegate guard: fence row ', CONVERT(NEW.k USING utf8mb4), ': lowering the mark from ', old_mark, ' to ', mark, ' refused: the mark never goes down');
+    SIGNAL SQLSTATE '${FENCE_SQLSTATE}' SET MESSAGE_TEXT = msg;
+  END IF;
+  SET NEW.xact = ${MY_MARK};`, 2)}
+  END IF;`);
   create(`fencegate_fence_${fn}_bd`, 'BEFORE DELETE', F, `
   DECLARE msg VARCHAR(1000);
   SET msg = CONCAT('fencegate guard: fence row ', CONVERT(OLD.k USING utf8mb4), ': DELETE refused: fence rows are never removed (that would lower the mark to 0)');
   SIGNAL SQLSTATE '${FENCE_SQLSTATE}' SET MESSAGE_TEXT = msg;`);
-  const check = (op, keyVar) => `
-  IF ${keyVar} IS NULL THEN
-    SET msg = 'fencegate guard: ${op} on ${o.table} refused: the key expression is NULL for this row';
-    SIGNAL SQLSTATE '${GUARD_SQLSTATE}' SET MESSAGE_TEXT = msg;
-  END IF;
-  SET x = NULL, found_row = 0;
-  SELECT f.xact, 1 INTO x, found_row FROM ${F} AS f WHERE f.k = CAST(CONVERT(${keyVar} USING utf8mb4) AS BINARY);
-  IF found_row = 0 THEN
-    SET msg = CONCAT('fencegate guard: ${op} on ${o.table} refused: key ', ${keyVar}, ' has no fence row: this transaction did not pass the fence for it');
-    SIGNAL SQLSTATE '${GUARD_SQLSTATE}' SET MESSAGE_TEXT = msg;
-  END IF;
+  // The pass of one key: the fence row's stamp is this connection's current nonce. One lookup;
+  // what is missing is worked out only for the refusal's message.
+  const check = (op, keyVar) => {
+    const row = `FROM ${F} AS f WHERE f.k = CAST(CONVERT(${keyVar} USING utf8mb4) AS BINARY)`;
+    return `
+  SET x = (SELECT f.xact ${row});
   IF @fencegate_xact IS NULL OR NOT (x <=> CONCAT(CONNECTION_ID(), ':', @fencegate_xact)) THEN
-    SET msg = CONCAT('fencegate guard: ${op} on ${o.table} refused: this transaction did not pass the fence for key ', ${keyVar}, ' (its fence row was not written by this connection''s current fenced transaction)');
+    IF ${keyVar} IS NULL THEN
+      SET msg = 'fencegate guard: ${op} on ${o.table} refused: the key expression is NULL for this row';
+    ELSEIF NOT EXISTS (SELECT 1 ${row}) THEN
+      SET msg = CONCAT('fencegate guard: ${op} on ${o.table} refused: key ', ${keyVar}, ' has no fence row: this transaction did not pass the fence for it');
+    ELSE
+      SET msg = CONCAT('fencegate guard: ${op} on ${o.table} refused: this transaction did not pass the fence for key ', ${keyVar}, ' (its fence row was not written by this connection''s current fenced transaction)');
+    END IF;
     SIGNAL SQLSTATE '${GUARD_SQLSTATE}' SET MESSAGE_TEXT = msg;
   END IF;`;
-  const gdecl = '\n  DECLARE msg VARCHAR(1000);\n  DECLARE k VARCHAR(512);\n  DECLARE nk VARCHAR(512);\n  DECLARE x VARCHAR(80);\n  DECLARE found_row INT DEFAULT 0;';
+  };
+  const gdecl = '\n  DECLARE msg VARCHAR(1000);\n  DECLARE k VARCHAR(512);\n  DECLARE nk VARCHAR(512);\n  DECLARE x VARCHAR(80);';
   const newKey = qualifyKey(o.key, o.columns, 'NEW', 'mysql');
   const oldKey = qualifyKey(o.key, o.columns, 'OLD', 'mysql');
   create(`fencegate_guard_${o.table}_bi`, 'BEFORE INSERT', T, `${gdecl}\n  SET nk = CAST(${newKey} AS CHAR);${check('INSERT', 'nk')}`);
+  // the keys compared as bytes (fence keys are VARBINARY: no case folding, no PAD SPACE)
   create(`fencegate_guard_${o.table}_bu`, 'BEFORE UPDATE', T, `${gdecl}\n  SET k = CAST(${oldKey} AS CHAR);\n  SET nk = CAST(${newKey} AS CHAR);${check('UPDATE', 'k')}
-  IF NOT (nk <=> k) THEN${check('UPDATE', 'nk').replace(/\n/g, '\n  ')}
+  IF NOT (CAST(CONVERT(nk USING utf8mb4) AS BINARY) <=> CAST(CONVERT(k USING utf8mb4) AS BINARY)) THEN${check('UPDATE', 'nk').replace(/\n/g, '\n  ')}
   END IF;`);
   create(`fencegate_guard_${o.table}_bd`, 'BEFORE DELETE', T, `${gdecl}\n  SET k = CAST(${oldKey} AS CHAR);${check('DELETE', 'k')}`);
   return stmts;
@@ -457,23 +538,49 @@ function myRemove(o) {
 // SQLite: triggers; the pass is answered by fencegate_pass(fence table, key, operation, table),
 // which SqliteStore registers on its connection.
 
-/** SQLite: an expression true when `s` is a well-formed fence state. */
+/**
+ * SQLite: an expression true when `s` is a well-formed fence state (the full check).
+ * One pass over the members (json_each) checks the count, that no member repeats, and
+ * each member's shape against the members of the state's format version.
+ */
 function sqStateOk(s) {
-  const dec = (e) => `(json_type(${s}, '${e}') = 'text' AND (json_extract(${s}, '${e}') = '0' OR (json_extract(${s}, '${e}') GLOB '[1-9]*' AND json_extract(${s}, '${e}') NOT GLOB '*[^0-9]*' AND (length(json_extract(${s}, '${e}')) < 20 OR (length(json_extract(${s}, '${e}')) = 20 AND json_extract(${s}, '${e}') <= '18446744073709551615')))))`;
+  const v = `json_extract(${s}, '$.v')`;
+  const dec = (a) => `(${a} = '0' OR (${a} GLOB '[1-9]*' AND ${a} NOT GLOB '*[^0-9]*' AND (length(${a}) < 20 OR (length(${a}) = 20 AND ${a} <= '18446744073709551615'))))`;
   const le = (a, b) => `(length(${a}) < length(${b}) OR (length(${a}) = length(${b}) AND ${a} <= ${b}))`;
   const mark = `json_extract(${s}, '$.mark')`;
-  // CASE, not AND: SQLite's json functions throw on text that is not JSON, and AND does not promise an order
-  return `(CASE WHEN json_valid(${s}) THEN (json_type(${s}) = 'object' AND json_type(${s}, '$.v') = 'integer' AND json_extract(${s}, '$.v') BETWEEN 1 AND 4
-    AND (SELECT count(*) FROM json_each(${s})) = (CASE json_extract(${s}, '$.v') WHEN 1 THEN 2 WHEN 2 THEN 5 ELSE 6 END)
-    AND (SELECT count(DISTINCT key) FROM json_each(${s}) WHERE key IN ('v', 'mark', 'holder', 'ops', 'evicted', 'quarantine')) = (CASE json_extract(${s}, '$.v') WHEN 1 THEN 2 WHEN 2 THEN 5 ELSE 6 END)
-    AND (json_extract(${s}, '$.v') >= 2 OR json_type(${s}, '$.holder') IS NULL) AND (json_extract(${s}, '$.v') >= 3 OR json_type(${s}, '$.quarantine') IS NULL)
-    AND ${dec('$.mark')}
-    AND (json_extract(${s}, '$.v') = 1 OR (
-      json_type(${s}, '$.holder') IN ('null', 'text')
-      AND (json_type(${s}, '$.evicted') = 'null' OR (json_type(${s}, '$.evicted') = 'text' AND ltrim(json_extract(${s}, '$.evicted'), 'fnv1a:') NOT GLOB '*[^0-9a-f]*'))
-      AND json_type(${s}, '$.ops') = (CASE json_extract(${s}, '$.v') WHEN 4 THEN 'array' ELSE 'object' END)
-      AND (json_extract(${s}, '$.v') = 2 OR json_type(${s}, '$.quarantine') = 'null' OR (${dec('$.quarantine')} AND ${le(`json_extract(${s}, '$.quarantine')`, mark)}))
-    ))) ELSE 0 END)`;
+  // CASE, not AND: SQLite's json functions throw on text that is not JSON, and AND does not promise an order;
+  // a state is text (SQLite would read a BLOB as JSON too), and a NUL ends the text for SQLite's
+  // json functions (what follows it is not read): both refused first.
+  // n: the member count of the version (1: v, mark; 2: + holder, ops, evicted; 3 and 4: + quarantine)
+  return `(CASE WHEN typeof(${s}) = 'text' AND json_valid(${s}) AND instr(CAST(${s} AS BLOB), X'00') = 0 THEN (json_type(${s}) = 'object' AND json_type(${s}, '$.v') = 'integer' AND ${v} BETWEEN 1 AND 4
+    AND (SELECT count(*) = n AND count(DISTINCT key) = n AND total((CASE key
+        WHEN 'v' THEN 1
+        WHEN 'mark' THEN type = 'text' AND ${dec('atom')}
+        WHEN 'holder' THEN n >= 5 AND type IN ('null', 'text')
+        WHEN 'evicted' THEN n >= 5 AND (type = 'null' OR (type = 'text' AND ltrim(atom, 'fnv1a:') NOT GLOB '*[^0-9a-f]*'))
+        WHEN 'ops' THEN n >= 5 AND type = (CASE ${v} WHEN 4 THEN 'array' ELSE 'object' END)
+        WHEN 'quarantine' THEN n = 6 AND (type = 'null' OR (type = 'text' AND ${dec('atom')} AND ${le('atom', mark)}))
+        ELSE 0 END) IS NOT 1) = 0
+      FROM json_each(${s}), (SELECT (CASE ${v} WHEN 1 THEN 2 WHEN 2 THEN 5 ELSE 6 END) AS n))) ELSE 0 END)`;
+}
+
+/**
+ * SQLite: true only when `s` is exactly the text `{"v":1,"mark":"M"}` with M
+ * canonical decimal in 0..2^63−1 — the state fencegate writes for a key without
+ * holder or window. No JSON parse: the text is compared byte for byte
+ * (COLLATE BINARY, so NULs, trailing bytes and case-folding collations count) with
+ * that form printed around the integer its mark text starts with; a sign, leading
+ * zeros, spaces, an exponent, more digits than an integer holds or anything after
+ * the digits makes the two differ. Every text it accepts passes sqStateOk too (a
+ * strict subset; marks from 2^63 and every other state go to the full check).
+ */
+function sqV1(s) {
+  return `((${s} COLLATE BINARY) = ('{"v":1,"mark":"' || max(CAST(substr(${s}, 16) AS INTEGER), 0) || '"}'))`;
+}
+
+/** SQLite: for two texts that pass sqV1, whether the mark of `a` is at most the mark of `b` (same prefix and suffix: the longer has the larger mark, equal lengths compare as text). */
+function sqV1Le(a, b) {
+  return `(length(${a}) < length(${b}) OR (length(${a}) = length(${b}) AND (${a} COLLATE BINARY) <= ${b}))`;
 }
 
 function sqInstall(o) {
@@ -485,13 +592,22 @@ function sqInstall(o) {
   const stmts = [];
   const bare = qualifyKey(o.key, [], 'NEW', 'sqlite');
   stmts.push(`SELECT CAST((${bare}) AS TEXT) FROM ${T} LIMIT 0`);
-  const stateGuard = (op) => `
+  const stateGuard = `
   ${raise(`'${FENCE_SQLSTATE} fencegate guard: fence row ' || NEW.key || ': the new state refused: not a well-formed fence state'`)} WHERE NOT ${sqStateOk('NEW.state')};`;
-  stmts.push(`DROP TRIGGER IF EXISTS "fencegate_fence_${fn}_bi"`, `CREATE TRIGGER "fencegate_fence_${fn}_bi" BEFORE INSERT ON ${F} FOR EACH ROW BEGIN${stateGuard('INSERT')}\nEND`);
+  // The fast path (the trigger's WHEN): a write whose new state is the canonical v1 text, and for an
+  // UPDATE whose key stays, version goes up and old state is canonical v1 with a mark not above the
+  // new one, would pass every statement of the body; the body (the full check) runs for anything else.
+  stmts.push(`DROP TRIGGER IF EXISTS "fencegate_fence_${fn}_bi"`, `CREATE TRIGGER "fencegate_fence_${fn}_bi" BEFORE INSERT ON ${F} FOR EACH ROW
+  WHEN NOT ${sqV1('NEW.state')}
+BEGIN${stateGuard}
+END`);
   const oldMark = "json_extract(OLD.state, '$.mark')";
   const newMark = "json_extract(NEW.state, '$.mark')";
-  stmts.push(`DROP TRIGGER IF EXISTS "fencegate_fence_${fn}_bu"`, `CREATE TRIGGER "fencegate_fence_${fn}_bu" BEFORE UPDATE ON ${F} FOR EACH ROW BEGIN
-  ${raise(`'${FENCE_SQLSTATE} fencegate guard: fence row ' || OLD.key || ': changing its key refused'`)} WHERE NEW.key IS NOT OLD.key;${stateGuard('UPDATE')}
+  stmts.push(`DROP TRIGGER IF EXISTS "fencegate_fence_${fn}_bu"`, `CREATE TRIGGER "fencegate_fence_${fn}_bu" BEFORE UPDATE ON ${F} FOR EACH ROW
+  WHEN NOT ((NEW.key COLLATE BINARY) IS OLD.key AND NEW.version > OLD.version AND ${sqV1('NEW.state')}
+    AND ((NEW.state COLLATE BINARY) = OLD.state OR (${sqV1('OLD.state')} AND ${sqV1Le('OLD.state', 'NEW.state')})))
+BEGIN
+  ${raise(`'${FENCE_SQLSTATE} fencegate guard: fence row ' || OLD.key || ': changing its key refused'`)} WHERE NEW.key IS NOT OLD.key;${stateGuard}
   ${raise(`'${FENCE_SQLSTATE} fencegate guard: fence row ' || NEW.key || ': version ' || quote(NEW.version) || ' after ' || OLD.version || ' refused: the version only goes up'`)} WHERE NEW.version IS NULL OR NEW.version <= OLD.version;
   ${raise(`'${FENCE_SQLSTATE} fencegate guard: fence row ' || NEW.key || ': lowering the mark from ' || ${oldMark} || ' to ' || ${newMark} || ' refused: the mark never goes down'`)}
     WHERE json_valid(OLD.state) AND json_type(OLD.state, '$.mark') = 'text' AND NOT ${le(oldMark, newMark)};

@@ -227,3 +227,117 @@ test('PostgreSQL guard: a multi-process race on a guarded table applies every cu
   for (let p = 0; p < procs; p++) assert.equal(n[10 + p], count);
   assert.equal(await gate.mark('orders/1'), 9);
 });
+
+test('PostgreSQL guard: the fast paths (the canonical v1 text, an unchanged state) let no garbage and no lower mark through (exact errors)', { skip }, async () => {
+  await reset();
+  const fences = await fenceRows();
+  const write = (state, key = 'orders/1') => refused('UPDATE fencegate SET state = $1, version = version + 1 WHERE key = $2', [state, key]);
+  const fg = (message) => ({ code: FENCE_SQLSTATE, message: `fencegate guard: fence row orders/1: ${message}` });
+  const notJson = fg('the new state refused: not JSON');
+  const badMark = fg('the new state refused: "mark" is not canonical decimal text in 0..2^64-1');
+  const members = fg('the new state refused: its members are not those of its format version');
+  for (const [state, expected] of [
+    // looks like the canonical text at the start, more after it
+    ['{"v":1,"mark":"9"}x', notJson],
+    ['{"v":1,"mark":"9"}}', notJson],
+    ['{"v":1,"mark":"9"', notJson],
+    // the right length, digits where the mark is, the wrong end
+    ['{"v":1,"mark":"9"]', notJson],
+    ['{"v":1,"mark":"99xy', notJson],
+    // marks that a number parser would read as 9, or beyond 2^64-1 (and beyond bigint)
+    ['{"v":1,"mark":"1e0"}', badMark], ['{"v":1,"mark":"9e0"}', badMark], ['{"v":1,"mark":"+9"}', badMark], ['{"v":1,"mark":" 9"}', badMark],
+    ['{"v":1,"mark":"9\\n"}', badMark], ['{"v":1,"mark":"-9"}', badMark], ['{"v":1,"mark":"-0"}', badMark], ['{"v":1,"mark":"09"}', badMark],
+    ['{"v":1,"mark":"00"}', badMark], ['{"v":1,"mark":"9.0"}', badMark], ['{"v":1,"mark":"９"}', badMark], ['{"v":1,"mark":""}', badMark],
+    ['{"v":1,"mark":9}', badMark], ['{"v":1,"mark":1e0}', badMark],
+    ['{"v":1,"mark":"18446744073709551616"}', badMark], ['{"v":1,"mark":"99999999999999999999"}', badMark], ['{"v":1,"mark":"9223372036854775807000"}', badMark],
+    // the right shape in the wrong case, a repeated member, v as text
+    ['{"V":1,"MARK":"9"}', fg('the new state refused: "v" is not 1, 2, 3 or 4')],
+    ['{"v":"1","mark":"9"}', fg('the new state refused: "v" is not 1, 2, 3 or 4')],
+    ['{"v":1e0,"mark":"9"}', fg('the new state refused: "v" is not 1, 2, 3 or 4')],
+    ['{"v":10e-1,"mark":"9"}', fg('the new state refused: "v" is not 1, 2, 3 or 4')],
+    ['{"v":1,"mark":"9","mark":"9"}', members],
+  ]) {
+    assert.deepEqual(await write(state), expected, state);
+  }
+  assert.deepEqual(await fenceRows(), fences);
+  const lowered = (from, to) => fg(`lowering the mark from ${from} to ${to} refused: the mark never goes down`);
+  const v1 = (m) => `{"v":1,"mark":"${m}"}`;
+  assert.equal(await write(v1('20')), 'applied');
+  assert.deepEqual(await write(v1('19')), lowered(20, 19));
+  assert.equal(await write(v1('100')), 'applied');
+  assert.deepEqual(await write(v1('99')), lowered(100, 99));
+  assert.equal(await write(v1('18446744073709551615')), 'applied');
+  assert.deepEqual(await write(v1('9223372036854775807')), lowered('18446744073709551615', '9223372036854775807'));
+  assert.deepEqual(await write(v1('18446744073709551614')), lowered('18446744073709551615', '18446744073709551614'));
+  // from a window state (the full check reads its mark) down to the canonical v1 text, and back
+  const v4 = '{"v":4,"mark":"18446744073709551615","holder":null,"ops":[],"evicted":null,"quarantine":null}';
+  assert.equal(await write(v4), 'applied');
+  assert.deepEqual(await write(v1('7')), lowered('18446744073709551615', '7'));
+  assert.equal(await write(v1('18446744073709551615')), 'applied');
+  // the same state text: the version must still go up and the key stay
+  const [{ version }] = (await fenceRows()).filter((r) => r.key === 'orders/1');
+  assert.deepEqual(await refused("UPDATE fencegate SET state = state WHERE key = 'orders/1'"), fg(`version ${version} after ${version} refused: the version only goes up`));
+  assert.deepEqual(await refused("UPDATE fencegate SET key = 'orders/9', version = version + 1 WHERE key = 'orders/1'"), fg('changing its key to orders/9 refused'));
+  assert.deepEqual((await fenceRows()).find((r) => r.key === 'orders/1'), { key: 'orders/1', state: v1('18446744073709551615'), value: null, version });
+  // the fast form's edges that are well formed; an INSERT takes the same check
+  for (const m of ['0', '9223372036854775808', '18446744073709551615']) {
+    assert.equal(await refused('INSERT INTO fencegate (key, state, value, version) VALUES ($1, $2, NULL, 1)', [`z/${m}`, v1(m)]), 'applied');
+  }
+  assert.deepEqual(await refused("INSERT INTO fencegate (key, state, value, version) VALUES ('z/bad', '{\"v\":1,\"mark\":\"01\"}', NULL, 1)"), {
+    code: FENCE_SQLSTATE, message: 'fencegate guard: fence row z/bad: the new state refused: "mark" is not canonical decimal text in 0..2^64-1',
+  });
+  assert.equal(await gate.mark('z/9223372036854775808'), 9223372036854775808n);
+  // with standard_conforming_strings off the trigger reads its texts the same
+  const c = await pool.connect();
+  try {
+    await c.query('SET standard_conforming_strings = off');
+    assert.equal((await c.query('UPDATE fencegate SET state = $1, version = version + 1 WHERE key = $2', [v1('2'), 'z/0'])).rowCount, 1);
+    assert.equal((await c.query('UPDATE fencegate SET state = $1, version = version + 1 WHERE key = $2', [v1('1'), 'z/0']).catch((e) => e)).message,
+      'fencegate guard: fence row z/0: lowering the mark from 2 to 1 refused: the mark never goes down');
+  } finally {
+    await c.query('RESET standard_conforming_strings');
+    c.release();
+  }
+});
+
+test('PostgreSQL guard: a state written before the guard (no xact) is checked even when rewritten unchanged', { skip }, async () => {
+  await reset();
+  await removeGuard(pool, { table: 'orders', fence: true });
+  await pool.query("UPDATE fencegate SET state = 'garbage' WHERE key = 'orders/2'");
+  await installGuard(pool, { table: 'orders', key: "'orders/' || id" });
+  assert.deepEqual(await refused("UPDATE fencegate SET version = version + 1 WHERE key = 'orders/2'"), {
+    code: FENCE_SQLSTATE, message: 'fencegate guard: fence row orders/2: the new state refused: not JSON',
+  });
+  // a well-formed one written before the guard: rewritten unchanged it passes, and is stamped
+  assert.equal(await refused("UPDATE fencegate SET version = version + 1 WHERE key = 'orders/1'"), 'applied');
+  assert.equal((await pool.query("SELECT xact IS NOT NULL AS stamped FROM fencegate WHERE key = 'orders/1'")).rows[0].stamped, true);
+  assert.deepEqual((await fenceRows()).map((r) => r.state), ['{"v":1,"mark":"5"}', 'garbage']);
+});
+
+test('PostgreSQL guard: installing over the previous version replaces its functions and triggers (the same catalog as a fresh install), and the guard still holds', { skip }, async () => {
+  const { readFileSync } = await import('node:fs');
+  const previous = JSON.parse(readFileSync(new URL('./fixtures/previous-guard.json', import.meta.url), 'utf8'));
+  await reset();
+  const fresh = await catalog();
+  await removeGuard(pool, { table: 'orders', fence: true });
+  await pool.query(previous.postgres);
+  const old = await catalog();
+  assert.deepEqual(old.triggers, fresh.triggers);
+  assert.deepEqual(old.fence_columns, fresh.fence_columns);
+  assert.notDeepEqual(old.functions, fresh.functions);
+  await installGuard(pool, { table: 'orders', key: "'orders/' || id" });
+  assert.deepEqual(await catalog(), fresh);
+  await installGuard(pool, { table: 'orders', key: "'orders/' || id" });
+  assert.deepEqual(await catalog(), fresh);
+  assert.deepEqual(await gate.transaction('orders/1', 6, setStatus('paid')), {
+    key: 'orders/1', ok: true, outcome: 'advance', code: null, token: 6, markBefore: 5, markAfter: 6, result: 1,
+  });
+  assert.deepEqual(await gate.transaction('orders/1', 6, setStatus('shipped')), {
+    key: 'orders/1', ok: true, outcome: 'accept', code: null, token: 6, markBefore: 6, markAfter: 6, result: 1,
+  });
+  assert.equal((await refused("UPDATE orders SET status = 'rogue' WHERE id = 1")).code, GUARD_SQLSTATE);
+  assert.deepEqual(await refused(`UPDATE fencegate SET state = '{"v":1,"mark":"5"}', version = version + 1 WHERE key = 'orders/1'`), {
+    code: FENCE_SQLSTATE, message: 'fencegate guard: fence row orders/1: lowering the mark from 6 to 5 refused: the mark never goes down',
+  });
+  assert.deepEqual(await rows(), [{ id: 1, status: 'shipped', n: 0 }, { id: 2, status: 'new', n: 0 }]);
+});
