@@ -23,6 +23,7 @@ const MODE = process.env.MODE ?? 'tx';
 // CONTROL=1: the same run with no guard installed anywhere (an A/A run: the method's own bias)
 const CONTROL = process.env.CONTROL === '1';
 const install = (client, options) => (CONTROL ? null : installGuard(client, options));
+const STATE_CACHE = Number(process.env.STATE_CACHE ?? 0);
 const ONLY = process.env.ONLY ? process.env.ONLY.split(',') : null;
 const want = (name) => ONLY === null || ONLY.includes(name);
 const median = (xs) => [...xs].sort((a, b) => a - b)[xs.length >> 1];
@@ -114,7 +115,7 @@ if (process.env.FENCEGATE_PG_URL && want('postgres')) {
     await pool.query('CREATE TABLE bench_orders (id int PRIMARY KEY, n int NOT NULL); INSERT INTO bench_orders VALUES (1, 0); CREATE TABLE bench_plain (id int PRIMARY KEY, n int NOT NULL); INSERT INTO bench_plain VALUES (1, 0)');
     await install(pool, { table: 'bench_orders', key: "'orders/' || id", fenceTable: 'bench_fence' });
     return {
-      gates: stores.map((s) => new Gate(s, { stateCache: 0 })),
+      gates: stores.map((s) => new Gate(s, { stateCache: STATE_CACHE })),
       bodies: [(c) => c.query('UPDATE bench_orders SET n = n + 1 WHERE id = 1'), (c) => c.query('UPDATE bench_plain SET n = n + 1 WHERE id = 1')],
       close: async () => {
         await removeGuard(pool, { table: 'bench_orders', fenceTable: 'bench_fence', fence: true });
@@ -140,7 +141,7 @@ if (process.env.FENCEGATE_MYSQL_URL && want('mysql')) {
     }
     await install(pool, { table: 'bench_orders', key: "CONCAT('orders/', id)", fenceTable: 'bench_fence' });
     return {
-      gates: stores.map((s) => new Gate(s, { stateCache: 0 })),
+      gates: stores.map((s) => new Gate(s, { stateCache: STATE_CACHE })),
       bodies: [(c) => c.query('UPDATE bench_orders SET n = n + 1 WHERE id = 1'), (c) => c.query('UPDATE bench_plain SET n = n + 1 WHERE id = 1')],
       close: async () => {
         await removeGuard(pool, { table: 'bench_orders', fenceTable: 'bench_fence', fence: true });

@@ -144,6 +144,8 @@ export class MysqlStore {
   #open = null;
   /** The unquoted table name. */
   #name;
+  /** The quoted name of the commit procedure of the guard mode (see `init`), or null: COMMIT, then the nonce cleared. */
+  #commit = null;
 
   constructor(client, options = {}) {
     const db = promiseClient(client);
@@ -180,16 +182,24 @@ export class MysqlStore {
         `  UPDATE ${this.#table} SET state = next_, version = version + 1 WHERE k = k_ AND version = version_ AND state = state_ COLLATE utf8mb4_bin;\n` +
         '  SELECT ROW_COUNT() AS n;\n' +
         'END';
-      try {
-        await this.#db.query(`CREATE ${body}`);
-        this.#open = `\`${name}\``;
-      } catch (e) {
-        // already there (another process's init, or an earlier one: its definition is this one)
-        if (isObject(e) && e.errno === ER_SP_ALREADY_EXISTS) this.#open = `\`${name}\``;
-        else this.#open = null; // no CREATE ROUTINE privilege: two statements
-      }
+      this.#open = await this.#procedure(name, body);
+    }
+    if (this.#guard) {
+      // the guard mode's COMMIT and the nonce cleared in one CALL (a transaction may end in a procedure)
+      this.#commit = await this.#procedure('fencegate_commit_guarded', 'PROCEDURE `fencegate_commit_guarded`()\nBEGIN\n  COMMIT;\n  SET @fencegate_xact = NULL;\nEND');
     }
     return this;
+  }
+
+  /** Creates the procedure `name` from `body` (CREATE `body`): its quoted name, or null when it cannot (no CREATE ROUTINE privilege). */
+  async #procedure(name, body) {
+    try {
+      await this.#db.query(`CREATE ${body}`);
+    } catch (e) {
+      // already there (another process's init, or an earlier one: its definition is this one)
+      if (!isObject(e) || e.errno !== ER_SP_ALREADY_EXISTS) return null;
+    }
+    return `\`${name}\``;
   }
 
   /** `{ state, version, value }` of `key` (version as decimal text), or null. */
@@ -307,17 +317,35 @@ export class MysqlStore {
   }
 
   async #onConnection(conn, key, step, lost = () => {}) {
-    if (!this.#guard) return this.#inTransaction(conn, key, step, lost, null);
+    if (!this.#guard) return this.#inTransaction(conn, key, step, lost, null, null);
     // the MySQL guard's pass: a fresh nonce for this transaction, cleared when it ends (docs/guard.md)
+    const guard = { cleared: false };
     try {
-      return await this.#inTransaction(conn, key, step, lost, nonce());
+      return await this.#inTransaction(conn, key, step, lost, nonce(), guard);
     } finally {
-      try {
-        await conn.query('SET @fencegate_xact = NULL');
-      } catch {
-        lost();
+      if (!guard.cleared) {
+        try {
+          await conn.query('SET @fencegate_xact = NULL');
+        } catch {
+          lost();
+        }
       }
     }
+  }
+
+  /** COMMIT on `conn`; in the guard mode (`guard` not null) with the nonce cleared in the same CALL when the commit procedure is there. */
+  async #commitOn(conn, guard) {
+    if (guard !== null && this.#commit !== null) {
+      try {
+        await conn.query(`CALL ${this.#commit}()`);
+        guard.cleared = true;
+        return;
+      } catch (e) {
+        if (!isObject(e) || e.errno !== ER_SP_DOES_NOT_EXIST) throw e;
+        this.#commit = null; // dropped since init(): nothing ran; COMMIT, then the clear
+      }
+    }
+    await conn.query('COMMIT');
   }
 
   /** START TRANSACTION on `conn`, after setting the guard's nonce `xact` (null: none). */
@@ -359,7 +387,7 @@ export class MysqlStore {
     return this.#fence(x, key, step, null);
   }
 
-  async #inTransaction(conn, key, step, lost, xact) {
+  async #inTransaction(conn, key, step, lost, xact, guard) {
     let committing = false;
     try {
       const version = await this.#openWithFence(conn, key, step, xact);
@@ -390,7 +418,7 @@ export class MysqlStore {
         throw e;
       }
       committing = true;
-      await conn.query('COMMIT');
+      await this.#commitOn(conn, guard);
       return { version };
     } catch (e) {
       if (!committing) {

@@ -124,3 +124,29 @@ test('MySQL open procedure: dropped after init, or never created (no CREATE ROUT
     await q('DROP TABLE IF EXISTS fg_open_n');
   }
 });
+
+test('MySQL guard mode (guard: true): a cached transaction is CALL open (the nonce set in it) + the caller\'s statement + CALL commit (the nonce cleared in it); the nonce is NULL after', { skip }, async () => {
+  await q('DROP TABLE IF EXISTS fg_open_g');
+  const { pool: p, log } = await loggingPool(MYSQL_URL);
+  try {
+    const store = await new MysqlStore(p, { table: 'fg_open_g', guard: true }).init();
+    const out = await scenario(store, log);
+    assert.deepEqual(out.slice(0, 4).map((o) => [o.outcome, o.statements]), [
+      ['advance', ['SET @fencegate_xact = ?', 'START TRANSACTION', 'SELECT state, CAST', 'INSERT INTO `fg_open_g`', UPDATE, 'CALL `fencegate_commit_guarded`']],
+      ['accept', ['CALL `fencegate_open_fg_open_g`', UPDATE, 'CALL `fencegate_commit_guarded`']],
+      ['advance', ['CALL `fencegate_open_fg_open_g`', UPDATE, 'CALL `fencegate_commit_guarded`']],
+      ['STALE_TOKEN', ['SET @fencegate_xact = ?', 'START TRANSACTION', 'SELECT state, CAST', 'ROLLBACK', 'SET @fencegate_xact = NULL']],
+    ]);
+    assert.deepEqual(out.slice(4), [{ boom: 'CALLBACK_FAILED' }, { row: 'c' }]);
+    // every connection of the pool: no nonce left
+    const conns = await Promise.all([p.getConnection(), p.getConnection()]);
+    for (const c of conns) {
+      assert.equal((await c.query('SELECT @fencegate_xact AS x'))[0][0].x, null);
+      c.release();
+    }
+  } finally {
+    await p.end();
+    await q('DROP TABLE IF EXISTS fg_open_g');
+    await q('DROP PROCEDURE IF EXISTS fencegate_open_fg_open_g');
+  }
+});
