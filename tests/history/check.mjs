@@ -11,7 +11,10 @@
 //       (verdict or issuer result), COMMIT_UNKNOWN, or another error (nothing applied)
 //   { ev: 'fault', kind, … }  { ev: 'drill', phase: 'backup'|'restoring'|'restore'|'reconciled' }
 //       (restoring: the restore writes begin; restore: they are done; reconciled: raise + reconcile done)
-//   { ev: 'final', key, mark, hasValue, value, issuerEpoch }   read after every client stopped
+//   { ev: 'final', key, mark, hasValue, value, issuerEpoch, ownLog? }   read after every client stopped
+//       ({ ev: 'final', key, corrupt } when its fence row does not decode)
+//   { ev: 'invoke', op: 'rogue', p: -2, kind, key, table, expect: { code, text: [part…] } } and its
+//       completion `ok` { rows } or `fail` { code, message, lost? }   (rogue.mjs)
 // op: acquire | renew | release (issuer, scope = key) | establish | write | read
 // (resource) | reconcile (the drill). A write's value is { w: opId, key, token, holder }.
 //
@@ -33,7 +36,16 @@
 //       `duplicate` — verdicts, or an applied verdict after its value was read);
 //   (f) the issuer never grants one epoch of a scope twice, except a second
 //       grant between a restore drill's restore and its reconcile, when the
-//       first grant was invoked before that restore finished.
+//       first grant was invoked before that restore finished;
+//   (g) the database guard (run.mjs --guard): no write of the rogue writer
+//       (rogue.mjs, op `rogue`) lands — each attempt that reached the database
+//       is refused with the refusal its invocation expects (`expect`: the error
+//       code and the parts of its message); one lost with its connection is
+//       left to the final state, where a rogue op id or value (`rogue-N`) is a
+//       landed write — and no fenced operation is refused by the guard: a
+//       GUARD_REFUSED completion, an error naming the guard (a current-token
+//       transaction falsely refused, or fencegate's own fence write refused), or,
+//       with a rogue writer about, a fence row that does not decode (CORRUPT_STATE).
 import fs from 'node:fs';
 import { fileURLToPath } from 'node:url';
 
@@ -86,6 +98,7 @@ export function check(lines) {
     if (!byKey.has(k)) byKey.set(k, []);
     return byKey.get(k);
   };
+  const isRogue = (id) => typeof id === 'string' && /^rogue-[0-9]+$/.test(id);
   for (const o of all) {
     if (o.inv.op === 'reconcile') {
       if (!o.end) continue;
@@ -94,7 +107,10 @@ export function check(lines) {
       }
     } else if (['establish', 'write', 'read'].includes(o.inv.op)) K(o.inv.key).push(o);
   }
-  for (const f of finals) K(f.key).push({ inv: f, end: { ...f, ev: 'ok', ok: true }, start: f.m, done: f.m, final: true });
+  for (const f of finals.filter((x) => x.corrupt !== undefined)) {
+    violation(lines.some((l) => l.op === 'rogue') ? 'g' : 'c', `${f.key}: the final fence row does not decode: ${f.corrupt}`, f);
+  }
+  for (const f of finals.filter((x) => x.corrupt === undefined)) K(f.key).push({ inv: f, end: { ...f, ev: 'ok', ok: true }, start: f.m, done: f.m, final: true });
 
   for (const [key, list] of byKey) {
     // What each completed operation left: the mark is at least `left` from its completion on.
@@ -189,7 +205,8 @@ export function check(lines) {
       const v = o.end.value;
       const attempts = v && writes.get(v.w);
       if (!attempts) {
-        violation(o.final ? 'c' : 'd', `${key}: ${what} holds a value no write of this key carried`, o.inv.ev === 'invoke' ? o.inv : null, o.end);
+        if (v && isRogue(v.w)) violation('g', `${key}: ${what} holds the value of ${v.w}: a write of the rogue writer landed`, o.inv.ev === 'invoke' ? o.inv : null, o.end);
+        else violation(o.final ? 'c' : 'd', `${key}: ${what} holds a value no write of this key carried`, o.inv.ev === 'invoke' ? o.inv : null, o.end);
         continue;
       }
       if (!attempts.some(mayHaveApplied)) {
@@ -216,7 +233,8 @@ export function check(lines) {
       for (const [id, n] of counts) {
         const attempts = writes.get(id);
         if (n > 1) violation('e', `${key}: the caller's table holds op id ${id} ${n} times`, f.end);
-        if (!attempts) violation('c', `${key}: the caller's table holds op id ${id}, which no write of this key carried`, f.end);
+        if (!attempts && isRogue(id)) violation('g', `${key}: the caller's table holds op id ${id}: a write of the rogue writer landed`, f.end);
+        else if (!attempts) violation('c', `${key}: the caller's table holds op id ${id}, which no write of this key carried`, f.end);
         else if (!attempts.some(mayHaveApplied)) violation('d', `${key}: the caller's table holds op id ${id}, refused or failed on every attempt`, ...attempts.flatMap((w) => [w.inv, w.end]), f.end);
       }
       for (const o of acked) if (!counts.has(o.inv.opId)) violation('c', `${key}: acknowledged write ${o.inv.opId} is not in the caller's table`, o.inv, o.end, f.end);
@@ -263,11 +281,50 @@ export function check(lines) {
     }
   }
 
+  // ---- (g) the database guard ----
+  const rogue = { attempts: 0, refused: 0, landed: 0, lost: 0, byKind: {} };
+  for (const o of all) {
+    if (o.inv.op !== 'rogue') continue;
+    rogue.attempts += 1;
+    const k = (rogue.byKind[o.inv.kind] ??= { attempts: 0, refused: 0, landed: 0, lost: 0 });
+    k.attempts += 1;
+    const e = o.end;
+    const ex = o.inv.expect;
+    let outcome;
+    if (!e) outcome = 'lost'; // stopped mid-attempt: left to the final state
+    else if (e.ev === 'ok') {
+      outcome = 'landed';
+      // rows: what the statement changed (null when the engine does not count: TRUNCATE on PostgreSQL)
+      violation('g', `the rogue writer's ${o.inv.kind} on ${o.inv.table} (${o.inv.key}) landed: ${typeof e.rows === 'number' ? `${e.rows} row(s) changed` : 'it ran'} with no fence`, o.inv, e);
+    } else if (ex && e.code === ex.code && ex.text.every((t) => typeof e.message === 'string' && e.message.includes(t))) outcome = 'refused';
+    else if (e.lost === true) outcome = 'lost';
+    else {
+      outcome = 'other';
+      violation('g', `the rogue writer's ${o.inv.kind} on ${o.inv.table} (${o.inv.key}) failed with ${e.code}, not the guard's refusal ${ex ? ex.code : '(none expected)'}: it did not test the guard`, o.inv, e);
+    }
+    if (outcome !== 'other') {
+      rogue[outcome] += 1;
+      k[outcome] += 1;
+    }
+  }
+  const guardError = (l) => l.code === 'GUARD_REFUSED' || /fencegate guard|FG00[12]/.test(`${l.why ?? ''} ${l.code ?? ''}`);
+  for (const o of all) {
+    const e = o.end;
+    if (!e || o.inv.op === 'rogue') continue;
+    if (o.inv.op === 'reconcile') {
+      if (/fencegate guard|FG00[12]|GUARD_REFUSED/.test(JSON.stringify(e.errors ?? []))) violation('g', 'the restore drill\'s reconcile was refused by the guard', o.inv, e);
+    } else if ((e.ev === 'fail' || e.ev === 'unknown') && guardError(e)) {
+      violation('g', `${o.inv.key}: a fenced ${o.inv.op} was refused by the database guard (${e.code})`, o.inv, e);
+    } else if (rogue.attempts > 0 && e.ev === 'fail' && e.code === 'CORRUPT_STATE' && ['establish', 'write', 'read'].includes(o.inv.op)) {
+      violation('g', `${o.inv.key}: the fence row does not decode (CORRUPT_STATE) while the rogue writer runs: a state it wrote landed?`, o.inv, e);
+    }
+  }
+
   // ---- counts ----
   const verdicts = { acknowledged: 0, rejected: 0, unknown: 0, failed: 0 };
   const byOp = {};
   for (const o of all) {
-    if (o.inv.op === 'reconcile') continue;
+    if (o.inv.op === 'reconcile' || o.inv.op === 'rogue') continue;
     const kind = !o.end || o.end.ev === 'unknown' ? 'unknown' : o.end.ev === 'fail' ? 'failed' : o.end.ok !== false ? 'acknowledged' : 'rejected';
     verdicts[kind] += 1;
     byOp[o.inv.op] ??= { acknowledged: 0, rejected: 0, unknown: 0, failed: 0 };
@@ -275,7 +332,7 @@ export function check(lines) {
   }
   return {
     violations,
-    stats: { completed: all.filter((o) => o.inv.op !== 'reconcile').length, verdicts, byOp, faults, drills: windows.length, reissuedInDrills: reissued, keys: finals.length },
+    stats: { completed: all.filter((o) => o.inv.op !== 'reconcile' && o.inv.op !== 'rogue').length, verdicts, byOp, faults, drills: windows.length, reissuedInDrills: reissued, keys: finals.length, rogue },
   };
 }
 
@@ -287,6 +344,11 @@ export function formatReport({ violations, stats }) {
   const out = [];
   out.push(`check: ${stats.completed} operations (${Object.entries(stats.verdicts).map(([k, v]) => `${k} ${v}`).join(', ')}), faults ${JSON.stringify(stats.faults)}, restore drills ${stats.drills} (epochs granted again inside them: ${stats.reissuedInDrills})`);
   for (const [op, c] of Object.entries(stats.byOp)) out.push(`check:   ${op.padEnd(9)} ${Object.entries(c).map(([k, v]) => `${k} ${v}`).join(', ')}`);
+  if (stats.rogue && stats.rogue.attempts > 0) {
+    const r = stats.rogue;
+    out.push(`check: rogue writer: ${r.attempts} attempts, refused ${r.refused}, landed ${r.landed}, lost with the connection ${r.lost}`);
+    for (const [kind, c] of Object.entries(r.byKind).sort()) out.push(`check:   ${kind.padEnd(16)} ${Object.entries(c).map(([k, v]) => `${k} ${v}`).join(', ')}`);
+  }
   const shown = violations.slice(0, 50);
   for (const v of shown) {
     out.push(`VIOLATION (${v.rule}) ${v.message}`);

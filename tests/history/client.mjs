@@ -96,7 +96,7 @@ while (done < ops) {
       const value = { w: opId, key, token: epoch, holder };
       for (let attempt = 0; attempt < 3; attempt++) {
         const r = await call('write', { key, token: epoch, opId, attempt }, () =>
-          own ? gate.transaction(key, epoch, (tx) => own.write(tx, key, opId, value), { opId, holder }) : gate.write(key, epoch, value, { opId, holder }),
+          own ? gate.transaction(key, epoch, own.body(key, opId, value), { opId, holder }) : gate.write(key, epoch, value, { opId, holder }),
         );
         if (r.ev === 'ok') {
           if (!r.ok) held = null;

@@ -4,6 +4,7 @@
 //     direct       the spec without the proxy (the runner's own final reads, the restore drill)
 //     port         the server's port (the proxy's upstream), or null: no network (SQLite)
 //     faults       the fault kinds this engine supports besides the client ones
+//     guard        (per engine) true: run.mjs --guard installs the database guard on it (rogue.mjs writes it)
 //     restart()    stop the server hard and start it again on the same port and data
 //     stop()       async stop; stopSync() the same from an exit handler }
 //   restartGapMs (per engine, default 2000) the least time between two restarts
@@ -54,6 +55,7 @@ const asPostgres = (cmd, args) => (process.getuid() === 0 ? ['runuser', ['-u', '
 export const ENGINES = {
   sqlite: {
     faults: [], // in-process: no server to restart, no connection to cut
+    guard: true,
     async start(dir) {
       const file = path.join(dir, 'history.db');
       const spec = { kind: 'sqlite', file };
@@ -104,6 +106,7 @@ export const ENGINES = {
 
   postgres: {
     faults: ['proxy', 'restart'],
+    guard: true,
     async start(dir) {
       const bin = pgBin();
       const pgdir = path.join(dir, 'pg');

@@ -5,12 +5,22 @@
 // schedule, then checks the history (check.mjs).
 //
 //   node tests/history/run.mjs --engine sqlite|redis|postgres|etcd|etcd-cluster --ops N --procs P --seed S
-//        [--keys K] [--ttl MS] [--out FILE] [--broken] [--no-faults] [--own-data]
+//        [--keys K] [--ttl MS] [--out FILE] [--broken] [--no-faults] [--own-data [--guard [--unguarded]]]
 //
-// --own-data (sqlite, postgres): writes are gate.transaction(key, epoch, body, { opId, holder })
-// whose body writes the caller's own tables (items: the value per key; item_log: one row per
-// applied transaction); reads and the final value come from those rows, and the checker reads
-// the log (each op id at most once, none refused, every acknowledged one there).
+// --own-data (sqlite, postgres, redis): writes are gate.transaction(key, epoch, body, { opId, holder })
+// whose body writes the caller's own data (SQL: the tables items — the value per key — and
+// item_log — one row per applied transaction; Redis: the command list HSET items:<key> value …,
+// RPUSH item_log:<key> <op id>, run inside the fence script); reads and the final value come from
+// that data, and the checker reads the log (each op id at most once, none refused, every
+// acknowledged one there).
+// --guard (with --own-data; sqlite, postgres): the database guard (fencegate/guard, docs/guard.md)
+// is installed on items and item_log (key expression `key`, fence table res) before the clients
+// start, and a rogue writer (rogue.mjs) writes those tables and the fence rows directly, with no
+// fencegate, for the whole run; the checker's rule (g): none of its writes lands (each one that
+// reaches the database is refused with the guard's SQLSTATE or error and message), and no fenced
+// client operation is refused by the guard.
+// --unguarded (with --guard): the control: the rogue writer runs and no guard is installed, so
+// its writes land and the checker must report them.
 //
 // Faults (from outside the clients): SIGSTOP longer than the lease then
 // SIGCONT; SIGKILL of a client mid-operation and its restart; the TCP proxy
@@ -46,10 +56,12 @@ const { values: a } = parseArgs({
     broken: { type: 'boolean', default: false },
     'no-faults': { type: 'boolean', default: false },
     'own-data': { type: 'boolean', default: false },
+    guard: { type: 'boolean', default: false },
+    unguarded: { type: 'boolean', default: false },
   },
 });
 const usage = (msg) => {
-  console.error(`${msg}\nusage: node tests/history/run.mjs --engine ${Object.keys(ENGINES).join('|')} --ops N --procs P --seed S [--keys K] [--ttl MS] [--out FILE] [--broken] [--no-faults] [--own-data]`);
+  console.error(`${msg}\nusage: node tests/history/run.mjs --engine ${Object.keys(ENGINES).join('|')} --ops N --procs P --seed S [--keys K] [--ttl MS] [--out FILE] [--broken] [--no-faults] [--own-data [--guard [--unguarded]]]`);
   process.exit(2);
 };
 const engineName = a.engine;
@@ -62,6 +74,9 @@ if (![ops, procs, nkeys, ttlMs].every((x) => Number.isSafeInteger(x) && x > 0)) 
 if (procs < 1) usage('--procs must be ≥ 1');
 const seed = a.seed ?? String(Math.floor(Math.random() * 2 ** 31));
 if (!/^[0-9]+$/.test(seed)) usage('--seed is a non-negative integer');
+if (a.unguarded && !a.guard) usage('--unguarded is the control of --guard: give both');
+if (a.guard && !a['own-data']) usage('--guard needs --own-data (the guard protects the caller\'s own tables)');
+if (a.guard && !ENGINES[engineName].guard) usage(`--guard: the database guard has no ${engineName} engine here (${Object.keys(ENGINES).filter((e) => ENGINES[e].guard).join(', ')})`);
 const rand = rng(BigInt(seed));
 const keys = Array.from({ length: nkeys }, (_, i) => `k${i}`);
 const out = path.resolve(a.out ?? `build/history/${engineName}-${seed}.jsonl`);
@@ -78,14 +93,15 @@ const log = (o) => fs.writeSync(hfd, `${JSON.stringify({ ...o, t: Date.now(), m:
 const sleep = (ms) => new Promise((r) => setTimeout(r, ms));
 const notePid = (pid, what) => pid && fs.appendFileSync(pidsFile, `${JSON.stringify({ pid, what })}\n`);
 
-console.log(`history: engine ${engineName}, ops ${ops}, procs ${procs}, keys ${nkeys}, ttl ${ttlMs} ms, seed ${seed}${a.broken ? ', BROKEN host' : ''}${a['own-data'] ? ', own data (gate.transaction)' : ''}`);
+console.log(`history: engine ${engineName}, ops ${ops}, procs ${procs}, keys ${nkeys}, ttl ${ttlMs} ms, seed ${seed}${a.broken ? ', BROKEN host' : ''}${a['own-data'] ? ', own data (gate.transaction)' : ''}${a.guard ? (a.unguarded ? ', rogue writer with NO guard (control)' : ', guard + rogue writer') : ''}`);
 console.log(`history: file ${out}`);
-console.log(`history: replay with node tests/history/run.mjs --engine ${engineName} --ops ${ops} --procs ${procs} --seed ${seed} --keys ${nkeys} --ttl ${ttlMs}${a.broken ? ' --broken' : ''}${a['own-data'] ? ' --own-data' : ''}`);
+console.log(`history: replay with node tests/history/run.mjs --engine ${engineName} --ops ${ops} --procs ${procs} --seed ${seed} --keys ${nkeys} --ttl ${ttlMs}${a.broken ? ' --broken' : ''}${a['own-data'] ? ' --own-data' : ''}${a.guard ? ' --guard' : ''}${a.unguarded ? ' --unguarded' : ''}`);
 
 // ---- everything started is registered here and stopped on every exit path ----
 const clients = new Map(); // p → { child, stopped, done }
 let engine = null;
 let proxy = null;
+let rogue = null; // { child, exited } with --guard
 let shuttingDown = false;
 function stopAllSync() {
   shuttingDown = true;
@@ -94,6 +110,9 @@ function stopAllSync() {
       if (c.child.exitCode === null && c.child.signalCode === null) c.child.kill('SIGKILL');
     } catch {}
   }
+  try {
+    if (rogue && rogue.child.exitCode === null && rogue.child.signalCode === null) rogue.child.kill('SIGKILL');
+  } catch {}
   if (proxy) proxy.cutAll();
   if (engine) engine.stopSync();
   else ENGINES[engineName].stopDir?.(dir); // a start cut short
@@ -124,6 +143,13 @@ try {
   const own = await openStores({ ...engine.direct, ownData });
   const ownGate = new Gate(own.res, { commitTimeoutMs: 3000, maxRetries: 50, stateCache });
   const ownIssuer = new Issuer(own.iss, { commitTimeoutMs: 3000, loadTimeoutMs: 3000, maxRetries: 50 });
+  if (a.guard && !a.unguarded) {
+    // the guard on both caller tables, behind the fence table `res` (each row's key column is its fence key)
+    const { installGuard } = await import('../../pkg/adapters/guard.mjs');
+    for (const table of ['items', 'item_log']) await installGuard(own.raw, { table, key: 'key', fenceTable: 'res' });
+    log({ ev: 'guard', tables: ['items', 'item_log'], fenceTable: 'res' });
+    console.log('history: guard installed on items and item_log (fence table res)');
+  }
 
   const perProc = Math.ceil(ops / procs);
   const progress = new Map(); // p → completed ops over all incarnations
@@ -163,6 +189,15 @@ try {
   };
   const started = Date.now();
   for (let p = 0; p < procs; p++) spawnClient(p);
+  if (a.guard) {
+    // the rogue writer: direct to the server (no proxy), for the whole run
+    const cfg = { spec: engine.direct, keys, history: out, seed: String(BigInt(seed) * 1000n + 999n) };
+    const child = spawn(process.execPath, [path.join(here, 'rogue.mjs'), JSON.stringify(cfg)], { stdio: ['ignore', 'ignore', 'pipe'] });
+    notePid(child.pid, 'rogue writer');
+    let err = '';
+    child.stderr.on('data', (d) => (err = (err + d).slice(-4000)));
+    rogue = { child, exited: new Promise((r) => child.on('exit', (code, signal) => r({ code, signal, err }))) };
+  }
 
   // ---- the seeded fault schedule ----
   const live = () => [...clients.entries()].filter(([, c]) => !c.stopped && c.child.exitCode === null && c.child.signalCode === null);
@@ -171,11 +206,13 @@ try {
   let drillsDone = 0;
   let lastRestart = 0; // when the last server restart (or leader kill) finished
   const restartGap = E.restartGapMs ?? 2000;
-  const retrying = async (what, fn) => {
+  // `final(e)`: an error retrying cannot cure, thrown as it is
+  const retrying = async (what, fn, final = () => false) => {
     for (let i = 0; ; i++) {
       try {
         return await fn();
       } catch (e) {
+        if (final(e)) throw e;
         if (i >= 30) throw new Error(`${what}: ${e.code ?? ''} ${e.message}`);
         await sleep(200);
       }
@@ -286,11 +323,27 @@ try {
   running = false;
   await schedule;
   await Promise.all(pauses);
+  if (rogue) {
+    // it ends its current attempt (both its lines written), then exits 0
+    rogue.child.kill('SIGTERM');
+    const killer = setTimeout(() => rogue.child.kill('SIGKILL'), 10000);
+    const { code, signal, err } = await rogue.exited;
+    clearTimeout(killer);
+    if (code !== 0) crashes.push({ p: 'rogue', code, signal, stderr: err.trim() });
+  }
   const wallMs = Date.now() - started;
 
   // ---- final state, read directly from the server ----
   for (const k of keys) {
-    const r = await retrying('final read', () => ownGate.read(k));
+    let r;
+    try {
+      r = await retrying('final read', () => ownGate.read(k), (e) => e.code === 'CORRUPT_STATE');
+    } catch (e) {
+      // a fence row that does not decode (a state written around fencegate): a violation the checker reports
+      if (e.code !== 'CORRUPT_STATE') throw e;
+      log({ ev: 'final', key: k, corrupt: e.message });
+      continue;
+    }
     const cur = await retrying('final issuer read', () => ownIssuer.current(k));
     if (ownData) {
       // own data: the value is the caller's row, and every op id the caller's log holds
@@ -308,9 +361,15 @@ try {
 
   const result = checkFile(out);
   console.log(formatReport(result));
+  // a guard run whose rogue writer never met the guard tested nothing: a harness error
+  if (a.guard && !a.unguarded && result.stats.rogue.refused === 0) crashes.push({ p: 'rogue', code: 'no refused attempt', signal: null, stderr: JSON.stringify(result.stats.rogue) });
   const row = { engine: engineName, ops: result.stats.completed, procs, faults, ...result.stats.verdicts, violations: result.violations.length, wallMs, seed, crashes: crashes.length };
+  if (a.guard) {
+    const { attempts, refused, landed, lost } = result.stats.rogue;
+    row.rogue = { attempts, refused, landed, lost };
+  }
   console.log(`history: summary ${JSON.stringify(row)}`);
-  for (const c of crashes) console.error(`history: client p${c.p} exited with ${c.code ?? c.signal}: ${c.stderr.split('\n').slice(-3).join(' | ')}`);
+  for (const c of crashes) console.error(`history: ${c.p === 'rogue' ? 'the rogue writer' : `client p${c.p}`} exited with ${c.code ?? c.signal}: ${c.stderr.split('\n').slice(-3).join(' | ')}`);
   fs.rmSync(dir, { recursive: true, force: true });
   process.exitCode = result.violations.length > 0 ? 1 : crashes.length > 0 ? 2 : 0;
 } catch (e) {

@@ -10,8 +10,12 @@
 // `broken: true` wraps the resource store in a host whose commit ignores the
 // expected version and, for own data, whose fencedTransaction checks outside
 // the transaction (the deliberately broken hosts the checker must catch).
-// `ownData: true` (SQLite, PostgreSQL) adds the caller's tables `items` and `item_log`
-// and returns `own` { write(tx, key, opId, value), read(key), log(key) }.
+// `ownData: true` adds the caller's own data and returns `own` { body(key, opId, value), read(key), log(key) }:
+// body is what gate.transaction runs (SQLite, PostgreSQL: a function over the transaction
+// handle writing the tables `items` (one row per key: its last value) and `item_log` (one row
+// per applied transaction); Redis: the command list writing the hash `items:<key>` (field
+// `value`) and the list `item_log:<key>` (one op id per applied transaction)); read(key) and
+// log(key) read those back directly. `raw` is the engine's client (the database guard's install).
 import { createRequire } from 'node:module';
 
 const require = createRequire(import.meta.url);
@@ -19,7 +23,7 @@ const adapter = (name) => new URL(`../../pkg/adapters/${name}.mjs`, import.meta.
 export const TIMEOUT_MS = 2000;
 
 export async function openStores(spec) {
-  let res, iss, close;
+  let res, iss, close, raw;
   let own = null;
   switch (spec.kind) {
     case 'sqlite': {
@@ -35,7 +39,7 @@ export async function openStores(spec) {
       if (spec.ownData) {
         db.exec('CREATE TABLE IF NOT EXISTS items (key TEXT PRIMARY KEY NOT NULL, value TEXT NOT NULL); CREATE TABLE IF NOT EXISTS item_log (op_id TEXT NOT NULL, key TEXT NOT NULL)');
         own = {
-          write: (tx, key, opId, value) => {
+          body: (key, opId, value) => (tx) => {
             tx.prepare('INSERT INTO items (key, value) VALUES (?, ?) ON CONFLICT (key) DO UPDATE SET value = excluded.value').run(key, JSON.stringify(value));
             tx.prepare('INSERT INTO item_log (op_id, key) VALUES (?, ?)').run(opId, key);
           },
@@ -46,6 +50,7 @@ export async function openStores(spec) {
           log: async (key) => db.prepare('SELECT op_id FROM item_log WHERE key = ? ORDER BY rowid').pluck().all(key),
         };
       }
+      raw = db;
       close = async () => db.close();
       break;
     }
@@ -63,6 +68,21 @@ export async function openStores(spec) {
       client.on('error', () => {}); // reconnects on its own; each failed call is logged by the caller
       res = new RedisStore(client, { prefix: 'res:' });
       iss = new RedisStore(client, { prefix: 'iss:' });
+      // own data (--own-data): the caller's keys, written by the command list inside the fence script
+      if (spec.ownData) {
+        own = {
+          body: (key, opId, value) => [
+            ['HSET', `items:${key}`, 'value', JSON.stringify(value)],
+            ['RPUSH', `item_log:${key}`, opId],
+          ],
+          read: async (key) => {
+            const v = await client.hget(`items:${key}`, 'value');
+            return v === null ? { hasValue: false } : { hasValue: true, value: JSON.parse(v) };
+          },
+          log: async (key) => client.lrange(`item_log:${key}`, 0, -1),
+        };
+      }
+      raw = client;
       close = async () => client.disconnect();
       break;
     }
@@ -94,7 +114,7 @@ export async function openStores(spec) {
           }
         }
         own = {
-          write: async (tx, key, opId, value) => {
+          body: (key, opId, value) => async (tx) => {
             await tx.query('INSERT INTO items (key, value) VALUES ($1, $2) ON CONFLICT (key) DO UPDATE SET value = EXCLUDED.value', [key, JSON.stringify(value)]);
             await tx.query('INSERT INTO item_log (op_id, key) VALUES ($1, $2)', [opId, key]);
           },
@@ -105,6 +125,7 @@ export async function openStores(spec) {
           log: async (key) => (await pool.query('SELECT op_id FROM item_log WHERE key = $1 ORDER BY n', [key])).rows.map((r) => r.op_id),
         };
       }
+      raw = pool;
       close = async () => pool.end();
       break;
     }
@@ -126,6 +147,7 @@ export async function openStores(spec) {
       });
       res = new EtcdStore(client, { prefix: 'res/' });
       iss = new EtcdStore(client, { prefix: 'iss/' });
+      raw = client;
       close = async () => client.close();
       break;
     }
@@ -134,7 +156,7 @@ export async function openStores(spec) {
   }
   if (spec.ownData && own === null) throw new Error(`--own-data is not implemented for ${spec.kind}`);
   if (spec.broken) res = brokenHost(res);
-  return { res, iss, close, own };
+  return { res, iss, close, own, raw };
 }
 
 /**
@@ -156,6 +178,8 @@ export function brokenHost(inner) {
       return inner.commit(key, cur === null ? null : cur.version, nextState, change);
     },
   };
+  // own data on Redis: the command list is checked by the store, as the gate asks of any host
+  if (typeof inner.checkBody === 'function') host.checkBody = (body) => inner.checkBody(body);
   if (typeof inner.fencedTransaction === 'function') {
     // own data: the check outside the transaction. The fence record is read and
     // decided on a plain read; after a pause the transaction writes the decided

@@ -1,5 +1,5 @@
 // The history checker (tests/history/check.mjs) on small hand-written
-// histories: a clean one passes; each of the rules (a)–(f) reports its
+// histories: a clean one passes; each of the rules (a)–(g) reports its
 // violation with the lines that show it.
 import test from 'node:test';
 import assert from 'node:assert/strict';
@@ -17,6 +17,7 @@ function history() {
     unknown: (id, op, f) => add({ ev: 'unknown', id, op, code: 'COMMIT_UNKNOWN', ...f }),
     final: (key, f) => add({ ev: 'final', key, ...f }),
     drill: (phase) => add({ ev: 'drill', phase }),
+    add,
     text: () => lines.map((l) => JSON.stringify(l)).join('\n'),
   };
 }
@@ -217,4 +218,60 @@ test('own data (--own-data): the caller\'s log holds each applied op id once; tw
   h = base();
   h.final('k', { mark: 2, hasValue: true, value: val('y', 'k', 2, 'B'), ownLog: ['y'] });
   onlyViolation(h, 'c', "k: acknowledged write x is not in the caller's table");
+});
+
+test('(g) the guard (--guard): the rogue writer\'s attempts refused as expected or lost pass; one that landed, one refused by something else, a rogue op id or value in the final state, a fenced write refused by the guard are violations', () => {
+  const expect = { code: 'FG001', text: ['fencegate guard: UPDATE on items refused', ' key k '] };
+  const base = () => {
+    const h = clean();
+    h.inv('rogue.1', 'rogue', { p: -2, kind: 'items-update', key: 'k', table: 'items', expect });
+    h.add({ ev: 'fail', id: 'rogue.1', op: 'rogue', code: 'FG001', message: 'fencegate guard: UPDATE on items refused: this transaction did not pass the fence for key k (its fence row was not written by this transaction)' });
+    h.inv('rogue.2', 'rogue', { p: -2, kind: 'items-update', key: 'k', table: 'items', expect });
+    h.add({ ev: 'fail', id: 'rogue.2', op: 'rogue', code: 'ECONNRESET', message: 'read ECONNRESET', lost: true });
+    h.inv('rogue.3', 'rogue', { p: -2, kind: 'items-update', key: 'k', table: 'items', expect }); // no completion: stopped mid-attempt
+    return h;
+  };
+  const fin = { mark: 2, hasValue: true, value: val('x', 'k', 1, 'A'), ownLog: ['x'] };
+  let h = base();
+  h.final('k', fin);
+  let r = run(h);
+  assert.deepEqual(r.violations, []);
+  assert.deepEqual(r.stats.rogue, { attempts: 3, refused: 1, landed: 0, lost: 2, byKind: { 'items-update': { attempts: 3, refused: 1, landed: 0, lost: 2 } } });
+  assert.equal(r.stats.completed, 5); // the rogue's attempts are not client operations
+  assert.match(formatReport(r), /check: rogue writer: 3 attempts, refused 1, landed 0, lost with the connection 2/);
+
+  h = base();
+  h.inv('rogue.4', 'rogue', { p: -2, kind: 'items-update', key: 'k', table: 'items', expect });
+  h.ok('rogue.4', 'rogue', { rows: 1 });
+  h.final('k', fin);
+  r = run(h);
+  onlyViolation(h, 'g', "the rogue writer's items-update on items (k) landed: 1 row(s) changed with no fence", [16, 17]);
+  assert.equal(r.stats.rogue.landed, 1);
+
+  h = base(); // the right code with another message (a refusal of another rule) does not count as the guard's
+  h.inv('rogue.4', 'rogue', { p: -2, kind: 'items-update', key: 'k', table: 'items', expect });
+  h.add({ ev: 'fail', id: 'rogue.4', op: 'rogue', code: '42601', message: 'syntax error at or near "UPDAT"' });
+  h.final('k', fin);
+  onlyViolation(h, 'g', "the rogue writer's items-update on items (k) failed with 42601, not the guard's refusal FG001: it did not test the guard");
+
+  h = base();
+  h.final('k', { ...fin, ownLog: ['x', 'rogue-7'] });
+  onlyViolation(h, 'g', "k: the caller's table holds op id rogue-7: a write of the rogue writer landed");
+  h = base();
+  h.final('k', { ...fin, value: val('rogue-7', 'k', '0', 'rogue') });
+  onlyViolation(h, 'g', 'k: the final state holds the value of rogue-7: a write of the rogue writer landed');
+
+  h = base(); // a current-token transaction refused by the guard: a false refusal
+  h.inv('b3', 'write', { key: 'k', holder: 'B', token: 2, opId: 'y' });
+  h.add({ ev: 'fail', id: 'b3', op: 'write', key: 'k', code: 'GUARD_REFUSED', why: 'FencegateError: the database\'s guard refused a statement' });
+  h.final('k', fin);
+  onlyViolation(h, 'g', 'k: a fenced write was refused by the database guard (GUARD_REFUSED)');
+  h = base(); // fencegate's own fence write refused (a STORE_ERROR naming the guard)
+  h.inv('b3', 'establish', { key: 'k', holder: 'B', token: 3 });
+  h.add({ ev: 'fail', id: 'b3', op: 'establish', key: 'k', code: 'STORE_ERROR', why: 'DatabaseError: fencegate guard: fence row k: the new state refused: not JSON' });
+  h.final('k', fin);
+  onlyViolation(h, 'g', 'k: a fenced establish was refused by the database guard (STORE_ERROR)');
+  h = base(); // a fence row that does not decode, at the end
+  h.final('k', { corrupt: 'CORRUPT_STATE: the stored state of "k" is not JSON' });
+  onlyViolation(h, 'g', 'k: the final fence row does not decode: CORRUPT_STATE: the stored state of "k" is not JSON');
 });

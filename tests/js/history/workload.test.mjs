@@ -1,7 +1,9 @@
 // The history workload (tests/history/run.mjs) as a command: a deliberately
 // broken host (its commit ignores the expected version) is caught by the
-// checker, on the run and again on the saved file; Ctrl-C stops every client
-// and server the workload started.
+// checker, on the run and again on the saved file; the own-data mode on
+// SQLite, PostgreSQL and Redis, and with the database guard and its rogue
+// writer (and the unguarded control); Ctrl-C stops every client and server
+// the workload started.
 import test from 'node:test';
 import assert from 'node:assert/strict';
 import { spawn, spawnSync } from 'node:child_process';
@@ -9,6 +11,7 @@ import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
+import { checkFile } from '../../history/check.mjs';
 
 const root = fileURLToPath(new URL('../../../', import.meta.url));
 const run = path.join(root, 'tests/history/run.mjs');
@@ -48,7 +51,7 @@ test('a broken host (commit ignores the expected version) is caught: violations 
   assert.deepEqual(pidsOf(`${out}.pids`).filter((p) => alive(p.pid)), []);
 });
 
-test('own data (--own-data, gate.transaction into the caller\'s tables): 0 violations under SIGSTOP, SIGKILL and the restore drill; a host that checks outside the transaction is caught', () => {
+test("own data (--own-data, gate.transaction into the caller's tables): 0 violations under SIGSTOP, SIGKILL and the restore drill; a host that checks outside the transaction is caught", () => {
   const out = path.join(tmp, 'own.jsonl');
   const r = spawnSync(process.execPath, [run, '--engine', 'sqlite', '--own-data', '--ops', '500', '--procs', '4', '--seed', '16', '--out', out], { encoding: 'utf8', timeout: 180_000 });
   assert.equal(r.status, 0, r.stdout + r.stderr);
@@ -88,6 +91,70 @@ test('own data on PostgreSQL: 0 violations under SIGSTOP, SIGKILL, lost replies 
   assert.equal(b.status, 1, b.stdout + b.stderr);
   assert.match(b.stdout, /VIOLATION \(a\) k[01]: write with token \d+ applied after mark \d+ was established/);
 });
+
+test('own data on Redis (the command list run inside the fence script): 0 violations under SIGSTOP, SIGKILL, lost replies and restarts; the check-outside-the-transaction host is caught', { skip: !installed.redis && !requireServices && 'redis-server is not installed' }, () => {
+  const go = (name, extra) =>
+    spawnSync(process.execPath, [run, '--engine', 'redis', '--own-data', ...extra, '--procs', '4', '--seed', '16', '--out', path.join(tmp, name)], { encoding: 'utf8', timeout: 180_000 });
+  const r = go('own-redis.jsonl', ['--ops', '500']);
+  assert.equal(r.status, 0, r.stdout + r.stderr);
+  const summary = JSON.parse(r.stdout.match(/history: summary (.*)/)[1]);
+  assert.equal(summary.violations, 0);
+  assert.equal(summary.crashes, 0);
+  assert.ok(summary.faults.restart > 0 && summary.faults.sigstop > 0, JSON.stringify(summary.faults));
+  // the final lines carry the caller's keys as read back (items:<key>, item_log:<key>)
+  const finals = fs.readFileSync(path.join(tmp, 'own-redis.jsonl'), 'utf8').split('\n').filter((l) => l.includes('"ev":"final"')).map((l) => JSON.parse(l));
+  assert.equal(finals.length, 3);
+  assert.ok(finals.every((f) => Array.isArray(f.ownLog) && f.hasValue === true && f.ownLog.includes(f.value.w)), JSON.stringify(finals).slice(0, 400));
+  const b = go('own-redis-broken.jsonl', ['--broken', '--ops', '1000', '--keys', '2', '--ttl', '20']);
+  assert.equal(b.status, 1, b.stdout + b.stderr);
+  assert.match(b.stdout, /VIOLATION \(a\) k[01]: write with token \d+ applied after mark \d+ was established/);
+});
+
+for (const engine of ['sqlite', 'postgres']) {
+  const kinds = {
+    sqlite: ['fence-delete', 'fence-garbage', 'fence-lower', 'items-delete', 'items-delete-all', 'items-update', 'items-upsert', 'log-delete', 'log-insert', 'log-update'],
+    postgres: ['cross-key', 'fence-delete', 'fence-garbage', 'fence-lower', 'fence-truncate', 'items-delete', 'items-truncate', 'items-update', 'items-upsert', 'log-delete', 'log-insert', 'log-update'],
+  }[engine];
+  test(`the guard on ${engine} (--guard): every raw write of the rogue writer refused by the database, none landed, 0 violations; without the guard (--unguarded) its writes land and are caught`, { skip: !installed[engine] && !requireServices && `${engine} is not installed` }, () => {
+    const go = (name, extra) =>
+      spawnSync(process.execPath, [run, '--engine', engine, '--own-data', '--guard', ...extra, '--ops', '500', '--procs', '4', '--seed', '16', '--out', path.join(tmp, name)], { encoding: 'utf8', timeout: 180_000 });
+    const r = go(`guard-${engine}.jsonl`, []);
+    assert.equal(r.status, 0, r.stdout + r.stderr);
+    assert.match(r.stdout, /guard \+ rogue writer/);
+    const summary = JSON.parse(r.stdout.match(/history: summary (.*)/)[1]);
+    assert.equal(summary.violations, 0);
+    assert.equal(summary.crashes, 0);
+    assert.equal(summary.rogue.landed, 0);
+    assert.equal(summary.rogue.refused + summary.rogue.lost, summary.rogue.attempts);
+    assert.ok(summary.rogue.refused >= 30, JSON.stringify(summary.rogue));
+    // every kind of raw write was tried and refused, with the refusal it expected
+    const lines = fs.readFileSync(path.join(tmp, `guard-${engine}.jsonl`), 'utf8').split('\n').filter(Boolean).map((l) => JSON.parse(l));
+    const refusedKinds = new Set();
+    const codes = new Set();
+    const inv = new Map(lines.filter((l) => l.op === 'rogue' && l.ev === 'invoke').map((l) => [l.id, l]));
+    for (const l of lines.filter((x) => x.op === 'rogue' && x.ev === 'fail' && !x.lost)) {
+      assert.equal(l.code, inv.get(l.id).expect.code, JSON.stringify(l));
+      refusedKinds.add(l.kind);
+      codes.add(l.code);
+    }
+    assert.deepEqual([...refusedKinds].sort(), kinds);
+    assert.deepEqual([...codes].sort(), engine === 'sqlite' ? ['GUARD_REFUSED', 'SQLITE_CONSTRAINT_TRIGGER', 'SQLITE_ERROR'] : ['FG001', 'FG002']);
+    assert.ok(lines.some((l) => l.ev === 'guard'));
+
+    // the control: the same rogue writer and no guard
+    const c = go(`guard-${engine}-control.jsonl`, ['--unguarded']);
+    assert.equal(c.status, 1, c.stdout + c.stderr);
+    assert.match(c.stdout, /rogue writer with NO guard \(control\)/);
+    const control = JSON.parse(c.stdout.match(/history: summary (.*)/)[1]);
+    const others = fs.readFileSync(path.join(tmp, `guard-${engine}-control.jsonl`), 'utf8').split('\n').filter((l) => l.includes('"op":"rogue"') && l.includes('"ev":"fail"') && !l.includes('"lost":true'));
+    assert.equal(control.rogue.landed, control.rogue.attempts - control.rogue.lost, others.slice(0, 5).join('\n'));
+    assert.ok(control.rogue.landed > 0);
+    // each landed attempt is a violation (g) (the report prints the first 50 violations: read the saved file)
+    const landed = checkFile(path.join(tmp, `guard-${engine}-control.jsonl`)).violations.filter((v) => v.rule === 'g' && / landed: (\d+ row\(s\) changed|it ran) with no fence$/.test(v.message));
+    assert.equal(landed.length, control.rogue.landed);
+    assert.match(landed[0].message, /^the rogue writer's [a-z-]+ on (items|item_log|res) \(k[0-2]\) landed: /);
+  });
+}
 
 for (const engine of ['sqlite', 'redis', 'postgres', 'etcd-cluster']) {
   const skip = !installed[engine] && !requireServices && `${engine} is not installed (bash scripts/services.sh install, scripts/etcd-cluster.sh install)`;
