@@ -76,7 +76,7 @@ fn make_key(alg: &str, bytes: &[u8]) -> Result<Key, SignedError> {
         )),
         _ => Err(SignedError::InvalidArgument(format!(
             "unknown key type {}",
-            crate::error::quoted(alg)
+            crate::format::quoted(alg)
         ))),
     }
 }
