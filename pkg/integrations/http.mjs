@@ -5,7 +5,7 @@
 // reasons: docs/http.md. Framework middleware (fencegate/hono,
 // fencegate/express) is built on the neutral functions here.
 import { parseToken, FencegateError } from '../lib/core.mjs';
-import { replyOptions, headerNames } from '../adapters/support.mjs';
+import { replyOptions, headerNames } from '../lib/options.mjs';
 
 /** Reply/fence options checked (unknown names, wrong types, bad header names and a non-integer retryAfter are INVALID_ARGUMENT). */
 function fenceOptions(options, what) {
