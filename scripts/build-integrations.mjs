@@ -1,8 +1,8 @@
 // CommonJS copies of the integration subpaths (fencegate/http, /hono, /express,
 // /otel, /prometheus) for require(), with their .d.cts types. Each ESM module is
 // converted on its own: imports of the other integration modules become
-// require('./NAME.cjs'), the core (../lib/core.mjs; errors.mjs, imported by the inlined
-// option checks of ../adapters/support.mjs) becomes require('../../node.cjs'),
+// require('./NAME.cjs'), the core (lib/core.mjs, and lib/errors.mjs, which the inlined
+// option checks of lib/options.mjs import) becomes require('../../node.cjs'),
 // so a CommonJS program shares one core (and one FencegateError class) with
 // require('fencegate'); packages (@opentelemetry/api, prom-client) stay external.
 // ESM copies beside them (NAME.mjs) do the same for Node's "node" import condition, with
@@ -14,6 +14,13 @@ import { join, resolve } from 'node:path';
 
 const out = resolve(process.argv[2] ?? 'pkg');
 const src = join(out, 'integrations');
+const lib = join(out, 'lib');
+/** The lib/ module an import names ('core.mjs', 'options.mjs', …), or null for any other path. */
+const libModule = (args) => {
+  if (!args.path.startsWith('.')) return null;
+  const file = resolve(args.resolveDir, args.path);
+  return file.startsWith(lib + '/') ? file.slice(lib.length + 1) : null;
+};
 const dest = join(out, 'dist/integrations');
 mkdirSync(dest, { recursive: true });
 
@@ -22,8 +29,9 @@ const redirect = {
   setup(b) {
     b.onResolve({ filter: /.*/ }, (args) => {
       if (args.kind === 'entry-point') return undefined;
-      if (args.path === '../lib/core.mjs' || args.path === '../lib/errors.mjs') return { path: '../../node.cjs', external: true };
-      if (args.path === '../adapters/support.mjs') return undefined; // the shared option checks: inlined
+      const m = libModule(args);
+      if (m === 'core.mjs' || m === 'errors.mjs') return { path: '../../node.cjs', external: true };
+      if (m === 'options.mjs') return undefined; // the shared option checks: inlined
       const sibling = /^\.\/([a-z]+)\.mjs$/.exec(args.path);
       if (sibling) return { path: `./${sibling[1]}.cjs`, external: true };
       if (args.path.startsWith('.')) throw new Error(`${args.importer}: unexpected relative import ${args.path}`);
@@ -39,8 +47,9 @@ const redirectEsm = {
   setup(b) {
     b.onResolve({ filter: /.*/ }, (args) => {
       if (args.kind === 'entry-point') return undefined;
-      if (args.path === '../lib/core.mjs' || args.path === '../lib/errors.mjs') return { path: '../node.mjs', external: true };
-      if (args.path === '../adapters/support.mjs') return undefined; // the shared option checks: inlined
+      const m = libModule(args);
+      if (m === 'core.mjs' || m === 'errors.mjs') return { path: '../node.mjs', external: true };
+      if (m === 'options.mjs') return undefined; // the shared option checks: inlined
       if (/^\.\/[a-z]+\.mjs$/.test(args.path)) return { path: args.path, external: true };
       if (args.path.startsWith('.')) throw new Error(`${args.importer}: unexpected relative import ${args.path}`);
       return { path: args.path, external: true };

@@ -56,31 +56,9 @@ cp node_modules/devalue/LICENSE "$OUT/dist/devalue.LICENSE"
 # in CommonJS files they require on first use (docs/design.md "Issue 14: cold start").
 node scripts/build-node.mjs "$OUT"
 cp "$OUT/index.d.ts" "$OUT/dist/index.d.cts"
-# CommonJS copies of the store adapters (fencegate/memory, /sqlite, /redis, /postgres, /mysql, /etcd, /s3), with
-# adapters/support.mjs inlined. From lib/ they import only the codec, the error class and the memory store,
-# which the CommonJS bundle exports: one FencegateError (and MemoryHostStore) class for require() users.
-for a in memory sqlite redis postgres mysql etcd s3 guard; do
-  npx --no-install esbuild "$OUT/adapters/$a.mjs" --bundle '--external:../lib/*' --format=cjs --platform=node \
-    --outfile="$OUT/dist/adapters/$a.cjs" --log-level=warning
-  sed -i -e 's#require("\.\./lib/codec\.mjs")#require("../fencegate.cjs")#' \
-    -e 's#require("\.\./lib/errors\.mjs")#require("../fencegate.cjs")#' \
-    -e 's#require("\.\./lib/memory\.mjs")#require("../fencegate.cjs")#' "$OUT/dist/adapters/$a.cjs"
-  if grep -q 'require("\.\./lib/' "$OUT/dist/adapters/$a.cjs"; then
-    echo "build: $OUT/dist/adapters/$a.cjs requires a module the CommonJS bundle does not provide" >&2; exit 1
-  fi
-  cp "$OUT/adapters/$a.d.ts" "$OUT/dist/adapters/$a.d.cts"
-done
-# The same for ESM on Node (and Deno and Bun, which match the "node" condition): their "node"
-# import condition points at these copies, which import lib/ through the ESM bundle, so a program
-# mixing `fencegate` and `fencegate/sqlite` has one FencegateError class and one Wasm instance.
-for a in memory sqlite redis postgres mysql etcd deno-kv indexeddb s3 guard; do
-  npx --no-install esbuild "$OUT/adapters/$a.mjs" --bundle '--external:../lib/*' --format=esm --platform=node \
-    --outfile="$OUT/dist/adapters/$a.mjs" --log-level=warning
-  sed -i -E 's#from "\.\./lib/(codec|errors|memory)\.mjs"#from "../node.mjs"#' "$OUT/dist/adapters/$a.mjs"
-  if grep -q '"\.\./lib/' "$OUT/dist/adapters/$a.mjs"; then
-    echo "build: $OUT/dist/adapters/$a.mjs imports a module the ESM bundle does not provide" >&2; exit 1
-  fi
-done
+# CommonJS copies of the store adapters and ESM copies for Node, importing lib/'s error class,
+# codec and memory store through the package's bundles (scripts/build-adapters.mjs).
+node scripts/build-adapters.mjs "$OUT"
 # The license texts and the changelog ship in the tarball; their one copy lives at the root.
 cp LICENSE-MIT LICENSE-APACHE CHANGELOG.md "$OUT"/
 # CommonJS copies of the integrations (fencegate/http, /hono, /express, /otel, /prometheus), and

@@ -20,17 +20,6 @@ pub enum SameEpoch {
     Strict,
 }
 
-impl SameEpoch {
-    /// Parses the same-epoch rule names used by the JS API: `"allow"` or `"strict"`.
-    pub fn from_name(name: &str) -> Option<SameEpoch> {
-        match name {
-            "allow" => Some(SameEpoch::Allow),
-            "strict" => Some(SameEpoch::Strict),
-            _ => None,
-        }
-    }
-}
-
 /// The kind of operation being fenced.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Operation {
@@ -42,7 +31,8 @@ pub enum Operation {
     Establish,
 }
 
-/// The three outcomes of a fence check.
+/// The outcome of a fence check: advance, accept, reject, or duplicate (an
+/// operation id already applied in this epoch).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Outcome {
     /// token > mark: raise the mark to the token and apply the change.
@@ -198,6 +188,20 @@ impl OpMeta<'_> {
         window: DEFAULT_WINDOW,
         fingerprint: None,
     };
+}
+
+impl<'a> OpMeta<'a> {
+    /// The operation as the gate settles it after verifying a signed token
+    /// whose lease id is `lease_id`: a non-empty lease id is the holder,
+    /// whatever holder the operation names; an empty one (or no signed token)
+    /// binds nothing, and the operation's own holder stays. The one definition
+    /// of a token's holder (docs/signed-tokens.md, "The lease id in a token").
+    pub fn claimed_by(&self, lease_id: Option<&'a str>) -> OpMeta<'a> {
+        OpMeta {
+            holder: lease_id.filter(|l| !l.is_empty()).or(self.holder),
+            ..*self
+        }
+    }
 }
 
 /// Records operation id `op_id` (if any) in the window as applied over

@@ -5,13 +5,6 @@
 
 use thiserror::Error;
 
-/// `s` as a JSON string literal: how messages quote names and texts (not
-/// `{:?}`, whose escaping brings core's Unicode tables into the `.wasm`;
-/// issue 14). The persisted formats' JSON writer ([`crate::format::to_text`]).
-pub fn quoted(s: &str) -> String {
-    crate::format::to_text(s)
-}
-
 /// A stable code naming why an operation was rejected or failed.
 ///
 /// The numeric discriminants are the wire values the binding layer returns to

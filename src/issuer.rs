@@ -86,19 +86,13 @@
 use serde::{Deserialize, Serialize, Serializer};
 use thiserror::Error;
 
-use crate::error::{quoted, Code, StateError};
-/// The record's serde types (the text codec lives in [`crate::format`]).
-pub use crate::format::{WireIssuerState, WireLease};
+use crate::error::{Code, StateError};
+use crate::format::quoted;
+/// The record's serde types and format versions (the text codec lives in [`crate::format`]).
+pub use crate::format::{WireIssuerState, WireLease, ISSUER_STATE_VERSION, ISSUER_STATE_VERSION_1};
 use crate::signed::{b64_decode_canonical, b64_encode};
 use crate::token::{parse_token, MAX_SAFE_INTEGER};
 use sha2::{Digest, Sha256};
-
-/// The format version written by [`IssuerState::to_wire`] (except for a
-/// version-1 lease that is renewed: see the module docs).
-pub const ISSUER_STATE_VERSION: u64 = 2;
-
-/// The format version that has derived lease ids (still read).
-pub const ISSUER_STATE_VERSION_1: u64 = 1;
 
 /// Random bytes in a lease id (128 bits).
 pub const LEASE_KEY_BYTES: usize = 16;

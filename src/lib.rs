@@ -17,6 +17,8 @@ pub mod format;
 #[cfg(test)]
 mod format_fixture;
 #[cfg(test)]
+mod format_strictness;
+#[cfg(test)]
 mod fuzz;
 pub mod issuer;
 pub mod ops;

@@ -29,7 +29,8 @@
 
 use serde::{Deserialize, Serialize, Serializer};
 
-use crate::error::{quoted, Code};
+use crate::error::Code;
+use crate::format::quoted;
 use crate::issuer::{serialize_epoch, EpochLimit, IssuerRecord};
 
 /// A resource's fence record as `Gate.inspect` reports it.

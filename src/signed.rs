@@ -51,7 +51,8 @@ use std::mem::{size_of, MaybeUninit};
 use thiserror::Error;
 use zeroize::Zeroize;
 
-use crate::error::{quoted, Code};
+use crate::error::Code;
+use crate::format::quoted;
 
 /// The version prefix of the text form, without the dot.
 pub const VERSION_PREFIX: &str = "fg1";

@@ -51,7 +51,7 @@
 use std::collections::VecDeque;
 
 use crate::error::StateError;
-use crate::format::{self, Dec, OpText, OpsOut, OpsText, StateOut, StateText};
+use crate::format::{self, cut, Dec, OpText, OpsOut, OpsText, StateOut, StateText};
 use crate::ops::{
     valid_op_id, OpRecord, OpWindow, BLOOM_BYTES, FINGERPRINT_BYTES, MAX_HOLDER_BYTES, MAX_WINDOW,
 };
@@ -301,21 +301,6 @@ fn op_record(
 #[inline(never)]
 fn err(message: &str) -> StateError {
     StateError(message.to_owned())
-}
-
-/// At most `max` characters of `text` (error messages never quote long input).
-#[inline(never)]
-pub(crate) fn cut(text: &str, max: usize) -> String {
-    // `get`, not `&text[..i]`: `i` is a char boundary, but indexing would link
-    // core's `slice_error_fail` and its formatting (about 2 KB before wasm-opt).
-    match text
-        .char_indices()
-        .nth(max)
-        .and_then(|(i, _)| text.get(..i))
-    {
-        Some(head) => format!("{head}…"),
-        None => text.to_owned(),
-    }
 }
 
 fn unhex(text: &str) -> Result<[u8; BLOOM_BYTES], StateError> {

@@ -116,8 +116,8 @@ impl<K: Hash + Eq, V, S: BuildHasher> MemoryStore<K, V, S> {
     }
 
     /// [`MemoryStore::apply_with`] where `check` may also name the holder the
-    /// token itself carries (a signed token's lease id); the operation's own
-    /// `meta.holder`, when given, takes precedence.
+    /// token itself carries (a signed token's lease id); that holder, when
+    /// named, takes precedence over the operation's own `meta.holder`.
     pub fn apply_claimed<Q>(
         &mut self,
         key: &Q,
@@ -200,12 +200,9 @@ pub(crate) fn apply_to<V>(
 ) -> Verdict {
     // A signed token's verified lease id is the holder, whatever `holder` the
     // operation names: a self-declared name cannot make two owners of one
-    // epoch look like one (docs/signed-tokens.md).
+    // epoch look like one ([`OpMeta::claimed_by`]).
     fn with_claim<'a>(meta: &OpMeta<'a>, claimed: &'a Option<String>) -> OpMeta<'a> {
-        OpMeta {
-            holder: claimed.as_deref().or(meta.holder),
-            ..*meta
-        }
+        meta.claimed_by(claimed.as_deref())
     }
     if let Some(entry) = entry {
         let (epoch_verdict, claimed) = check(entry.state.mark);

@@ -11,7 +11,7 @@
 //
 // Values go through a codec (default `valueCodec`, docs/stores.md "Values").
 import { Gate, FencegateError, valueCodec } from '../workerd.mjs';
-import { codecOf, encodeWith, encodedOf, loadedRecord, stateTextOf, storeOptions, CODEC_OPTIONS } from './support.mjs';
+import { codecOf, encodeWith, encodedOf, loadedRecord, nextStateTextOf, storeOptions, CODEC_OPTIONS } from './support.mjs';
 import { fence } from '../integrations/http.mjs';
 
 const invalid = (message, details) => new FencegateError('INVALID_ARGUMENT', message, details);
@@ -52,7 +52,7 @@ export class DurableObjectStore {
       if (out === null || out === undefined) return false;
       const { change } = out;
       const value = change.kind === 'set' ? encodedOf(this, change) : change.kind === 'delete' ? null : (entry?.value ?? null);
-      await txn.put(k, { state: stateTextOf(out), value });
+      await txn.put(k, { state: nextStateTextOf(out), value });
       return true;
     });
   }
@@ -189,7 +189,7 @@ export class DurableObjectSqlStore {
       if (out === null || out === undefined) return null;
       const { change } = out;
       const value = change.kind === 'set' ? encodedOf(this, change) : null;
-      return { version: this.#write(key, row !== null, stateTextOf(out), change, value) };
+      return { version: this.#write(key, row !== null, nextStateTextOf(out), change, value) };
     });
   }
 

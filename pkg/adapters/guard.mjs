@@ -24,7 +24,7 @@
 //     record of the keys fenced in the transaction open on that connection.
 // The SQL text is also available as text (guardSql) for migration tools.
 import { FencegateError } from '../lib/errors.mjs';
-import { checkMembers } from './support.mjs';
+import { checkOptions } from '../lib/options.mjs';
 
 /** SQLSTATE of a refused change to a protected row (no fence passed for its key in this transaction). */
 export const GUARD_SQLSTATE = 'FG001';
@@ -50,7 +50,7 @@ function nameOf(value, what) {
 
 /** `options` checked: `{ engine, table, key, fenceTable, columns }` (what `need` lists is required). */
 function checked(options, what, need) {
-  const o = checkMembers(options, what, { engine: 'string', table: 'string', key: 'string', fenceTable: 'string', columns: 'array', fence: 'boolean', dryRun: 'boolean' });
+  const o = checkOptions(options, { engine: 'string', table: 'string', key: 'string', fenceTable: 'string', columns: 'array', fence: 'boolean', dryRun: 'boolean' }, what);
   if (o.engine !== undefined && !ENGINES.includes(o.engine)) throw invalid(`${what}: engine must be one of ${ENGINES.join(', ')}, got ${JSON.stringify(o.engine)}`, { engine: o.engine });
   const out = { engine: o.engine, fenceTable: nameOf(o.fenceTable ?? 'fencegate', 'fenceTable'), fence: o.fence === true, dryRun: o.dryRun === true };
   if (o.table !== undefined || need.includes('table')) out.table = nameOf(o.table, 'table');

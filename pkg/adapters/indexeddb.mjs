@@ -18,7 +18,7 @@
 // Values go through a codec (default `valueCodec`, docs/stores.md "Values").
 import { valueCodec } from '../lib/codec.mjs';
 import { FencegateError } from '../lib/errors.mjs';
-import { codecOf, encodeWith, encodedOf, loadedRecord, stateTextOf, storeOptions, CODEC_OPTIONS } from './support.mjs';
+import { codecOf, encodeWith, encodedOf, loadedRecord, nextStateTextOf, storeOptions, CODEC_OPTIONS } from './support.mjs';
 
 const invalid = (message, details) => new FencegateError('INVALID_ARGUMENT', message, details);
 
@@ -127,7 +127,7 @@ export class IndexedDbStore {
       if (out === null || out === undefined) return null;
       const { change } = out;
       const value = change.kind === 'set' ? encodedOf(this, change) : change.kind === 'delete' ? null : (record?.value ?? null);
-      return { state: stateTextOf(out), value };
+      return { state: nextStateTextOf(out), value };
     });
   }
 

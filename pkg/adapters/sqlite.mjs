@@ -16,7 +16,7 @@
 // The client is passed in (an open `Database`); this module imports only the codec.
 import { valueCodec } from '../lib/codec.mjs';
 import { FencegateError } from '../lib/errors.mjs';
-import { codecOf, encodeWith, encodedOf, loadedRecord, tableOf, stateTextOf, storeOptions, CODEC_OPTIONS } from './support.mjs';
+import { codecOf, encodeWith, encodedOf, loadedRecord, tableOf, nextStateTextOf, storeOptions, CODEC_OPTIONS } from './support.mjs';
 import { ormRunner } from './orm-handles.mjs';
 
 const IDENT = /^[A-Za-z_][A-Za-z0-9_]{0,62}$/;
@@ -188,7 +188,7 @@ export class SqliteStore {
       const stored = selectState(key); // the state text; no row: undefined (better-sqlite3), null (bun:sqlite)
       const out = fn(stored == null ? null : stored);
       if (out === null || out === undefined) return null; // rejected: write nothing
-      const state = stateTextOf(out);
+      const state = nextStateTextOf(out);
       const { change } = out;
       const value = change.kind === 'set' ? encodedOf(this, change) : null;
       const update = this.#updateVersion;

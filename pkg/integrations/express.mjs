@@ -5,7 +5,7 @@
 // operation inside the handler and sends the status and body of docs/http.md.
 // Express is an optional peer dependency: this module does not import it.
 import { readFencing, verdictReply, errorReply, tokenProblemReply } from './http.mjs';
-import { fencingOptions } from '../adapters/support.mjs';
+import { fencingOptions } from '../lib/options.mjs';
 import { FencegateError } from '../lib/errors.mjs';
 
 function send(res, reply) {

@@ -5,7 +5,7 @@
 // inside the handler and answers with the status and body of docs/http.md.
 // Hono is an optional peer dependency: this module does not import it.
 import { readFencing, verdictReply, errorReply, tokenProblemReply, toResponse } from './http.mjs';
-import { fencingOptions } from '../adapters/support.mjs';
+import { fencingOptions } from '../lib/options.mjs';
 import { FencegateError } from '../lib/errors.mjs';
 
 /**

@@ -4,8 +4,8 @@
 // refusal, an RFC 9457 application/problem+json body. The mapping and its
 // reasons: docs/http.md. Framework middleware (fencegate/hono,
 // fencegate/express) is built on the neutral functions here.
-import { parseToken, FencegateError } from '../lib/core.mjs';
-import { replyOptions, headerNames } from '../adapters/support.mjs';
+import { parseToken, FencegateError, __operationLimits } from '../lib/core.mjs';
+import { replyOptions, headerNames } from '../lib/options.mjs';
 
 /** Reply/fence options checked (unknown names, wrong types, bad header names and a non-integer retryAfter are INVALID_ARGUMENT). */
 function fenceOptions(options, what) {
@@ -104,9 +104,15 @@ export function statusFor(code) {
 
 // Op ids and holders in headers: visible ASCII only. Header bytes above 0x7F
 // arrive as Latin-1 in Fetch and Node, so UTF-8 text would silently become
-// another string; commas would merge repeated headers into one value.
-const OP_ID_RE = /^[\x21-\x2b\x2d-\x7e]{1,128}$/;
-const HOLDER_RE = /^[\x21-\x2b\x2d-\x7e]{1,256}$/;
+// another string; commas would merge repeated headers into one value. Their
+// lengths are the gate's limits (`__operationLimits`; ASCII: characters = bytes).
+const HEADER_TEXT_RE = /^[\x21-\x2b\x2d-\x7e]+$/;
+
+/** `value` of header `name` when it is 1 to `max` visible ASCII characters without commas; INVALID_ARGUMENT otherwise. */
+function headerValue(name, value, max) {
+  if (value.length > max || !HEADER_TEXT_RE.test(value)) throw badHeader(name, value, `1 to ${max} visible ASCII characters without commas`);
+  return value;
+}
 
 /**
  * Looks a header up by the source's shape, never its class (a Request or
@@ -179,7 +185,8 @@ function badHeader(name, value, what) {
  * MALFORMED_TOKEN). Handing the gate every token keeps every refusal a verdict
  * with the mark, counted and audited like any other.
  * @throws FencegateError INVALID_ARGUMENT for an op-id or holder header that is
- *   present but not 1..128 (holder 1..256) visible ASCII characters without commas.
+ *   present but not visible ASCII characters without commas, 1 up to the gate's
+ *   operation-id (holder) limit long: 1..128 (1..256).
  */
 export function readFencing(source, names = {}) {
   names = headerNames(names, 'readFencing header names');
@@ -204,15 +211,9 @@ export function readFencing(source, names = {}) {
   }
   const options = {};
   const opId = header(source, opIdName);
-  if (opId !== null) {
-    if (!OP_ID_RE.test(opId)) throw badHeader(opIdName, opId, '1 to 128 visible ASCII characters without commas');
-    options.opId = opId;
-  }
+  if (opId !== null) options.opId = headerValue(opIdName, opId, __operationLimits().maxOpIdBytes);
   const holder = header(source, holderName);
-  if (holder !== null) {
-    if (!HOLDER_RE.test(holder)) throw badHeader(holderName, holder, '1 to 256 visible ASCII characters without commas');
-    options.holder = holder;
-  }
+  if (holder !== null) options.holder = headerValue(holderName, holder, __operationLimits().maxHolderBytes);
   return { token, header: text, problem, options };
 }
 

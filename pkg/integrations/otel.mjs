@@ -8,7 +8,7 @@
 // bounded (3 operations × 4 outcomes × the fixed codes): never the key, the
 // token or the holder.
 import { metrics, trace } from '@opentelemetry/api';
-import { checkMembers } from '../adapters/support.mjs';
+import { checkOptions } from '../lib/options.mjs';
 
 const SCOPE = 'fencegate';
 
@@ -18,7 +18,7 @@ const SCOPE = 'fencegate';
  * `spanEvents` (default true), `next` (another audit callback, called after).
  */
 export function otelAudit(options = {}) {
-  options = checkMembers(options, 'otelAudit', { meter: 'object', spanEvents: 'boolean', next: 'function' });
+  options = checkOptions(options, { meter: 'object', spanEvents: 'boolean', next: 'function' }, 'otelAudit');
   const meter = options.meter ?? metrics.getMeter(SCOPE);
   const spanEvents = options.spanEvents ?? true;
   const next = options.next ?? null;

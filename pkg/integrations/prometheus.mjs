@@ -5,7 +5,7 @@
 //   fencegate_commit_duration_seconds{operation,outcome}        histogram: the host's commit/transaction (only when one ran)
 // Label values are bounded: never the key, the token or the holder.
 import { Counter, Histogram, register as defaultRegistry } from 'prom-client';
-import { checkMembers } from '../adapters/support.mjs';
+import { checkOptions } from '../lib/options.mjs';
 
 /** Default histogram buckets (seconds): 50 µs … 2.5 s. */
 export const DURATION_BUCKETS = [0.00005, 0.0001, 0.00025, 0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5];
@@ -21,7 +21,7 @@ function metric(registry, name, make) {
  * it twice with the same registry and prefix shares the metrics.
  */
 export function prometheusAudit(options = {}) {
-  options = checkMembers(options, 'prometheusAudit', { registry: 'object', prefix: 'string', buckets: 'array', next: 'function' });
+  options = checkOptions(options, { registry: 'object', prefix: 'string', buckets: 'array', next: 'function' }, 'prometheusAudit');
   const registry = options.registry ?? defaultRegistry;
   const prefix = options.prefix ?? 'fencegate_';
   const buckets = options.buckets ?? DURATION_BUCKETS;

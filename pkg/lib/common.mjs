@@ -2,9 +2,10 @@
 // token canonical form, and the host-callback plumbing (timeouts, unknown commits).
 import { FencegateError } from './errors.mjs';
 import { ready, MAX_KEY_BYTES } from './runtime.mjs';
-import { plainObject } from '../adapters/support.mjs';
+import { invalid, describe, describeKind, messageOf, plainObject, unreadable, checkOptions } from './options.mjs';
 
-export { plainObject };
+// The option checks and argument errors live in options.mjs (shared with the adapters and integrations).
+export { invalid, describe, describeKind, messageOf, plainObject, unreadable, checkOptions };
 
 export const MAX_U64 = 0xffff_ffff_ffff_ffffn;
 export const MAX_SAFE = 9007199254740991n;
@@ -12,11 +13,6 @@ export const MAX_SAFE = 9007199254740991n;
 /** An epoch in canonical form: a bigint ≤ 2^53−1 becomes a number. */
 export function canonical(token) {
   return typeof token === 'bigint' && token <= MAX_SAFE ? Number(token) : token;
-}
-
-/** A FencegateError INVALID_ARGUMENT. */
-export function invalid(message, details) {
-  return new FencegateError('INVALID_ARGUMENT', message, details);
 }
 
 /** Throws NOT_INITIALIZED. */
@@ -97,66 +93,6 @@ export function checkKey(key) {
   }
 }
 
-/** The longest text a description quotes from a user value, in UTF-16 units. */
-const DESCRIBE_MAX = 80;
-
-/**
- * A short, printable description of ANY value for error messages. It never
- * calls the value's own conversions (`toString`, `valueOf`,
- * `Symbol.toPrimitive`, `toJSON`), so an object without a prototype, a Proxy,
- * a symbol or an object whose conversion throws are all described, and the
- * library's own error is never replaced by a foreign TypeError. Only the
- * `typeof` of objects and functions is told; strings and big numbers are cut.
- */
-export function describe(value) {
-  switch (typeof value) {
-    case 'string': {
-      const cut = value.length > DESCRIBE_MAX;
-      return JSON.stringify(cut ? value.slice(0, DESCRIBE_MAX) : value) + (cut ? ` (cut; ${value.length} units)` : '');
-    }
-    case 'number':
-      return Object.is(value, -0) ? '-0' : `${value}`;
-    case 'bigint': {
-      const text = `${value}`; // a primitive's own ToString: no user code runs
-      return text.length > DESCRIBE_MAX ? `a bigint of ${text.length} digits` : `${text}n`;
-    }
-    case 'boolean':
-      return value ? 'true' : 'false';
-    case 'undefined':
-      return 'undefined';
-    case 'symbol':
-      return 'a symbol';
-    case 'function':
-      return 'a function';
-    default:
-      if (value === null) return 'null';
-      try {
-        if (Array.isArray(value)) return 'an array';
-      } catch {
-        // a revoked Proxy
-      }
-      return 'an object';
-  }
-}
-
-/**
- * A printable message for any thrown value: an Error's (or error-like
- * object's) string `message`, a thrown string as is, else `describe(cause)`.
- * Never throws, whatever the value's getters or conversions do.
- */
-export function messageOf(cause) {
-  if (typeof cause === 'string') return cause;
-  if (cause !== null && typeof cause === 'object') {
-    try {
-      const m = cause.message;
-      if (typeof m === 'string') return m;
-    } catch {
-      return 'an error whose message cannot be read';
-    }
-  }
-  return describe(cause);
-}
-
 /** Whether a host error says the commit may have landed (`{ commitUnknown: true }`). */
 export function marksCommitUnknown(cause) {
   if (cause === null || typeof cause !== 'object') return false;
@@ -186,75 +122,6 @@ export function withTimeout(result, ms) {
 
 /** The longest timer Node and browsers honour (2^31−1 ms); longer ones fire at once. */
 export const MAX_TIMER_MS = 2 ** 31 - 1;
-
-/**
- * Throws INVALID_ARGUMENT for an option name that is not in `known` (a typo
- * must not silently turn a check off). Every enumerable name is checked, own or
- * inherited (`for…in`). Call it before anything is read or written. The
- * message names the unknown member and lists the known ones. Returns a plain
- * copy of the known members (each read once; absent or `undefined` ones left
- * out), which the caller reads instead of `options`; a member or trap that
- * throws is INVALID_ARGUMENT (`unreadable`), with nothing changed.
- */
-export function checkOptions(options, known, what, prefix = '') {
-  let names;
-  try {
-    if (!plainObject(options)) {
-      throw invalid(`${prefix ? prefix.slice(0, -1) : `${what} options`} must be a plain object { ${known.join(', ')} }, got ${describeKind(options)}`, prefix ? { option: prefix.slice(0, -1), options } : { options });
-    }
-    names = [];
-    for (const name in options) names.push(name);
-  } catch (cause) {
-    if (cause instanceof FencegateError) throw cause;
-    throw unreadable(what, cause);
-  }
-  for (const name of names) {
-    if (!known.includes(name)) {
-      throw invalid(`unknown ${what} option ${JSON.stringify(prefix + name)} (known: ${known.join(', ')})`, { option: name, path: prefix + name });
-    }
-  }
-  // What was checked is what is used: each known member read once, here.
-  const copy = {};
-  for (const name of known) {
-    let v;
-    try {
-      v = options[name];
-    } catch (cause) {
-      throw unreadable(what, cause, name);
-    }
-    if (v !== undefined) copy[name] = v;
-  }
-  return copy;
-}
-
-/** `describe(v)`, naming the built-in kind of an object that is not a plain one (a Map, a Date…). */
-export function describeKind(v) {
-  try {
-    if (v !== null && typeof v === 'object' && !Array.isArray(v) && !plainObject(v)) return 'an object of a built-in kind (Map, Set, Date, RegExp, a boxed primitive, bytes)';
-  } catch {
-    // a revoked Proxy: describe says what it can
-  }
-  return describe(v);
-}
-
-/**
- * INVALID_ARGUMENT for an options object that threw while fencegate read it (a
- * getter, a Proxy trap, a revoked Proxy): never the raw error without a code.
- */
-export function unreadable(what, cause, option) {
-  const member = option === undefined ? 'its members' : `option ${JSON.stringify(option)}`;
-  return invalid(`${what} options: reading ${member} threw: ${messageOf(cause)}`, option === undefined ? { cause } : { option, cause });
-}
-
-/** `options` when it is an object whose names are all in `known`; INVALID_ARGUMENT otherwise. `undefined`/`null` give `{}` when `optional`. */
-export function optionsOf(options, known, what, optional = true) {
-  if ((options === undefined || options === null) && optional) return {};
-  if (options === null || typeof options !== 'object') {
-    throw invalid(`${what} options must be an object { ${known.join(', ')} }, got ${describe(options)}`, { options });
-  }
-  checkOptions(options, known, what);
-  return options;
-}
 
 /** The options both gates take (`Gate` adds `maxRetries` and `commitTimeoutMs`). */
 export const GATE_OPTIONS = ['sameEpoch', 'opWindow', 'onVerdict', 'requireSigned', 'keys', 'retired', 'scope', 'higherEpoch'];

@@ -2,7 +2,7 @@
 // into Wasm (numbers and bigints never go through serde) and shapes verdicts.
 import * as wasm from '../dist/fencegate.js';
 import { FencegateError } from './errors.mjs';
-import { ready, initAsync, CODES, DUPLICATE, lastMarks, exactMarks, writeInput, writeOpId } from './runtime.mjs';
+import { ready, initAsync, CODES, DUPLICATE, TABLES, lastMarks, exactMarks, writeInput, writeOpId } from './runtime.mjs';
 import { policyFromOptions, refreshCeiling, setPolicyCeiling, addPolicyKey, retirePolicyKey, freePolicy } from './signed.mjs';
 import { metaOf, establishOpId, windowOf, auditOf, Observer, pack, plainPolicy, verdictOut, verdictFor, claimsOut, marksOut, ESTABLISH } from './verdict.mjs';
 import { invalid, notReady, checkKey, checkOptions, GATE_OPTIONS, describe, stateTextOf, checkStateText, MAX_U64 } from './common.mjs';
@@ -38,6 +38,17 @@ export function parseToken(text) {
     }
   }
   return wasm.parseToken(text);
+}
+
+/**
+ * The longest operation id and holder in UTF-8 bytes, `{ maxOpIdBytes,
+ * maxHolderBytes }`, as Rust defines them: for the HTTP integration's header
+ * checks (fencegate/http), which reach the core only through this module. Not
+ * public API (index.d.ts does not declare it).
+ */
+export function __operationLimits() {
+  if (!ready) notReady();
+  return { maxOpIdBytes: TABLES.maxOpIdBytes, maxHolderBytes: TABLES.maxHolderBytes };
 }
 
 /** Validates any JS value as an epoch and returns it canonically (number ≤ 2^53−1, bigint above). */

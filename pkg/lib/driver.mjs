@@ -182,11 +182,6 @@ export class StoreDriver {
     else this.#cache.delete(key);
   }
 
-  /** How many keys have a cached state. */
-  get cachedKeys() {
-    return this.#cache === null ? 0 : this.#cache.size;
-  }
-
   /**
    * Records `key`'s state. Least recently used goes first, kept cheaply
    * (second chance): a key seen again is only marked `used`; when the cache is

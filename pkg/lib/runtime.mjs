@@ -41,10 +41,10 @@ export let ready = false;
 /** Code strings indexed like the Rust `Code` discriminants. */
 export let CODES = [];
 /**
- * The names and limits Rust defines (`__tables`, src/wasm/mod.rs): read once
+ * The names and limits Rust defines (`__tables`, src/wasm/resource.rs): read once
  * at instantiation, so JS keeps no copy of them. `{ codes, outcomes,
  * duplicateStatus, higherEpochModes, algorithms, maxTokenText, maxKeyBytes,
- * maxWindow, defaultWindow, leaseKeyBytes, maxHolderBytes, maxRequestIdBytes,
+ * maxWindow, defaultWindow, leaseKeyBytes, maxHolderBytes, maxOpIdBytes, maxRequestIdBytes,
  * maxLeaseIdBytes, scratch, requestFlags }`.
  */
 export let TABLES = null;
@@ -99,7 +99,7 @@ let input = new Uint8Array(0);
 
 /**
  * Writes a request's text (UTF-8) and then `bytes` (if any) to the Wasm
- * input buffer (`__inputBuffer`, src/wasm/mod.rs), which the next decision
+ * input buffer (`__inputBuffer`, src/wasm/resource.rs), which the next decision
  * call reads; returns the text's length in bytes. Asks Wasm for a larger
  * buffer only when this request could need more than it has.
  */

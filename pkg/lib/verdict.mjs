@@ -9,7 +9,7 @@ import { FencegateError } from './errors.mjs';
 /** The names of a write/establish/delete's options. */
 const OP_OPTIONS = ['opId', 'holder', 'fingerprint'];
 
-/** Request flag bits (src/wasm/mod.rs `REQUEST_FLAGS`, checked at start-up). */
+/** Request flag bits (src/wasm/resource.rs `REQUEST_FLAGS`, checked at start-up). */
 const FLAG = Object.fromEntries(REQUEST_FLAGS.map((name, i) => [name, 1 << i]));
 export const ESTABLISH = FLAG.establish;
 export const STRICT = FLAG.strict;
@@ -31,7 +31,7 @@ export function bounded(token) {
 
 /**
  * The request of one decision, packed for the single entry
- * (`RawMemoryGate.apply`, `__gate_decide`; src/wasm/mod.rs `Request`): the
+ * (`RawMemoryGate.apply`, `__gate_decide`; src/wasm/resource.rs `Request`): the
  * token in its lane (a number; a bigint in 0..=2^64−1 as `exact`; a string
  * as `text` when the gate has a policy, which then needs `scope`; any other
  * value as `other`: missing or malformed), and every text as one string
@@ -291,6 +291,17 @@ function statusOf(v) {
 }
 
 /**
+ * The holder an operation binds: a verified signed token's non-empty lease id,
+ * else the operation's own `holder`, else null. The same definition as the
+ * gate's in Rust (`OpMeta::claimed_by`; docs/signed-tokens.md, "The lease id
+ * in a token"): an empty lease id binds nothing.
+ */
+export function boundHolder(claims, meta) {
+  const leaseId = claims?.leaseId;
+  return typeof leaseId === 'string' && leaseId !== '' ? leaseId : (meta?.holder ?? null);
+}
+
+/**
  * Counters per outcome and per code, and the audit callback; its failures
  * never change a verdict. Counted by status in one array (an outcome name or
  * code as a property key cost a keyed store per decision); `counters()`
@@ -331,7 +342,7 @@ export class Observer {
     const entry = {
       key: v.key, operation, outcome: v.outcome, code: v.code, token: v.token,
       markBefore: v.markBefore, markAfter: v.markAfter,
-      holder: (v.claims?.leaseId || undefined) ?? meta?.holder ?? null, opId: meta?.opId ?? null, // the lease id binds when there is one
+      holder: boundHolder(v.claims, meta), opId: meta?.opId ?? null,
       durationMs: started === null ? null : performance.now() - started, commitMs,
     };
     try {

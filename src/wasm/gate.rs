@@ -15,12 +15,12 @@
 
 use wasm_bindgen::prelude::*;
 
-use super::signed::{lease_holder, RawPolicy};
+use super::signed::{lease_id, RawPolicy};
 use super::{
     decode_state_js, error, floor_from_js, message_of, put_marks, put_verdict, with_input, Request,
     FINGERPRINT, STRICT,
 };
-use crate::decision::{decide_with_state, OpMeta, SameEpoch};
+use crate::decision::{decide_with_state, SameEpoch};
 use crate::error::{Code, StateError};
 use crate::ops::{fingerprint, valid_op_id, FINGERPRINT_BYTES, MAX_HOLDER_BYTES, MAX_WINDOW};
 use crate::state::ResourceState;
@@ -114,12 +114,8 @@ pub fn gate_decide(
         let op = super::operation_of(flags);
         let mark = stored.as_ref().map_or(0, |s| s.mark);
         let (verdict, claims) = policy.admit(mark, &req, same_epoch, op);
-        let claimed = lease_holder(&claims);
         // A verified lease id is the holder, whatever `holder` the caller named.
-        let meta = OpMeta {
-            holder: claimed.as_deref().or(meta.holder),
-            ..meta
-        };
+        let meta = meta.claimed_by(lease_id(&claims));
         let d = decide_with_state(stored.as_ref(), verdict, op, &meta);
         put_verdict(&d.verdict, claims.as_ref(), d.next.as_ref());
         Ok(())

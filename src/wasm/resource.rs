@@ -34,6 +34,7 @@ use crate::token::{epoch_from_f64, epoch_from_u64, parse_token, MAX_SAFE_INTEGER
 /// * `maxKeyBytes`: the longest resource key / scope in UTF-8 bytes;
 /// * `maxWindow`, `defaultWindow`: the `opWindow` bounds;
 /// * `leaseKeyBytes`: the random bytes an issuer's `acquire` takes;
+/// * `maxHolderBytes`, `maxOpIdBytes`: the longest holder and operation id in UTF-8 bytes;
 /// * `scratch`: the slot names of the output scratch, in order ([`SCRATCH`]);
 /// * `requestFlags`: the flag names of a decision request, bit 0 first ([`REQUEST_FLAGS`]).
 #[wasm_bindgen(js_name = "__tables")]
@@ -56,7 +57,7 @@ pub fn tables() -> Object {
         Outcome::Reject,
         duplicate,
     ];
-    let fields: [(&str, JsValue); 15] = [
+    let fields: [(&str, JsValue); 16] = [
         ("scratch", names(&mut SCRATCH.iter().copied())),
         ("requestFlags", names(&mut REQUEST_FLAGS.iter().copied())),
         ("codes", names(&mut Code::ALL.iter().map(|c| c.as_str()))),
@@ -88,6 +89,7 @@ pub fn tables() -> Object {
             "maxHolderBytes",
             (crate::ops::MAX_HOLDER_BYTES as u32).into(),
         ),
+        ("maxOpIdBytes", (crate::ops::MAX_OP_ID_BYTES as u32).into()),
         (
             "maxRequestIdBytes",
             (crate::issuer::MAX_REQUEST_ID_BYTES as u32).into(),
@@ -667,7 +669,7 @@ impl RawMemoryGate {
             let mut claims = None;
             let verdict = self.decide(flags, slot, &meta, |mark| {
                 let (v, c) = policy.admit(mark, &req, same_epoch, op);
-                let holder = signed::lease_holder(&c);
+                let holder = signed::lease_id(&c).map(str::to_owned);
                 claims = c;
                 (v, holder)
             });

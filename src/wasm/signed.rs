@@ -76,7 +76,7 @@ fn make_key(alg: &str, bytes: &[u8]) -> Result<Key, SignedError> {
         )),
         _ => Err(SignedError::InvalidArgument(format!(
             "unknown key type {}",
-            crate::error::quoted(alg)
+            crate::format::quoted(alg)
         ))),
     }
 }
@@ -239,12 +239,10 @@ impl RawPolicy {
     }
 }
 
-/// A signed token's lease id, the holder for holder binding (issue 6); none when empty.
-pub(crate) fn lease_holder(claims: &Option<Claims>) -> Option<String> {
-    claims
-        .as_ref()
-        .map(|c| c.lease_id.clone())
-        .filter(|l| !l.is_empty())
+/// A verified signed token's lease id (possibly empty; what it binds:
+/// [`OpMeta::claimed_by`](crate::decision::OpMeta::claimed_by)); none for a plain token.
+pub(crate) fn lease_id(claims: &Option<Claims>) -> Option<&str> {
+    claims.as_ref().map(|c| c.lease_id.as_str())
 }
 
 /// Mints a signed token's text form.

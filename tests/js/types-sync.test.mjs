@@ -110,7 +110,7 @@ test('PersistedState versions in index.d.ts are the versions src/state.rs reads'
 });
 
 test('PersistedIssuerState versions in index.d.ts are the versions src/format.rs reads', () => {
-  const consts = new Map([...issuerRs.matchAll(/pub const (ISSUER_STATE_VERSION\w*): u64 = (\d+);/g)].map((m) => [m[1], Number(m[2])]));
+  const consts = new Map([...formatRs.matchAll(/pub const (ISSUER_STATE_VERSION\w*): u64 = (\d+);/g)].map((m) => [m[1], Number(m[2])]));
   // The issuer record's reader (src/format.rs, WireIssuerState::from_json) matches the version.
   const arms = block(formatRs, 'let v2 = match wire.v {');
   const rust = [...arms.matchAll(/^\s*(?:crate::issuer::)?(\w+)\s*=>/gm)].map((m) => m[1]).filter((n) => n !== 'other').map((n) => consts.get(n) ?? Number(n));
