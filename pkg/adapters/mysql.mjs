@@ -193,6 +193,8 @@ export class MysqlStore {
 
   /** Creates the procedure `name` from `body` (CREATE `body`): its quoted name, or null when it cannot (no CREATE ROUTINE privilege). */
   async #procedure(name, body) {
+    const [found] = await this.#db.query('SELECT 1 FROM information_schema.ROUTINES WHERE ROUTINE_SCHEMA = DATABASE() AND ROUTINE_NAME = ? AND ROUTINE_TYPE = \'PROCEDURE\'', [name]);
+    if (Array.isArray(found) && found.length > 0) return `\`${name}\``;
     try {
       await this.#db.query(`CREATE ${body}`);
     } catch (e) {
