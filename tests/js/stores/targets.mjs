@@ -439,13 +439,29 @@ export async function etcdClient() {
 export const etcd = {
   name: 'etcd 3-member cluster (etcd3)',
   shape: 'cas',
+  ownData: true,
   skip: !ETCD_URLS && 'FENCEGATE_ETCD_URLS is not set (scripts/etcd-cluster.sh start)',
   async open(options) {
     const { current: c, reopen, close } = await connections(etcdClient, (client) => client.close());
     const prefix = `${uniqueKey('fg')}/`;
     const store = new EtcdStore(c(), { prefix, ...options });
+    // the caller's own keys, outside the store's prefix (which is fencegate's), joined to the fence Txn
+    const ownKey = (id) => `own/${prefix}${id}`;
     return {
       store,
+      client: c(),
+      own: {
+        sync: false,
+        setup: async (id) => void (await c().put(ownKey(id)).value('init')),
+        // the puts join the fence Txn, sent when the body has returned (a sleep holds it back)
+        write: (id, v, sleepMs = 0) => async (tx) => {
+          if (sleepMs > 0) await sleep(sleepMs);
+          tx.put(ownKey(id), v);
+          return 1;
+        },
+        read: async (id) => c().get(ownKey(id)).string(),
+        other: async () => null, // the same client: the Txn compare decides between writers
+      },
       reopen: async () => new EtcdStore(await reopen(), { prefix, ...options }),
       raw: async (key) => {
         const k = store.etcdKeys(key);
@@ -460,6 +476,7 @@ export const etcd = {
       },
       close: async () => {
         await c().delete().prefix(prefix);
+        await c().delete().prefix(`own/${prefix}`);
         await close();
       },
     };
@@ -567,4 +584,43 @@ LYING_REAL.push(lyingS3);
 LYING_COMMIT_FROM.push(lyingCommitFrom(s3, false));
 
 /** The transaction-form liars (check outside the transaction) the suite must catch, one per target with the verb. */
-export const LYING_OWN = [sqlite, postgres, postgresJsTarget, mysql].map(lyingFencedTransaction);
+export const LYING_OWN = [...[sqlite, postgres, postgresJsTarget, mysql].map(lyingFencedTransaction), lyingEtcdOwn()];
+
+/**
+ * etcd's lying own-data store: it decides on a load and then writes the fence state and the
+ * caller's puts without the Txn's compare on the fence key (an optimistic engine's "check outside
+ * the transaction": deciding first is how etcd works, committing without the compare is the lie).
+ */
+function lyingEtcdOwn() {
+  return {
+    ...etcd,
+    name: `${etcd.name}: fencedTransaction writes without the Txn compare`,
+    async open(options) {
+      const t = await etcd.open(options);
+      const real = t.store;
+      const client = t.client;
+      const store = {
+        load: (key) => real.load(key),
+        encodeValue: (v) => real.encodeValue(v),
+        commit: (...a) => real.commit(...a),
+        async fencedTransaction(key, step) {
+          const record = await real.load(key);
+          const plan = step.decide(record === null ? null : record.state);
+          if (plan === null) return null;
+          const puts = [];
+          const tx = {
+            put(k, v) {
+              puts.push([k, v]);
+              return tx;
+            },
+          };
+          await step.run(tx);
+          await client.put(real.etcdKeys(key).state).value(plan.nextStateText);
+          for (const [k, v] of puts) await client.put(k).value(v);
+          return {};
+        },
+      };
+      return { ...t, store };
+    },
+  };
+}
