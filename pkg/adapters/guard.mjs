@@ -50,7 +50,7 @@ function nameOf(value, what) {
 
 /** `options` checked: `{ engine, table, key, fenceTable, columns }` (what `need` lists is required). */
 function checked(options, what, need) {
-  const o = checkMembers(options, what, { engine: 'string', table: 'string', key: 'string', fenceTable: 'string', columns: 'array', fence: 'boolean', dryRun: 'boolean' });
+  const o = checkMembers(options, what, { engine: 'string', table: 'string', key: 'string', fenceTable: 'string', columns: 'array', unique: 'array', fence: 'boolean', dryRun: 'boolean' });
   if (o.engine !== undefined && !ENGINES.includes(o.engine)) throw invalid(`${what}: engine must be one of ${ENGINES.join(', ')}, got ${JSON.stringify(o.engine)}`, { engine: o.engine });
   const out = { engine: o.engine, fenceTable: nameOf(o.fenceTable ?? 'fencegate', 'fenceTable'), fence: o.fence === true, dryRun: o.dryRun === true };
   if (o.table !== undefined || need.includes('table')) out.table = nameOf(o.table, 'table');
@@ -66,6 +66,45 @@ function checked(options, what, need) {
       if (typeof c !== 'string' || !/^[A-Za-z_][A-Za-z0-9_$]{0,63}$/.test(c)) throw invalid(`${what}: columns must be plain column names, got ${JSON.stringify(c)}`, { column: c });
     }
     out.columns = [...o.columns];
+  }
+  if (o.unique !== undefined) out.unique = uniqueOf(o.unique, what);
+  return out;
+}
+
+/**
+ * SQLite's `unique` option: the table's unique keys (its PRIMARY KEY and UNIQUE constraints and
+ * indexes, and `rowid` for a table with a rowid), each a list of `"column"` or
+ * `"column COLLATE name"` (the index's collation), or `["rowid"]`. As `{ name, coll }` or `{ rowid: true }`.
+ */
+function uniqueOf(list, what) {
+  const bad = (u) => invalid(`${what}: unique must be a list of unique keys, each a non-empty list of "column", "column COLLATE name" or the one entry "rowid", got ${JSON.stringify(u)}`, { unique: u });
+  return list.map((u) => {
+    if (!Array.isArray(u) || u.length === 0 || u.length > 64) throw bad(u);
+    if (u.length === 1 && u[0] === 'rowid') return [{ rowid: true }];
+    return u.map((c) => {
+      const m = typeof c === 'string' ? /^([A-Za-z_][A-Za-z0-9_$]{0,63})(?: COLLATE ([A-Za-z_][A-Za-z0-9_]{0,63}))?$/.exec(c) : null;
+      if (m === null) throw bad(u);
+      return m[2] === undefined ? { name: m[1] } : { name: m[1], coll: m[2] };
+    });
+  });
+}
+
+/**
+ * SQLite: the unique keys of `table` as uniqueOf gives them, read from the schema (rowid unless
+ * WITHOUT ROWID; every unique index's key columns with their collations; a partial index is
+ * checked without its WHERE, which can only ask for more passes). INVALID_ARGUMENT for a unique
+ * index on an expression: a REPLACE over it could delete rows the guard cannot find.
+ */
+async function sqUniqueKeys(s, table) {
+  const out = [];
+  const [info] = await s.run('SELECT wr FROM pragma_table_list WHERE schema = \'main\' AND name = ?', [table]);
+  if (info !== undefined && info.wr === 0) out.push([{ rowid: true }]);
+  for (const ix of await s.run('SELECT name FROM pragma_index_list(?) WHERE "unique" = 1 ORDER BY name', [table])) {
+    const cols = await s.run('SELECT cid, name, coll FROM pragma_index_xinfo(?) WHERE key = 1 ORDER BY seqno', [ix.name]);
+    if (cols.some((c) => c.cid < 0)) {
+      throw invalid(`installGuard: the unique index ${JSON.stringify(ix.name)} of ${JSON.stringify(table)} is on an expression: the SQLite guard cannot find the rows a REPLACE over it would delete (make it a unique index on columns, or drop it)`, { table, index: ix.name });
+    }
+    out.push(cols.map((c) => ({ name: c.name, coll: c.coll })));
   }
   return out;
 }
@@ -597,18 +636,26 @@ function sqInstall(o) {
   // The fast path (the trigger's WHEN): a write whose new state is the canonical v1 text, and for an
   // UPDATE whose key stays, version goes up and old state is canonical v1 with a mark not above the
   // new one, would pass every statement of the body; the body (the full check) runs for anything else.
+  // An INSERT over a key that has a fence row writes nothing (RAISE(IGNORE)): the trigger cannot
+  // tell INSERT OR REPLACE / REPLACE (which would delete the old row without a DELETE trigger and
+  // so lower its mark) from ON CONFLICT DO NOTHING (fencegate's first-writer insert, whose lost
+  // race must stay a lost compare-and-set), and neither writes then. A new fence row starts at
+  // version 1 (fencegate's inserts all do; a higher start would run the version to its end).
   stmts.push(`DROP TRIGGER IF EXISTS "fencegate_fence_${fn}_bi"`, `CREATE TRIGGER "fencegate_fence_${fn}_bi" BEFORE INSERT ON ${F} FOR EACH ROW
-  WHEN NOT ${sqV1('NEW.state')}
-BEGIN${stateGuard}
+  WHEN NOT ${sqV1('NEW.state')} OR NEW.version IS NOT 1 OR EXISTS (SELECT 1 FROM ${F} AS o WHERE o.key = NEW.key)
+BEGIN
+  SELECT RAISE(IGNORE) WHERE EXISTS (SELECT 1 FROM ${F} AS o WHERE o.key = NEW.key);${stateGuard}
+  ${raise(`'${FENCE_SQLSTATE} fencegate guard: fence row ' || NEW.key || ': version ' || quote(NEW.version) || ' refused: a new fence row starts at version 1'`)} WHERE NEW.version IS NOT 1;
 END`);
   const oldMark = "json_extract(OLD.state, '$.mark')";
   const newMark = "json_extract(NEW.state, '$.mark')";
   stmts.push(`DROP TRIGGER IF EXISTS "fencegate_fence_${fn}_bu"`, `CREATE TRIGGER "fencegate_fence_${fn}_bu" BEFORE UPDATE ON ${F} FOR EACH ROW
-  WHEN NOT ((NEW.key COLLATE BINARY) IS OLD.key AND NEW.version > OLD.version AND ${sqV1('NEW.state')}
+  WHEN NOT ((NEW.key COLLATE BINARY) IS OLD.key AND NEW.version = OLD.version + 1 AND ${sqV1('NEW.state')}
     AND ((NEW.state COLLATE BINARY) = OLD.state OR (${sqV1('OLD.state')} AND ${sqV1Le('OLD.state', 'NEW.state')})))
 BEGIN
   ${raise(`'${FENCE_SQLSTATE} fencegate guard: fence row ' || OLD.key || ': changing its key refused'`)} WHERE NEW.key IS NOT OLD.key;${stateGuard}
   ${raise(`'${FENCE_SQLSTATE} fencegate guard: fence row ' || NEW.key || ': version ' || quote(NEW.version) || ' after ' || OLD.version || ' refused: the version only goes up'`)} WHERE NEW.version IS NULL OR NEW.version <= OLD.version;
+  ${raise(`'${FENCE_SQLSTATE} fencegate guard: fence row ' || NEW.key || ': version ' || quote(NEW.version) || ' after ' || OLD.version || ' refused: the version goes up by exactly 1'`)} WHERE NEW.version IS NOT OLD.version + 1;
   ${raise(`'${FENCE_SQLSTATE} fencegate guard: fence row ' || NEW.key || ': lowering the mark from ' || ${oldMark} || ' to ' || ${newMark} || ' refused: the mark never goes down'`)}
     WHERE json_valid(OLD.state) AND json_type(OLD.state, '$.mark') = 'text' AND NOT ${le(oldMark, newMark)};
 END`);
@@ -617,12 +664,31 @@ END`);
 END`);
   const newKey = qualifyKey(o.key, o.columns, 'NEW', 'sqlite');
   const oldKey = qualifyKey(o.key, o.columns, 'OLD', 'sqlite');
-  const pass = (op, k) => `SELECT fencegate_pass(${lit(o.fenceTable)}, CAST((${k}) AS TEXT), '${op}', ${lit(o.table)});`;
+  const rKey = qualifyKey(o.key, o.columns, 'fencegate_r', 'sqlite');
+  const text = (k) => `CAST((${k}) AS TEXT)`;
+  // fencegate_pass(fence table, key, operation, table, the version of the key's fence row as it
+  // is in this transaction): the pass holds only while the fence row is the one this
+  // transaction's fence step wrote (a write rolled back, also to a savepoint, reverts it).
+  const call = (op, k) => `fencegate_pass(${lit(o.fenceTable)}, ${text(k)}, '${op}', ${lit(o.table)}, (SELECT f.version FROM ${F} AS f WHERE f.key = ${text(k)}))`;
+  const pass = (op, k) => `SELECT ${call(op, k)};`;
   const g = `fencegate_guard_${o.table}`;
-  stmts.push(`DROP TRIGGER IF EXISTS "${g}_bi"`, `CREATE TRIGGER "${g}_bi" BEFORE INSERT ON ${T} FOR EACH ROW BEGIN\n  ${pass('INSERT', newKey)}\nEND`);
+  // The rows a conflict resolution would change besides the row itself: INSERT OR REPLACE,
+  // REPLACE and UPDATE OR REPLACE delete every other row with the same values in a PRIMARY KEY
+  // or UNIQUE index (or the same rowid) without firing DELETE triggers, and an upsert updates
+  // one. Per unique key of the table (sqUnique), each such row of another key needs that key's
+  // pass too; an UPDATE is checked only for the unique keys whose columns it changes.
+  const q = (c) => `"${c.replace(/"/g, '""')}"`;
+  const col = (row, c) => (c.rowid === true ? `${row}.rowid` : `${row}.${q(c.name)}`);
+  const same = (u) => u.map((c) => `${col('fencegate_r', c)} = ${col('NEW', c)}${c.coll === undefined ? '' : ` COLLATE ${q(c.coll)}`}`).join(' AND ');
+  const others = (op, u, extra) => `SELECT ${call(op, rKey)} FROM ${T} AS fencegate_r
+    WHERE ${extra}${same(u)} AND ${text(rKey)} IS NOT ${text(newKey)}${op === 'INSERT' ? '' : ` AND ${text(rKey)} IS NOT ${text(oldKey)}`};`;
+  const unique = o.unique ?? [];
+  const onInsert = unique.map((u) => `\n  ${others('INSERT', u, '')}`).join('');
+  const onUpdate = unique.map((u) => `\n  ${others('UPDATE', u, `(${u.map((c) => `${col('NEW', c)} IS NOT ${col('OLD', c)}`).join(' OR ')}) AND `)}`).join('');
+  stmts.push(`DROP TRIGGER IF EXISTS "${g}_bi"`, `CREATE TRIGGER "${g}_bi" BEFORE INSERT ON ${T} FOR EACH ROW BEGIN\n  ${pass('INSERT', newKey)}${onInsert}\nEND`);
   stmts.push(`DROP TRIGGER IF EXISTS "${g}_bu"`, `CREATE TRIGGER "${g}_bu" BEFORE UPDATE ON ${T} FOR EACH ROW BEGIN
   ${pass('UPDATE', oldKey)}
-  SELECT fencegate_pass(${lit(o.fenceTable)}, CAST((${newKey}) AS TEXT), 'UPDATE', ${lit(o.table)}) WHERE CAST((${newKey}) AS TEXT) IS NOT CAST((${oldKey}) AS TEXT);
+  SELECT ${call('UPDATE', newKey)} WHERE ${text(newKey)} IS NOT ${text(oldKey)};${onUpdate}
 END`);
   stmts.push(`DROP TRIGGER IF EXISTS "${g}_bd"`, `CREATE TRIGGER "${g}_bd" BEFORE DELETE ON ${T} FOR EACH ROW BEGIN\n  ${pass('DELETE', oldKey)}\nEND`);
   return stmts;
@@ -675,6 +741,9 @@ export function guardSql(options) {
   if (o.engine === undefined) throw invalid('guardSql: engine is required (postgres, mysql or sqlite)', {});
   if (remove && o.table === undefined && !o.fence) throw invalid('guardSql: remove needs a table, or fence: true, or both', {});
   if (!remove && o.columns === undefined) throw invalid('guardSql: columns (the protected table\'s column names) is required: the key expression\'s column references are qualified with them', {});
+  if (!remove && o.engine === 'sqlite' && o.unique === undefined) {
+    throw invalid('guardSql: unique (the table\'s unique keys: ["rowid"] unless WITHOUT ROWID, and the columns of every PRIMARY KEY and UNIQUE index) is required for sqlite: the guard checks the rows a REPLACE would delete', {});
+  }
   return script(o, statements(o, remove), remove);
 }
 
@@ -791,6 +860,7 @@ export async function installGuard(client, options) {
       throw invalid(`installGuard: there is no fence table ${JSON.stringify(o.fenceTable)} (create it first: the store's init() or constructor)`, { fenceTable: o.fenceTable });
     }
     o.columns = given ?? cols;
+    if (o.engine === 'sqlite' && o.unique === undefined) o.unique = await sqUniqueKeys(s, o.table);
     const stmts = statements(o, false);
     try {
       if (!o.dryRun) await s.exec(stmts);
