@@ -17,7 +17,7 @@
 //   PostgreSQL (≥ 14): the fence row records pg_current_xact_id() (column `xact`);
 //     exact per transaction, also for fenceIn in a transaction of your own.
 //   MySQL / MariaDB: no per-transaction id is readable in SQL (information_schema.innodb_trx
-//     is a cache refreshed at most every 0.1 s): the fence row records CONNECTION_ID() and
+//     is a cache refreshed at most every 0.1 s): the fence row records a SHA-256 of CONNECTION_ID() and
 //     a per-transaction nonce the store keeps in the session variable @fencegate_xact.
 //   SQLite (better-sqlite3): the protected table's triggers call fencegate_pass(…), a
 //     function SqliteStore registers on its own connection; it answers from the store's
@@ -312,7 +312,7 @@ SELECT pg_advisory_xact_lock(hashtext('fencegate guard'));
 SELECT (${bare})::text FROM ${T} LIMIT 0;
 
 -- 1. The fence table: which transaction wrote each fence row; well-formed states,
---    marks that never go down, versions that only go up, no deletes, no TRUNCATE.
+--    marks that never go down, versions that start at 1 and go up by 1, no deletes, no TRUNCATE.
 --    CREATE OR REPLACE: installing over an earlier version of the guard replaces it.
 ALTER TABLE ${F} ADD COLUMN IF NOT EXISTS xact xid8;
 CREATE OR REPLACE FUNCTION ${fenceFn}() RETURNS trigger LANGUAGE plpgsql AS $fencegate$
@@ -327,7 +327,7 @@ BEGIN
     -- The same state text as a row written under the guard (xact set: that text passed this
     -- check when it was written; the trigger sets xact on every write), the same key, a higher
     -- version: well formed, and the same mark. One expression; anything else is checked below.
-    IF NEW.version > OLD.version AND OLD.xact IS NOT NULL AND NEW.key = (OLD.key COLLATE "C") AND NEW.state = (OLD.state COLLATE "C") THEN
+    IF (CASE WHEN NEW.version > OLD.version THEN NEW.version - 1 = OLD.version ELSE false END) AND OLD.xact IS NOT NULL AND NEW.key = (OLD.key COLLATE "C") AND NEW.state = (OLD.state COLLATE "C") THEN
       NEW.xact := pg_current_xact_id();
       RETURN NEW;
     END IF;
@@ -344,9 +344,16 @@ BEGIN
   IF TG_OP = 'INSERT' OR OLD.xact IS NULL OR NEW.state IS DISTINCT FROM (OLD.state COLLATE "C") THEN
     ${indent(pgNewState('NEW.state', 'mark'), 4)}
   END IF;
+  IF TG_OP = 'INSERT' AND NEW.version IS DISTINCT FROM 1 THEN
+    RAISE EXCEPTION USING ERRCODE = '${FENCE_SQLSTATE}', MESSAGE = format('fencegate guard: fence row %s: version %s refused: a new fence row starts at version 1', k, NEW.version);
+  END IF;
   IF TG_OP = 'UPDATE' THEN
     IF NEW.version IS NULL OR NEW.version <= OLD.version THEN
       RAISE EXCEPTION USING ERRCODE = '${FENCE_SQLSTATE}', MESSAGE = format('fencegate guard: fence row %s: version %s after %s refused: the version only goes up', k, NEW.version, OLD.version);
+    END IF;
+    -- fencegate writes version = version + 1: a jump (up to the bigint maximum) would end the key's fenced writes
+    IF NEW.version - 1 <> OLD.version THEN
+      RAISE EXCEPTION USING ERRCODE = '${FENCE_SQLSTATE}', MESSAGE = format('fencegate guard: fence row %s: version %s after %s refused: the version goes up by exactly 1', k, NEW.version, OLD.version);
     END IF;
     -- The old mark: a state written under the guard (xact set) is well formed; one written
     -- before it is read when it can be, and not compared when it cannot.
@@ -483,7 +490,13 @@ function myStateCheck(s, m, what) {
 }
 
 /** The MySQL marker expression: this connection and its fenced transaction's nonce (NULL outside one). */
-const MY_MARK = "IF(@fencegate_xact IS NULL, NULL, CONCAT(CONNECTION_ID(), ':', @fencegate_xact))";
+/**
+ * The MySQL stamp of a fenced transaction, as the fence row's `xact` keeps it: a SHA-256 of this
+ * connection's id and the transaction's nonce (NULL outside one). The column is readable by
+ * whoever reads the fence table; the hash does not give the nonce back, so reading it does not
+ * let another session on a connection with the same id set @fencegate_xact to pass.
+ */
+const MY_MARK = "IF(@fencegate_xact IS NULL, NULL, SHA2(CONCAT(CONNECTION_ID(), ':', @fencegate_xact), 256))";
 
 function myInstall(o) {
   const F = `\`${o.fenceTable}\``;
@@ -503,13 +516,17 @@ function myInstall(o) {
   IF mark IS NULL THEN${indent(myStateCheck('NEW.state', 'mark', 'the new'), 2)}
   END IF;`;
   create(`fencegate_fence_${fn}_bi`, 'BEFORE INSERT', F, `${decl}${newState}
+  IF NOT (NEW.version <=> 1) THEN
+    SET msg = CONCAT('fencegate guard: fence row ', CONVERT(NEW.k USING utf8mb4), ': version ', IFNULL(NEW.version, 'NULL'), ' refused: a new fence row starts at version 1');
+    SIGNAL SQLSTATE '${FENCE_SQLSTATE}' SET MESSAGE_TEXT = msg;
+  END IF;
   SET NEW.xact = ${MY_MARK};`);
   // An UPDATE that keeps the state text of a row stamped by this trigger (xact set: only these
   // triggers write xact, and that text passed the check when it was written), its key, and
   // raises the version keeps a well-formed state and its mark: one test. Anything else is
   // checked in order (key, state, version, mark).
   create(`fencegate_fence_${fn}_bu`, 'BEFORE UPDATE', F, `${decl}
-  IF NEW.version > OLD.version AND OLD.xact IS NOT NULL AND NEW.k <=> OLD.k AND CAST(NEW.state AS BINARY) = CAST(OLD.state AS BINARY) THEN
+  IF NEW.version > OLD.version AND NEW.version - 1 = OLD.version AND OLD.xact IS NOT NULL AND NEW.k <=> OLD.k AND CAST(NEW.state AS BINARY) = CAST(OLD.state AS BINARY) THEN
     SET NEW.xact = ${MY_MARK};
   ELSE${indent(`
   IF NOT (NEW.k <=> OLD.k) THEN
@@ -518,6 +535,10 @@ function myInstall(o) {
   END IF;${newState}
   IF NEW.version IS NULL OR NEW.version <= OLD.version THEN
     SET msg = CONCAT('fencegate guard: fence row ', CONVERT(NEW.k USING utf8mb4), ': version ', IFNULL(NEW.version, 'NULL'), ' after ', OLD.version, ' refused: the version only goes up');
+    SIGNAL SQLSTATE '${FENCE_SQLSTATE}' SET MESSAGE_TEXT = msg;
+  END IF;
+  IF NEW.version - 1 <> OLD.version THEN
+    SET msg = CONCAT('fencegate guard: fence row ', CONVERT(NEW.k USING utf8mb4), ': version ', NEW.version, ' after ', OLD.version, ' refused: the version goes up by exactly 1');
     SIGNAL SQLSTATE '${FENCE_SQLSTATE}' SET MESSAGE_TEXT = msg;
   END IF;
   ${indent(myV1Mark('OLD.state', 'old_mark', 't'), 2)}
@@ -540,7 +561,7 @@ function myInstall(o) {
     const row = `FROM ${F} AS f WHERE f.k = CAST(CONVERT(${keyVar} USING utf8mb4) AS BINARY)`;
     return `
   SET x = (SELECT f.xact ${row});
-  IF @fencegate_xact IS NULL OR NOT (x <=> CONCAT(CONNECTION_ID(), ':', @fencegate_xact)) THEN
+  IF @fencegate_xact IS NULL OR NOT (x <=> ${MY_MARK}) THEN
     IF ${keyVar} IS NULL THEN
       SET msg = 'fencegate guard: ${op} on ${o.table} refused: the key expression is NULL for this row';
     ELSEIF NOT EXISTS (SELECT 1 ${row}) THEN
@@ -788,9 +809,16 @@ async function session(client, engine) {
     };
   }
   if (typeof client === 'function') {
+    // postgres.js refuses BEGIN in a query on a pool of more than one connection
+    // (UNSAFE_TRANSACTION): the script's body runs in sql.begin, one transaction on one connection
+    const body = (script) => {
+      const m = /^((?:--[^\n]*\n)*)BEGIN;\n([^]*)\nCOMMIT;\n$/.exec(script);
+      if (m === null) throw new Error('guard script is not one BEGIN … COMMIT block');
+      return m[1] + m[2];
+    };
     return {
       run: (text, params = []) => client.unsafe(text, params),
-      exec: (stmts) => client.unsafe(stmts[0]),
+      exec: (stmts) => client.begin((tx) => tx.unsafe(body(stmts[0]))),
       close: async () => {},
     };
   }
