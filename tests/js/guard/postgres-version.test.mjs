@@ -16,7 +16,11 @@ before(async () => {
   if (!skip) pool = new pg.Pool({ connectionString: PG_URL, max: 3 });
 });
 after(async () => {
-  if (pool) await pool.end();
+  if (pool) {
+    await removeGuard(pool, { table: 'gv_orders', fenceTable: 'gv_fence', fence: true }).catch(() => {});
+    await pool.query('DROP TABLE IF EXISTS gv_orders; DROP TABLE IF EXISTS gv_fence');
+    await pool.end();
+  }
 });
 
 const guard = { table: 'gv_orders', key: "'orders/' || id", fenceTable: 'gv_fence' };
