@@ -19,9 +19,11 @@
 //   MySQL / MariaDB: no per-transaction id is readable in SQL (information_schema.innodb_trx
 //     is a cache refreshed at most every 0.1 s): the fence row records a SHA-256 of CONNECTION_ID() and
 //     a per-transaction nonce the store keeps in the session variable @fencegate_xact.
-//   SQLite (better-sqlite3): the protected table's triggers call fencegate_pass(…), a
-//     function SqliteStore registers on its own connection; it answers from the store's
-//     record of the keys fenced in the transaction open on that connection.
+//   SQLite (better-sqlite3): the protected table's triggers call fencegate_pass(…, version), a
+//     function SqliteStore registers on its own connection, with the key's fence row version
+//     as the transaction sees it; it answers from the store's record of the fence rows (key and
+//     version) its fence steps wrote in the transaction open on that connection. The triggers
+//     also check the rows a REPLACE or an upsert would change (the table's unique keys).
 // The SQL text is also available as text (guardSql) for migration tools.
 import { FencegateError } from '../lib/errors.mjs';
 import { checkMembers } from './support.mjs';
