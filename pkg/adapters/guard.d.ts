@@ -29,6 +29,11 @@ export interface GuardOptions {
   engine?: GuardEngine;
   /** The protected table's column names; default: read from the database. */
   columns?: string[];
+  /**
+   * SQLite: the table's unique keys (`["rowid"]` unless WITHOUT ROWID, and each PRIMARY KEY /
+   * UNIQUE index as `"column"` or `"column COLLATE name"` entries); default: read from the database.
+   */
+  unique?: string[][];
   /** Answer the SQL without running it. */
   dryRun?: boolean;
 }
@@ -73,11 +78,12 @@ export declare function removeGuard(client: GuardClient, options: RemoveGuardOpt
 /**
  * The guard's SQL as text for migration tools (Drizzle Kit, Prisma Migrate,
  * Knex, Flyway): PostgreSQL and SQLite as one BEGIN … COMMIT script, MySQL with
- * DELIMITER lines. `engine` and (to install) `columns` are required.
+ * DELIMITER lines. `engine` and (to install) `columns` are required; for SQLite
+ * `unique` too (the table's unique keys, as in InstallGuardOptions).
  * INVALID_ARGUMENT for anything malformed.
  */
 export declare function guardSql(
-  options: { engine: GuardEngine; table: string; key: string; columns: string[]; fenceTable?: string; remove?: false } |
+  options: { engine: GuardEngine; table: string; key: string; columns: string[]; unique?: string[][]; fenceTable?: string; remove?: false } |
     { engine: GuardEngine; table?: string; fenceTable?: string; fence?: boolean; remove: true },
 ): string;
 

@@ -17,11 +17,13 @@
 //   PostgreSQL (≥ 14): the fence row records pg_current_xact_id() (column `xact`);
 //     exact per transaction, also for fenceIn in a transaction of your own.
 //   MySQL / MariaDB: no per-transaction id is readable in SQL (information_schema.innodb_trx
-//     is a cache refreshed at most every 0.1 s): the fence row records CONNECTION_ID() and
+//     is a cache refreshed at most every 0.1 s): the fence row records a SHA-256 of CONNECTION_ID() and
 //     a per-transaction nonce the store keeps in the session variable @fencegate_xact.
-//   SQLite (better-sqlite3): the protected table's triggers call fencegate_pass(…), a
-//     function SqliteStore registers on its own connection; it answers from the store's
-//     record of the keys fenced in the transaction open on that connection.
+//   SQLite (better-sqlite3): the protected table's triggers call fencegate_pass(…, version), a
+//     function SqliteStore registers on its own connection, with the key's fence row version
+//     as the transaction sees it; it answers from the store's record of the fence rows (key and
+//     version) its fence steps wrote in the transaction open on that connection. The triggers
+//     also check the rows a REPLACE or an upsert would change (the table's unique keys).
 // The SQL text is also available as text (guardSql) for migration tools.
 import { FencegateError } from '../lib/errors.mjs';
 import { checkOptions } from '../lib/options.mjs';
@@ -50,7 +52,7 @@ function nameOf(value, what) {
 
 /** `options` checked: `{ engine, table, key, fenceTable, columns }` (what `need` lists is required). */
 function checked(options, what, need) {
-  const o = checkOptions(options, { engine: 'string', table: 'string', key: 'string', fenceTable: 'string', columns: 'array', fence: 'boolean', dryRun: 'boolean' }, what);
+  const o = checkOptions(options, { engine: 'string', table: 'string', key: 'string', fenceTable: 'string', columns: 'array', unique: 'array', fence: 'boolean', dryRun: 'boolean' }, what);
   if (o.engine !== undefined && !ENGINES.includes(o.engine)) throw invalid(`${what}: engine must be one of ${ENGINES.join(', ')}, got ${JSON.stringify(o.engine)}`, { engine: o.engine });
   const out = { engine: o.engine, fenceTable: nameOf(o.fenceTable ?? 'fencegate', 'fenceTable'), fence: o.fence === true, dryRun: o.dryRun === true };
   if (o.table !== undefined || need.includes('table')) out.table = nameOf(o.table, 'table');
@@ -66,6 +68,45 @@ function checked(options, what, need) {
       if (typeof c !== 'string' || !/^[A-Za-z_][A-Za-z0-9_$]{0,63}$/.test(c)) throw invalid(`${what}: columns must be plain column names, got ${JSON.stringify(c)}`, { column: c });
     }
     out.columns = [...o.columns];
+  }
+  if (o.unique !== undefined) out.unique = uniqueOf(o.unique, what);
+  return out;
+}
+
+/**
+ * SQLite's `unique` option: the table's unique keys (its PRIMARY KEY and UNIQUE constraints and
+ * indexes, and `rowid` for a table with a rowid), each a list of `"column"` or
+ * `"column COLLATE name"` (the index's collation), or `["rowid"]`. As `{ name, coll }` or `{ rowid: true }`.
+ */
+function uniqueOf(list, what) {
+  const bad = (u) => invalid(`${what}: unique must be a list of unique keys, each a non-empty list of "column", "column COLLATE name" or the one entry "rowid", got ${JSON.stringify(u)}`, { unique: u });
+  return list.map((u) => {
+    if (!Array.isArray(u) || u.length === 0 || u.length > 64) throw bad(u);
+    if (u.length === 1 && u[0] === 'rowid') return [{ rowid: true }];
+    return u.map((c) => {
+      const m = typeof c === 'string' ? /^([A-Za-z_][A-Za-z0-9_$]{0,63})(?: COLLATE ([A-Za-z_][A-Za-z0-9_]{0,63}))?$/.exec(c) : null;
+      if (m === null) throw bad(u);
+      return m[2] === undefined ? { name: m[1] } : { name: m[1], coll: m[2] };
+    });
+  });
+}
+
+/**
+ * SQLite: the unique keys of `table` as uniqueOf gives them, read from the schema (rowid unless
+ * WITHOUT ROWID; every unique index's key columns with their collations; a partial index is
+ * checked without its WHERE, which can only ask for more passes). INVALID_ARGUMENT for a unique
+ * index on an expression: a REPLACE over it could delete rows the guard cannot find.
+ */
+async function sqUniqueKeys(s, table) {
+  const out = [];
+  const [info] = await s.run('SELECT wr FROM pragma_table_list WHERE schema = \'main\' AND name = ?', [table]);
+  if (info !== undefined && info.wr === 0) out.push([{ rowid: true }]);
+  for (const ix of await s.run('SELECT name FROM pragma_index_list(?) WHERE "unique" = 1 ORDER BY name', [table])) {
+    const cols = await s.run('SELECT cid, name, coll FROM pragma_index_xinfo(?) WHERE key = 1 ORDER BY seqno', [ix.name]);
+    if (cols.some((c) => c.cid < 0)) {
+      throw invalid(`installGuard: the unique index ${JSON.stringify(ix.name)} of ${JSON.stringify(table)} is on an expression: the SQLite guard cannot find the rows a REPLACE over it would delete (make it a unique index on columns, or drop it)`, { table, index: ix.name });
+    }
+    out.push(cols.map((c) => ({ name: c.name, coll: c.coll })));
   }
   return out;
 }
@@ -273,7 +314,7 @@ SELECT pg_advisory_xact_lock(hashtext('fencegate guard'));
 SELECT (${bare})::text FROM ${T} LIMIT 0;
 
 -- 1. The fence table: which transaction wrote each fence row; well-formed states,
---    marks that never go down, versions that only go up, no deletes, no TRUNCATE.
+--    marks that never go down, versions that start at 1 and go up by 1, no deletes, no TRUNCATE.
 --    CREATE OR REPLACE: installing over an earlier version of the guard replaces it.
 ALTER TABLE ${F} ADD COLUMN IF NOT EXISTS xact xid8;
 CREATE OR REPLACE FUNCTION ${fenceFn}() RETURNS trigger LANGUAGE plpgsql AS $fencegate$
@@ -288,7 +329,7 @@ BEGIN
     -- The same state text as a row written under the guard (xact set: that text passed this
     -- check when it was written; the trigger sets xact on every write), the same key, a higher
     -- version: well formed, and the same mark. One expression; anything else is checked below.
-    IF NEW.version > OLD.version AND OLD.xact IS NOT NULL AND NEW.key = (OLD.key COLLATE "C") AND NEW.state = (OLD.state COLLATE "C") THEN
+    IF (CASE WHEN NEW.version > OLD.version THEN NEW.version - 1 = OLD.version ELSE false END) AND OLD.xact IS NOT NULL AND NEW.key = (OLD.key COLLATE "C") AND NEW.state = (OLD.state COLLATE "C") THEN
       NEW.xact := pg_current_xact_id();
       RETURN NEW;
     END IF;
@@ -305,9 +346,16 @@ BEGIN
   IF TG_OP = 'INSERT' OR OLD.xact IS NULL OR NEW.state IS DISTINCT FROM (OLD.state COLLATE "C") THEN
     ${indent(pgNewState('NEW.state', 'mark'), 4)}
   END IF;
+  IF TG_OP = 'INSERT' AND NEW.version IS DISTINCT FROM 1 THEN
+    RAISE EXCEPTION USING ERRCODE = '${FENCE_SQLSTATE}', MESSAGE = format('fencegate guard: fence row %s: version %s refused: a new fence row starts at version 1', k, NEW.version);
+  END IF;
   IF TG_OP = 'UPDATE' THEN
     IF NEW.version IS NULL OR NEW.version <= OLD.version THEN
       RAISE EXCEPTION USING ERRCODE = '${FENCE_SQLSTATE}', MESSAGE = format('fencegate guard: fence row %s: version %s after %s refused: the version only goes up', k, NEW.version, OLD.version);
+    END IF;
+    -- fencegate writes version = version + 1: a jump (up to the bigint maximum) would end the key's fenced writes
+    IF NEW.version - 1 <> OLD.version THEN
+      RAISE EXCEPTION USING ERRCODE = '${FENCE_SQLSTATE}', MESSAGE = format('fencegate guard: fence row %s: version %s after %s refused: the version goes up by exactly 1', k, NEW.version, OLD.version);
     END IF;
     -- The old mark: a state written under the guard (xact set) is well formed; one written
     -- before it is read when it can be, and not compared when it cannot.
@@ -444,7 +492,13 @@ function myStateCheck(s, m, what) {
 }
 
 /** The MySQL marker expression: this connection and its fenced transaction's nonce (NULL outside one). */
-const MY_MARK = "IF(@fencegate_xact IS NULL, NULL, CONCAT(CONNECTION_ID(), ':', @fencegate_xact))";
+/**
+ * The MySQL stamp of a fenced transaction, as the fence row's `xact` keeps it: a SHA-256 of this
+ * connection's id and the transaction's nonce (NULL outside one). The column is readable by
+ * whoever reads the fence table; the hash does not give the nonce back, so reading it does not
+ * let another session on a connection with the same id set @fencegate_xact to pass.
+ */
+const MY_MARK = "IF(@fencegate_xact IS NULL, NULL, SHA2(CONCAT(CONNECTION_ID(), ':', @fencegate_xact), 256))";
 
 function myInstall(o) {
   const F = `\`${o.fenceTable}\``;
@@ -464,13 +518,17 @@ function myInstall(o) {
   IF mark IS NULL THEN${indent(myStateCheck('NEW.state', 'mark', 'the new'), 2)}
   END IF;`;
   create(`fencegate_fence_${fn}_bi`, 'BEFORE INSERT', F, `${decl}${newState}
+  IF NOT (NEW.version <=> 1) THEN
+    SET msg = CONCAT('fencegate guard: fence row ', CONVERT(NEW.k USING utf8mb4), ': version ', IFNULL(NEW.version, 'NULL'), ' refused: a new fence row starts at version 1');
+    SIGNAL SQLSTATE '${FENCE_SQLSTATE}' SET MESSAGE_TEXT = msg;
+  END IF;
   SET NEW.xact = ${MY_MARK};`);
   // An UPDATE that keeps the state text of a row stamped by this trigger (xact set: only these
   // triggers write xact, and that text passed the check when it was written), its key, and
   // raises the version keeps a well-formed state and its mark: one test. Anything else is
   // checked in order (key, state, version, mark).
   create(`fencegate_fence_${fn}_bu`, 'BEFORE UPDATE', F, `${decl}
-  IF NEW.version > OLD.version AND OLD.xact IS NOT NULL AND NEW.k <=> OLD.k AND CAST(NEW.state AS BINARY) = CAST(OLD.state AS BINARY) THEN
+  IF NEW.version > OLD.version AND NEW.version - 1 = OLD.version AND OLD.xact IS NOT NULL AND NEW.k <=> OLD.k AND CAST(NEW.state AS BINARY) = CAST(OLD.state AS BINARY) THEN
     SET NEW.xact = ${MY_MARK};
   ELSE${indent(`
   IF NOT (NEW.k <=> OLD.k) THEN
@@ -479,6 +537,10 @@ function myInstall(o) {
   END IF;${newState}
   IF NEW.version IS NULL OR NEW.version <= OLD.version THEN
     SET msg = CONCAT('fencegate guard: fence row ', CONVERT(NEW.k USING utf8mb4), ': version ', IFNULL(NEW.version, 'NULL'), ' after ', OLD.version, ' refused: the version only goes up');
+    SIGNAL SQLSTATE '${FENCE_SQLSTATE}' SET MESSAGE_TEXT = msg;
+  END IF;
+  IF NEW.version - 1 <> OLD.version THEN
+    SET msg = CONCAT('fencegate guard: fence row ', CONVERT(NEW.k USING utf8mb4), ': version ', NEW.version, ' after ', OLD.version, ' refused: the version goes up by exactly 1');
     SIGNAL SQLSTATE '${FENCE_SQLSTATE}' SET MESSAGE_TEXT = msg;
   END IF;
   ${indent(myV1Mark('OLD.state', 'old_mark', 't'), 2)}
@@ -501,7 +563,7 @@ function myInstall(o) {
     const row = `FROM ${F} AS f WHERE f.k = CAST(CONVERT(${keyVar} USING utf8mb4) AS BINARY)`;
     return `
   SET x = (SELECT f.xact ${row});
-  IF @fencegate_xact IS NULL OR NOT (x <=> CONCAT(CONNECTION_ID(), ':', @fencegate_xact)) THEN
+  IF @fencegate_xact IS NULL OR NOT (x <=> ${MY_MARK}) THEN
     IF ${keyVar} IS NULL THEN
       SET msg = 'fencegate guard: ${op} on ${o.table} refused: the key expression is NULL for this row';
     ELSEIF NOT EXISTS (SELECT 1 ${row}) THEN
@@ -597,18 +659,26 @@ function sqInstall(o) {
   // The fast path (the trigger's WHEN): a write whose new state is the canonical v1 text, and for an
   // UPDATE whose key stays, version goes up and old state is canonical v1 with a mark not above the
   // new one, would pass every statement of the body; the body (the full check) runs for anything else.
+  // An INSERT over a key that has a fence row writes nothing (RAISE(IGNORE)): the trigger cannot
+  // tell INSERT OR REPLACE / REPLACE (which would delete the old row without a DELETE trigger and
+  // so lower its mark) from ON CONFLICT DO NOTHING (fencegate's first-writer insert, whose lost
+  // race must stay a lost compare-and-set), and neither writes then. A new fence row starts at
+  // version 1 (fencegate's inserts all do; a higher start would run the version to its end).
   stmts.push(`DROP TRIGGER IF EXISTS "fencegate_fence_${fn}_bi"`, `CREATE TRIGGER "fencegate_fence_${fn}_bi" BEFORE INSERT ON ${F} FOR EACH ROW
-  WHEN NOT ${sqV1('NEW.state')}
-BEGIN${stateGuard}
+  WHEN NOT ${sqV1('NEW.state')} OR NEW.version IS NOT 1 OR EXISTS (SELECT 1 FROM ${F} AS o WHERE o.key = NEW.key)
+BEGIN
+  SELECT RAISE(IGNORE) WHERE EXISTS (SELECT 1 FROM ${F} AS o WHERE o.key = NEW.key);${stateGuard}
+  ${raise(`'${FENCE_SQLSTATE} fencegate guard: fence row ' || NEW.key || ': version ' || quote(NEW.version) || ' refused: a new fence row starts at version 1'`)} WHERE NEW.version IS NOT 1;
 END`);
   const oldMark = "json_extract(OLD.state, '$.mark')";
   const newMark = "json_extract(NEW.state, '$.mark')";
   stmts.push(`DROP TRIGGER IF EXISTS "fencegate_fence_${fn}_bu"`, `CREATE TRIGGER "fencegate_fence_${fn}_bu" BEFORE UPDATE ON ${F} FOR EACH ROW
-  WHEN NOT ((NEW.key COLLATE BINARY) IS OLD.key AND NEW.version > OLD.version AND ${sqV1('NEW.state')}
+  WHEN NOT ((NEW.key COLLATE BINARY) IS OLD.key AND NEW.version = OLD.version + 1 AND ${sqV1('NEW.state')}
     AND ((NEW.state COLLATE BINARY) = OLD.state OR (${sqV1('OLD.state')} AND ${sqV1Le('OLD.state', 'NEW.state')})))
 BEGIN
   ${raise(`'${FENCE_SQLSTATE} fencegate guard: fence row ' || OLD.key || ': changing its key refused'`)} WHERE NEW.key IS NOT OLD.key;${stateGuard}
   ${raise(`'${FENCE_SQLSTATE} fencegate guard: fence row ' || NEW.key || ': version ' || quote(NEW.version) || ' after ' || OLD.version || ' refused: the version only goes up'`)} WHERE NEW.version IS NULL OR NEW.version <= OLD.version;
+  ${raise(`'${FENCE_SQLSTATE} fencegate guard: fence row ' || NEW.key || ': version ' || quote(NEW.version) || ' after ' || OLD.version || ' refused: the version goes up by exactly 1'`)} WHERE NEW.version IS NOT OLD.version + 1;
   ${raise(`'${FENCE_SQLSTATE} fencegate guard: fence row ' || NEW.key || ': lowering the mark from ' || ${oldMark} || ' to ' || ${newMark} || ' refused: the mark never goes down'`)}
     WHERE json_valid(OLD.state) AND json_type(OLD.state, '$.mark') = 'text' AND NOT ${le(oldMark, newMark)};
 END`);
@@ -617,12 +687,31 @@ END`);
 END`);
   const newKey = qualifyKey(o.key, o.columns, 'NEW', 'sqlite');
   const oldKey = qualifyKey(o.key, o.columns, 'OLD', 'sqlite');
-  const pass = (op, k) => `SELECT fencegate_pass(${lit(o.fenceTable)}, CAST((${k}) AS TEXT), '${op}', ${lit(o.table)});`;
+  const rKey = qualifyKey(o.key, o.columns, 'fencegate_r', 'sqlite');
+  const text = (k) => `CAST((${k}) AS TEXT)`;
+  // fencegate_pass(fence table, key, operation, table, the version of the key's fence row as it
+  // is in this transaction): the pass holds only while the fence row is the one this
+  // transaction's fence step wrote (a write rolled back, also to a savepoint, reverts it).
+  const call = (op, k) => `fencegate_pass(${lit(o.fenceTable)}, ${text(k)}, '${op}', ${lit(o.table)}, (SELECT f.version FROM ${F} AS f WHERE f.key = ${text(k)}))`;
+  const pass = (op, k) => `SELECT ${call(op, k)};`;
   const g = `fencegate_guard_${o.table}`;
-  stmts.push(`DROP TRIGGER IF EXISTS "${g}_bi"`, `CREATE TRIGGER "${g}_bi" BEFORE INSERT ON ${T} FOR EACH ROW BEGIN\n  ${pass('INSERT', newKey)}\nEND`);
+  // The rows a conflict resolution would change besides the row itself: INSERT OR REPLACE,
+  // REPLACE and UPDATE OR REPLACE delete every other row with the same values in a PRIMARY KEY
+  // or UNIQUE index (or the same rowid) without firing DELETE triggers, and an upsert updates
+  // one. Per unique key of the table (sqUnique), each such row of another key needs that key's
+  // pass too; an UPDATE is checked only for the unique keys whose columns it changes.
+  const q = (c) => `"${c.replace(/"/g, '""')}"`;
+  const col = (row, c) => (c.rowid === true ? `${row}.rowid` : `${row}.${q(c.name)}`);
+  const same = (u) => u.map((c) => `${col('fencegate_r', c)} = ${col('NEW', c)}${c.coll === undefined ? '' : ` COLLATE ${q(c.coll)}`}`).join(' AND ');
+  const others = (op, u, extra) => `SELECT ${call(op, rKey)} FROM ${T} AS fencegate_r
+    WHERE ${extra}${same(u)} AND ${text(rKey)} IS NOT ${text(newKey)}${op === 'INSERT' ? '' : ` AND ${text(rKey)} IS NOT ${text(oldKey)}`};`;
+  const unique = o.unique ?? [];
+  const onInsert = unique.map((u) => `\n  ${others('INSERT', u, '')}`).join('');
+  const onUpdate = unique.map((u) => `\n  ${others('UPDATE', u, `(${u.map((c) => `${col('NEW', c)} IS NOT ${col('OLD', c)}`).join(' OR ')}) AND `)}`).join('');
+  stmts.push(`DROP TRIGGER IF EXISTS "${g}_bi"`, `CREATE TRIGGER "${g}_bi" BEFORE INSERT ON ${T} FOR EACH ROW BEGIN\n  ${pass('INSERT', newKey)}${onInsert}\nEND`);
   stmts.push(`DROP TRIGGER IF EXISTS "${g}_bu"`, `CREATE TRIGGER "${g}_bu" BEFORE UPDATE ON ${T} FOR EACH ROW BEGIN
   ${pass('UPDATE', oldKey)}
-  SELECT fencegate_pass(${lit(o.fenceTable)}, CAST((${newKey}) AS TEXT), 'UPDATE', ${lit(o.table)}) WHERE CAST((${newKey}) AS TEXT) IS NOT CAST((${oldKey}) AS TEXT);
+  SELECT ${call('UPDATE', newKey)} WHERE ${text(newKey)} IS NOT ${text(oldKey)};${onUpdate}
 END`);
   stmts.push(`DROP TRIGGER IF EXISTS "${g}_bd"`, `CREATE TRIGGER "${g}_bd" BEFORE DELETE ON ${T} FOR EACH ROW BEGIN\n  ${pass('DELETE', oldKey)}\nEND`);
   return stmts;
@@ -675,6 +764,9 @@ export function guardSql(options) {
   if (o.engine === undefined) throw invalid('guardSql: engine is required (postgres, mysql or sqlite)', {});
   if (remove && o.table === undefined && !o.fence) throw invalid('guardSql: remove needs a table, or fence: true, or both', {});
   if (!remove && o.columns === undefined) throw invalid('guardSql: columns (the protected table\'s column names) is required: the key expression\'s column references are qualified with them', {});
+  if (!remove && o.engine === 'sqlite' && o.unique === undefined) {
+    throw invalid('guardSql: unique (the table\'s unique keys: ["rowid"] unless WITHOUT ROWID, and the columns of every PRIMARY KEY and UNIQUE index) is required for sqlite: the guard checks the rows a REPLACE would delete', {});
+  }
   return script(o, statements(o, remove), remove);
 }
 
@@ -719,9 +811,16 @@ async function session(client, engine) {
     };
   }
   if (typeof client === 'function') {
+    // postgres.js refuses BEGIN in a query on a pool of more than one connection
+    // (UNSAFE_TRANSACTION): the script's body runs in sql.begin, one transaction on one connection
+    const body = (script) => {
+      const m = /^((?:--[^\n]*\n)*)BEGIN;\n([^]*)\nCOMMIT;\n$/.exec(script);
+      if (m === null) throw new Error('guard script is not one BEGIN … COMMIT block');
+      return m[1] + m[2];
+    };
     return {
       run: (text, params = []) => client.unsafe(text, params),
-      exec: (stmts) => client.unsafe(stmts[0]),
+      exec: (stmts) => client.begin((tx) => tx.unsafe(body(stmts[0]))),
       close: async () => {},
     };
   }
@@ -791,6 +890,7 @@ export async function installGuard(client, options) {
       throw invalid(`installGuard: there is no fence table ${JSON.stringify(o.fenceTable)} (create it first: the store's init() or constructor)`, { fenceTable: o.fenceTable });
     }
     o.columns = given ?? cols;
+    if (o.engine === 'sqlite' && o.unique === undefined) o.unique = await sqUniqueKeys(s, o.table);
     const stmts = statements(o, false);
     try {
       if (!o.dryRun) await s.exec(stmts);

@@ -24,18 +24,25 @@ const IDENT = /^[A-Za-z_][A-Za-z0-9_]{0,62}$/;
 /**
  * The database guard's pass (fencegate/guard, docs/guard.md): per Database, per
  * fence table, the keys whose fence row the transaction open on that connection
- * wrote. The guard's triggers on a protected table call
- * `fencegate_pass(fence table, key, operation, table)`, registered here on every
- * Database a SqliteStore is made on: 1 when the key passed, else it throws
- * GUARD_REFUSED (the statement fails, better-sqlite3 rethrows that error). A
- * connection without the function (the sqlite3 shell, another program) fails
- * the statement with "no such function: fencegate_pass".
+ * wrote, each with the versions its fence steps wrote. The guard's triggers on a
+ * protected table call `fencegate_pass(fence table, key, operation, table, version)`,
+ * version being the key's fence row's version as the transaction sees it: 1 when the
+ * key passed and that version is one this transaction's fence step wrote (a fence
+ * write rolled back, to a savepoint too, reverts the row, and the pass no longer
+ * holds), else it throws GUARD_REFUSED (the statement fails, better-sqlite3 rethrows
+ * that error). Registered on every Database a SqliteStore is made on; a connection
+ * without the function (the sqlite3 shell, another program) fails the statement with
+ * "no such function: fencegate_pass". The four-argument form (the triggers of an
+ * earlier guard) always refuses: install the guard again.
  */
 const PASSES = new WeakMap();
 
-function guardPass(db, tables, fence, key, op, table) {
+function guardPass(db, tables, fence, key, op, table, version) {
   const pass = tables.get(fence);
-  if (pass !== undefined && db.inTransaction === true && pass.keys.has(key)) return 1;
+  if (pass !== undefined && db.inTransaction === true) {
+    const written = pass.keys.get(key);
+    if (written !== undefined && version !== null && written.includes(version)) return 1;
+  }
   throw new FencegateError(
     'GUARD_REFUSED',
     `fencegate guard: ${op} on ${table} refused: this transaction did not pass the fence for key ${key}`,
@@ -50,14 +57,24 @@ function passOf(db, table) {
     if (typeof db.function !== 'function') return null;
     tables = new Map();
     PASSES.set(db, tables);
-    db.function('fencegate_pass', { varargs: false, deterministic: false }, (fence, key, op, t) => guardPass(db, tables, fence, key, op, t));
+    db.function('fencegate_pass', { varargs: false, deterministic: false }, (fence, key, op, t, version) => guardPass(db, tables, fence, key, op, t, version));
+    db.function('fencegate_pass', { varargs: false, deterministic: false }, (fence, key, op, t) => {
+      throw new FencegateError('GUARD_REFUSED', `fencegate guard: ${op} on ${t} refused: the guard's triggers are from an earlier fencegate: install the guard again (installGuard)`, { key, table: t, operation: op, fenceTable: fence });
+    });
   }
   let pass = tables.get(table);
   if (pass === undefined) {
-    pass = { keys: new Set(), ending: false };
+    pass = { keys: new Map(), ending: false };
     tables.set(table, pass);
   }
   return pass;
+}
+
+/** Records in `pass` that this transaction's fence step wrote `version` of the fence row of `key`. */
+function passed(pass, key, version) {
+  const written = pass.keys.get(key);
+  if (written === undefined) pass.keys.set(key, [version]);
+  else written.push(version);
 }
 
 /**
@@ -245,7 +262,7 @@ export class SqliteStore {
     this.#fenced = db.transaction((key, step) => {
       const version = this.#fence(key, step, step.cached);
       if (version === null) return null; // refused: the statements never run (nothing was written)
-      if (this.#pass !== null) this.#pass.keys.add(key); // the guard's pass, until this transaction ends
+      if (this.#pass !== null) passed(this.#pass, key, version); // the guard's pass, until this transaction ends
       let out;
       try {
         out = step.run(db);
@@ -319,7 +336,7 @@ export class SqliteStore {
       // synchronously, so it has ended when the next microtask runs: the pass ends then
       // (and the guard never passes a statement outside a transaction).
       const pass = this.#pass;
-      pass.keys.add(key);
+      passed(pass, key, version);
       if (!pass.ending) {
         pass.ending = true;
         queueMicrotask(() => {

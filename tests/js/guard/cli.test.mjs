@@ -30,7 +30,7 @@ test('fencegate guard: --dry-run prints the SQL and changes nothing; install; --
     const dry = run('--sqlite', file, '--table', 'orders', '--key', "'orders/' || id", '--dry-run');
     assert.equal(dry.status, 0, dry.stderr);
     assert.match(dry.stdout, /^-- fencegate guard \(docs\/guard\.md\): orders behind the fence table fencegate\nBEGIN IMMEDIATE;\n/);
-    assert.match(dry.stdout, /SELECT fencegate_pass\('fencegate', CAST\(\('orders\/' \|\| NEW\."id"\) AS TEXT\), 'INSERT', 'orders'\);/);
+    assert.match(dry.stdout, /SELECT fencegate_pass\('fencegate', CAST\(\('orders\/' \|\| NEW\."id"\) AS TEXT\), 'INSERT', 'orders', \(SELECT f\.version FROM "fencegate" AS f WHERE f\.key = CAST\(\('orders\/' \|\| NEW\."id"\) AS TEXT\)\)\);/);
     assert.deepEqual(triggers(), []);
     const done = run('--sqlite', file, '--table', 'orders', '--key', "'orders/' || id");
     assert.equal(done.status, 0, done.stderr);
