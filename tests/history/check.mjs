@@ -292,6 +292,7 @@ export function check(lines) {
     const ex = o.inv.expect;
     let outcome;
     if (!e) outcome = 'lost'; // stopped mid-attempt: left to the final state
+    else if (e.ev === 'ok' && e.rows === 0) outcome = 'refused'; // nothing changed (SQLite's guard ignores an insert over an existing fence row)
     else if (e.ev === 'ok') {
       outcome = 'landed';
       // rows: what the statement changed (null when the engine does not count: TRUNCATE on PostgreSQL)
