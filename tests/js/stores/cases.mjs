@@ -777,7 +777,7 @@ export const OWN_CASES = {
         // mark 7, is refused: never two advances from mark 5
         assert.deepEqual(await seven, { ...verdict(k, 'advance', null, 7, 5, 7), result: 1 }, 'writer 7 committed first');
         assert.deepEqual(v6, verdict(k, 'reject', 'STALE_TOKEN', 6, 7, 7), 'writer 6 decided again on the mark 7 committed under it');
-        assert.equal(await t.own.read(k), '7');
+        assert.equal(await t.own.read(k), '7', 'the caller\'s data holds the statement of writer 7, the one that applied');
         assert.equal(await new Gate(t.store, { stateCache: 0 }).mark(k), 7);
         return;
       }

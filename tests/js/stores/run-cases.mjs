@@ -18,7 +18,7 @@ export function ownCaseNames() {
   return Object.keys(OWN_CASES);
 }
 
-/** `[{ name, ok, assertion, error, message }]`, one per case (or per name in `only`): `error` the failure's message, `message` its stack. */
+/** `[{ name, ok, assertion, error, message }]`, one per case (or per name in `only`): `error` the first line of the failure's message, `message` its stack. */
 export function runCases(target, only) {
   return runAll(casesFor(target.shape), target, only);
 }
@@ -41,7 +41,7 @@ async function runAll(cases, target, only) {
       await run({ ...t, shape: target.shape });
       results.push({ name, ok: true });
     } catch (e) {
-      results.push({ name, ok: false, assertion: e?.name === 'AssertionError' || e?.code === 'ERR_ASSERTION', error: String(e?.message ?? e), message: String(e?.stack ?? e) });
+      results.push({ name, ok: false, assertion: e?.name === 'AssertionError' || e?.code === 'ERR_ASSERTION', error: String(e?.message ?? e).split('\n')[0], message: String(e?.stack ?? e) });
     } finally {
       await t.close();
     }
