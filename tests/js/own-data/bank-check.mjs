@@ -37,7 +37,7 @@ export function transfers(seed, accounts) {
  *     writer; `errors` failures (not verdicts) at most;
  *   - no epoch-10 transfer committed after the first epoch-20 one, and both epochs applied and
  *     the epoch-10 writers were refused.
- * `outcomes[w]` is writer w's list of `{ i, ok, outcome, code }` or `{ i, ok: false, error }`.
+ * `outcomes[w]` is writer w's list of `{ i, ok, outcome, code }` or `{ i, ok: false, error, message? }`.
  * Returns `{ acked, refused, errors, stale, fresh }`.
  */
 export function checkBank(assert, { plan, outcomes, rows, balances, accounts, start, maxErrors = 0, refusal = ['reject', 'STALE_TOKEN'] }) {
@@ -66,7 +66,7 @@ export function checkBank(assert, { plan, outcomes, rows, balances, accounts, st
           refused++;
           assert.deepEqual([o.outcome, o.code], refusal);
           assert.equal(plan[w].token, 10);
-        } else errors.push(o.error);
+        } else errors.push(o.message === undefined ? o.error : `${o.error}: ${o.message}`);
       }
     }
   }

@@ -37,7 +37,7 @@ for (let i = 0; i < ops; i++) {
     const v = await gate.transaction('bank/ledger', token, body(i, t), { opId: `w${worker}-${i}` });
     outcomes.push({ i, ok: v.ok && v.outcome !== 'duplicate', outcome: v.outcome, code: v.code });
   } catch (e) {
-    outcomes.push({ i, ok: false, error: e.code ?? String(e) });
+    outcomes.push({ i, ok: false, error: e.code ?? String(e), message: String(e.cause?.message ?? e.message) });
   }
 }
 client.close();
