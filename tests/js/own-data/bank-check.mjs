@@ -34,11 +34,13 @@ export function transfers(seed, accounts) {
  *     (worker, op) at most once, and seq is 1..rows.length (one commit order, nothing lost);
  *   - every acknowledged transfer (outcome ok) is there, with its writer's token; every refused
  *     or failed one is absent; every refusal is `refusal` (the STALE_TOKEN reject) of an epoch-10
- *     writer; `errors` failures (not verdicts) at most;
+ *     writer; `maxErrors` failures (not verdicts) at most;
  *   - no epoch-10 transfer committed after the first epoch-20 one, and both epochs applied and
- *     the epoch-10 writers were refused.
+ *     the epoch-10 writers were refused;
+ *   - in commit order the writer changes at least once per writer (they raced, not one after
+ *     another).
  * `outcomes[w]` is writer w's list of `{ i, ok, outcome, code }` or `{ i, ok: false, error, message? }`.
- * Returns `{ acked, refused, errors, stale, fresh }`.
+ * Returns `{ acked, refused, errors, stale, fresh, switches }`.
  */
 export function checkBank(assert, { plan, outcomes, rows, balances, accounts, start, maxErrors = 0, refusal = ['reject', 'STALE_TOKEN'] }) {
   assert.equal(balances.length, accounts);
@@ -77,5 +79,9 @@ export function checkBank(assert, { plan, outcomes, rows, balances, accounts, st
   assert.ok(fresh.length > 0 && stale.length > 0, `both epochs applied: ${stale.length} at 10, ${fresh.length} at 20`);
   assert.ok(Math.max(...stale) < Math.min(...fresh), 'no epoch-10 transfer committed after the first epoch-20 one');
   assert.ok(refused > 0, 'the epoch-10 writers went on after epoch 20 and were refused');
-  return { acked, refused, errors: errors.length, stale: stale.length, fresh: fresh.length };
+  // in commit order, how often the next transfer is another writer's: the writers really raced
+  const order = [...rows].sort((a, b) => Number(a.seq) - Number(b.seq));
+  const switches = order.filter((r, i) => i > 0 && r.worker !== order[i - 1].worker).length;
+  assert.ok(switches >= plan.length, `the writers' commits interleave: ${switches} changes of writer in commit order`);
+  return { acked, refused, errors: errors.length, stale: stale.length, fresh: fresh.length, switches };
 }

@@ -781,7 +781,7 @@ export const OWN_CASES = {
         assert.equal(await new Gate(t.store, { stateCache: 0 }).mark(k), 7);
         return;
       }
-      assert.deepEqual(v6, { ...verdict(k, 'advance', null, 6, 5, 6), result: 1 });
+      assert.deepEqual(v6, { ...verdict(k, 'advance', null, 6, 5, 6), result: 1 }, 'writer 6, deciding first, advanced from mark 5');
       const v7 = await seven;
       if (v7 instanceof Error) {
         // it could not get the write lock while 6 held it (SQLite busy at once, a serialization failure)
