@@ -7,12 +7,13 @@
 //   - KV API (DurableObjectStore): the transfer's body awaits a slow HTTP service (this test's
 //     server) between its txn reads and puts. workerd runs one storage.transaction callback
 //     of the object at a time across requests; the other requests run beside it up to their
-//     own transactions. Inside ONE request nothing
-//     holds a second transaction out: each fetch carries 2 transfers through 2 gates, the
-//     second started while the first's body awaits its timer, and the store itself orders
-//     its calls on one key (the same-event test shows what workerd does without that). The
-//     object counts: several requests inside at once, several transfers in flight, never
-//     two bodies at once.
+//     own transactions. Inside ONE request nothing holds a second transaction out: each fetch
+//     carries 2 transfers through 2 gates, the second started while the first's body awaits
+//     the service, and the store itself orders its calls on one key (the same-event test
+//     shows what workerd does without that). The object counts: several requests inside at
+//     once, several transfers in flight, never two bodies at once. The bodies await no timer:
+//     workerd stalls an object whose transaction callback awaits one while an earlier timer
+//     comes due (docs/stores.md).
 //   - SQLite storage (DurableObjectSqlStore): transactionSync runs the fence step and the
 //     body with no await in between, so no other request can run inside one; the fetches
 //     interleave at an await before each transfer, and each client's Gate decides from its
