@@ -14,6 +14,23 @@ import { FencegateError } from '../lib/errors.mjs';
 import { codecOf, encodeWith, encodedOf, loadedRecord, storeOptions, CODEC_OPTIONS } from './support.mjs';
 
 const invalid = (message, details) => new FencegateError('INVALID_ARGUMENT', message, details);
+
+/**
+ * Whether `e` is SQLite's "database is locked" (SQLITE_BUSY) from a commit on a local KV
+ * file that another process is writing: the write lock was not taken, nothing was written,
+ * the atomic operation may run again.
+ */
+const busy = (e) => e !== null && typeof e === 'object' && /database is locked/.test(String(e.message));
+
+/** `op.commit()`; SQLite's "database is locked" answers `{ ok: false, busy: true }` (nothing written). */
+async function commitOf(op) {
+  try {
+    return await op.commit();
+  } catch (e) {
+    if (busy(e)) return { ok: false, busy: true, cause: e };
+    throw e;
+  }
+}
 const PART = (p) => ['string', 'number', 'bigint', 'boolean'].includes(typeof p) || p instanceof Uint8Array;
 
 export class DenoKvStore {
@@ -65,7 +82,8 @@ export class DenoKvStore {
         value = e.value.value;
       }
     }
-    const r = await this.#kv.atomic().check({ key: k, versionstamp: expectedVersion }).set(k, { state: JSON.stringify(nextState), value }).commit();
+    // a commit another process holds the file's write lock against is a lost compare-and-set too: load and decide again
+    const r = await commitOf(this.#kv.atomic().check({ key: k, versionstamp: expectedVersion }).set(k, { state: JSON.stringify(nextState), value }));
     return r.ok === true;
   }
 
@@ -86,7 +104,9 @@ export class DenoKvStore {
    * `sum`/`min`/`max`/`enqueue` (op is a facade of that AtomicOperation
    * without `commit`), and the store commits once. A failed check (the fence
    * entry changed, or one of the caller's) writes nothing and is thrown with
-   * `conflict: true`: the gate runs it all again (bounded by maxRetries).
+   * `conflict: true`: the gate runs it all again (bounded by maxRetries), as
+   * it does for a commit refused with SQLite's "database is locked" (another
+   * process writing the same local KV file; nothing written).
    * Answers `{ version }` (the commit's versionstamp) or null (refused).
    */
   async fencedTransaction(key, step) {
@@ -96,7 +116,10 @@ export class DenoKvStore {
     if (plan === null) return null;
     const atomic = this.#kv.atomic().check({ key: k, versionstamp: e.versionstamp }).set(k, { state: plan.nextStateText, value: e.versionstamp === null ? null : (e.value.value ?? null) });
     await step.run(this.#facade(atomic));
-    const r = await atomic.commit();
+    const r = await commitOf(atomic);
+    if (r.busy === true) {
+      throw Object.assign(new Error('DenoKvStore: another process held the KV file\'s write lock ("database is locked"): nothing was written'), { conflict: true, cause: r.cause });
+    }
     if (r.ok !== true) {
       throw Object.assign(new Error('DenoKvStore: a check of the atomic operation failed (the fence entry or an entry you checked changed): nothing was written'), { conflict: true });
     }

@@ -5,9 +5,13 @@
 // fence state as its versioned JSON text and the value as codec text (null = no
 // value). Each fenced operation is one `storage.transaction`: read the entry,
 // let fencegate decide (`fn`, synchronous), put what it returns, or nothing.
-// A Durable Object runs one instance per id, and its storage transaction is
-// serialisable with every other storage operation of that object, so two
-// decisions on one key never interleave.
+// A Durable Object runs one instance per id, and workerd's input gate holds
+// other requests out while a storage.transaction callback runs. Inside one
+// request nothing does: a second storage.transaction started while the first
+// callback awaits a timer or a fetch reads the first one's uncommitted puts
+// (or is held until the object is reset). So the store also runs its own
+// transactions on one storage key one after another, whichever Gate calls it:
+// two decisions on one key never interleave.
 //
 // Values go through a codec (default `valueCodec`, docs/stores.md "Values").
 import { Gate, FencegateError, valueCodec } from '../workerd.mjs';
@@ -15,6 +19,27 @@ import { codecOf, encodeWith, encodedOf, loadedRecord, nextStateTextOf, storeOpt
 import { fence } from '../integrations/http.mjs';
 
 const invalid = (message, details) => new FencegateError('INVALID_ARGUMENT', message, details);
+
+/** storage → storage key → the settled-never-rejects tail of the store's transactions on that key. */
+const TAILS = new WeakMap();
+const idle = () => {};
+
+/**
+ * `run()` (one storage.transaction) after every earlier one on `k` of this
+ * storage, from any DurableObjectStore (any Gate): the store's own lock per key.
+ */
+function inTurn(storage, k, run) {
+  let tails = TAILS.get(storage);
+  if (tails === undefined) TAILS.set(storage, (tails = new Map()));
+  const prev = tails.get(k);
+  const p = prev === undefined ? run() : prev.then(run);
+  const tail = p.then(idle, idle);
+  tails.set(k, tail);
+  tail.then(() => {
+    if (tails.get(k) === tail) tails.delete(k);
+  });
+  return p;
+}
 
 export class DurableObjectStore {
   #storage;
@@ -46,7 +71,7 @@ export class DurableObjectStore {
   /** Runs `fn(state)` in one storage transaction and puts what it returns (or nothing). */
   transaction(key, fn) {
     const k = this.storageKey(key);
-    return this.#storage.transaction(async (txn) => {
+    return inTurn(this.#storage, k, () => this.#storage.transaction(async (txn) => {
       const entry = (await txn.get(k)) ?? null;
       const out = fn(entry === null ? null : entry.state);
       if (out === null || out === undefined) return false;
@@ -54,7 +79,7 @@ export class DurableObjectStore {
       const value = change.kind === 'set' ? encodedOf(this, change) : change.kind === 'delete' ? null : (entry?.value ?? null);
       await txn.put(k, { state: nextStateTextOf(out), value });
       return true;
-    });
+    }));
   }
 
   async load(key) {
@@ -69,19 +94,21 @@ export class DurableObjectStore {
    * and, when the decision applies, put (its value kept) before
    * `step.run(txn)` runs the caller's statements on the same `txn`; the
    * transaction commits both, or neither (a refusal puts nothing and never
-   * runs them; a throw rolls back and is rethrown). Answers `{ version: null }`
+   * runs them; a throw rolls back and is rethrown). It starts after the
+   * store's earlier transactions on the key have ended (see the top of this
+   * file), so a body may await a timer or a fetch. Answers `{ version: null }`
    * (the KV API has no version) or null (refused).
    */
   fencedTransaction(key, step) {
     const k = this.storageKey(key);
-    return this.#storage.transaction(async (txn) => {
+    return inTurn(this.#storage, k, () => this.#storage.transaction(async (txn) => {
       const entry = (await txn.get(k)) ?? null;
       const plan = step.decide(entry === null ? null : entry.state);
       if (plan === null) return null;
       await txn.put(k, { state: plan.nextStateText, value: entry === null ? null : (entry.value ?? null) });
       await step.run(txn);
       return { version: null };
-    });
+    }));
   }
 
   /**

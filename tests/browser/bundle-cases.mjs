@@ -1,4 +1,4 @@
-// Bundles tests/browser/conformance-entry.mjs for Chromium: the conformance
+// Bundles tests/browser/conformance-entry.mjs (or another entry) for Chromium: the conformance
 // cases use node:assert (npm `assert`, the browser port), Buffer (npm `buffer`)
 // and read one fixture (inlined); the package is left to the server.
 import { mkdirSync, readFileSync, writeFileSync } from 'node:fs';
@@ -7,15 +7,19 @@ import { fileURLToPath } from 'node:url';
 
 const root = fileURLToPath(new URL('../../', import.meta.url));
 
-export async function bundleCases() {
-  const out = join(root, 'build', 'browser-conformance');
+/**
+ * Bundles `entry` (repository-relative; default the conformance entry) into
+ * build/<name>/entry.js; resolves to that file's path on the test server.
+ */
+export async function bundleCases(entry = 'tests/browser/conformance-entry.mjs', name = 'browser-conformance') {
+  const out = join(root, 'build', name);
   mkdirSync(out, { recursive: true });
   writeFileSync(join(out, 'strict.mjs'), "import assert from 'assert';\nexport default assert.strict;\n");
   writeFileSync(join(out, 'globals.mjs'), "export { Buffer } from 'buffer';\nexport const process = { env: {} };\n");
   const fixture = readFileSync(join(root, 'tests/fixtures/state-v1-v3.json'), 'utf8');
   const esbuild = await import(join(root, 'node_modules/esbuild/lib/main.js'));
   await esbuild.build({
-    entryPoints: [join(root, 'tests/browser/conformance-entry.mjs')], bundle: true, format: 'esm', platform: 'browser',
+    entryPoints: [join(root, entry)], bundle: true, format: 'esm', platform: 'browser',
     outfile: join(out, 'entry.js'), logLevel: 'warning', inject: [join(out, 'globals.mjs')],
     define: { 'import.meta.url': '"http://localhost/tests/js/stores/cases.mjs"' },
     plugins: [{
@@ -29,5 +33,5 @@ export async function bundleCases() {
       },
     }],
   });
-  return '/build/browser-conformance/entry.js';
+  return `/build/${name}/entry.js`;
 }

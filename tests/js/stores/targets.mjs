@@ -452,6 +452,7 @@ export const etcd = {
       client: c(),
       own: {
         sync: false,
+        optimistic: true, // no lock: the Txn compares the fence key at commit
         setup: async (id) => void (await c().put(ownKey(id)).value('init')),
         // the puts join the fence Txn, sent when the body has returned (a sleep holds it back)
         write: (id, v, sleepMs = 0) => async (tx) => {
