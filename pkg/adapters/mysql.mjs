@@ -23,7 +23,7 @@
 // API); this module imports only the codec.
 import { valueCodec } from '../lib/codec.mjs';
 import { FencegateError } from '../lib/errors.mjs';
-import { codecOf, encodeWith, encodedOf, loadedRecord, tableOf, storeOptions, CODEC_OPTIONS } from './support.mjs';
+import { codecOf, encodeWith, encodedOf, loadedRecord, tableOf, storeOptions, endedItself, runWatched, CODEC_OPTIONS } from './support.mjs';
 import { sqlRunner, poolKind } from './handles.mjs';
 
 // The caller's own data (Gate.transaction, Gate.fenceIn; docs/stores.md "Your
@@ -398,19 +398,7 @@ export class MysqlStore {
         return null;
       }
       const watched = watchedConnection(conn);
-      const ended = (cause) =>
-        new FencegateError(
-          'INVALID_ARGUMENT',
-          'MysqlStore: the statements function ended the transaction itself (COMMIT, ROLLBACK, or a statement that commits implicitly, on the connection); what ran after that ran outside the fence, and this transaction is not reported as applied',
-          cause === undefined ? {} : { cause },
-        );
-      try {
-        await step.run(watched.handle);
-      } catch (e) {
-        if (watched.ended) throw ended(e);
-        throw e;
-      }
-      if (watched.ended) throw ended();
+      await runWatched(step, watched, (cause) => endedItself('MysqlStore', 'COMMIT, ROLLBACK, or a statement that commits implicitly, on the connection', cause));
       if (watched.rolledBack !== null) {
         // the body caught an error after which InnoDB had rolled the whole transaction back (the
         // fence write with it): a COMMIT now would commit nothing and report it applied

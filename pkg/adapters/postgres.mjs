@@ -33,7 +33,7 @@
 // transaction on a key, under any isolation level.
 import { valueCodec } from '../lib/codec.mjs';
 import { FencegateError } from '../lib/errors.mjs';
-import { codecOf, encodeWith, encodedOf, loadedRecord, tableOf, storeOptions, CODEC_OPTIONS } from './support.mjs';
+import { codecOf, encodeWith, encodedOf, loadedRecord, tableOf, storeOptions, endedItself as ended, runWatched, CODEC_OPTIONS } from './support.mjs';
 import { sqlRunner, poolKind, pgInTransaction } from './handles.mjs';
 
 const IDENT = /^[A-Za-z_][A-Za-z0-9_]{0,62}$/;
@@ -114,24 +114,8 @@ function transactionKind(client) {
   return poolKind(client) === 'pg Pool' ? 'pool' : 'one';
 }
 
-/** The error of a body that ended the fenced transaction itself: never reported as applied (`cause`: what the body threw after, if it did). */
-function endedItself(cause) {
-  return new FencegateError(
-    'INVALID_ARGUMENT',
-    'PostgresStore: the statements function ended the transaction itself (COMMIT, ROLLBACK or PREPARE TRANSACTION on the handle); what ran after that ran outside the fence, and this transaction is not reported as applied',
-    cause === undefined ? {} : { cause },
-  );
-}
-
-/** `step.run` on the watched handle; a body that ended the transaction is that error even when it then threw. */
-async function runWatched(step, watched) {
-  try {
-    await step.run(watched.handle);
-  } catch (e) {
-    if (watched.ended) throw endedItself(e);
-    throw e;
-  }
-}
+/** The error of a body that ended the fenced transaction itself (support.mjs `endedItself`). */
+const endedItself = (cause) => ended('PostgresStore', 'COMMIT, ROLLBACK or PREPARE TRANSACTION on the handle', cause);
 
 /** Whether a statement's result (its command tag; pg: the protocol status after it) ended the transaction. */
 function endsTransaction(result, status, text) {
@@ -518,13 +502,13 @@ export class PostgresStore {
         return null;
       }
       const watched = watchedClient(client);
-      await runWatched(step, watched);
+      await runWatched(step, watched, endedItself);
       // The statements must not end the transaction themselves (a COMMIT or ROLLBACK in
       // the body, also when a BEGIN follows): what ran after it ran unfenced, and the fence
       // write may be gone. pg ≥ 8.12 tells the protocol's status for free: 'T' (open) or 'E'
       // (failed) here, and after each of the body's statements.
       const status = typeof client.getTransactionStatus === 'function' ? client.getTransactionStatus() : undefined;
-      if (status === 'I' || watched.ended) throw endedItself();
+      if (status === 'I') throw endedItself();
       committing = true;
       const r = await client.query('COMMIT');
       if (r !== null && typeof r === 'object' && r.command === 'ROLLBACK') {
@@ -594,8 +578,7 @@ export class PostgresStore {
         const version = await this.#fence(q, key, step);
         if (version === null) throw REFUSED;
         const watched = watchedSql(tx);
-        await runWatched(step, watched);
-        if (watched.ended) throw endedItself();
+        await runWatched(step, watched, endedItself);
         committing = true; // what fails from here on failed in (or around) COMMIT
         out = { version };
       });

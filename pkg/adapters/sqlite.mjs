@@ -16,7 +16,7 @@
 // The client is passed in (an open `Database`); this module imports only the codec.
 import { valueCodec } from '../lib/codec.mjs';
 import { FencegateError } from '../lib/errors.mjs';
-import { codecOf, encodeWith, encodedOf, loadedRecord, tableOf, nextStateTextOf, storeOptions, CODEC_OPTIONS } from './support.mjs';
+import { codecOf, encodeWith, encodedOf, loadedRecord, tableOf, nextStateTextOf, storeOptions, endedItself as ended, CODEC_OPTIONS } from './support.mjs';
 import { ormRunner } from './orm-handles.mjs';
 
 const IDENT = /^[A-Za-z_][A-Za-z0-9_]{0,62}$/;
@@ -111,14 +111,8 @@ function one(statement) {
   };
 }
 
-/** The error of a body that ended the fenced transaction itself: never reported as applied (`cause`: what it threw after, if it did). */
-function endedItself(cause) {
-  return new FencegateError(
-    'INVALID_ARGUMENT',
-    'SqliteStore: the statements function ended the transaction itself (COMMIT, ROLLBACK or END on the Database); what ran after that ran outside the fence, and this transaction is not reported as applied',
-    cause === undefined ? {} : { cause },
-  );
-}
+/** The error of a body that ended the fenced transaction itself (support.mjs `endedItself`). */
+const endedItself = (cause) => ended('SqliteStore', 'COMMIT, ROLLBACK or END on the Database', cause);
 
 /**
  * A transaction-shaped host store on a better-sqlite3 `Database`.

@@ -82,3 +82,31 @@ export function loadedRecord(state, version, text, decode) {
     },
   };
 }
+
+/**
+ * INVALID_ARGUMENT for a fenced transaction whose statements ended it themselves (`how`: the
+ * statements that end one on this engine): never reported as applied. `cause`: what the
+ * statements threw after that, if they did.
+ */
+export function endedItself(store, how, cause) {
+  return new FencegateError(
+    'INVALID_ARGUMENT',
+    `${store}: the statements function ended the transaction itself (${how}); what ran after that ran outside the fence, and this transaction is not reported as applied`,
+    cause === undefined ? {} : { cause },
+  );
+}
+
+/**
+ * `step.run(watched.handle)` for a store that watches the handle it gives the statements:
+ * `ended()` becomes the error {@link endedItself} builds when `watched.ended` is set, even when
+ * the statements threw after ending the transaction.
+ */
+export async function runWatched(step, watched, ended) {
+  try {
+    await step.run(watched.handle);
+  } catch (e) {
+    if (watched.ended) throw ended(e);
+    throw e;
+  }
+  if (watched.ended) throw ended();
+}
