@@ -37,7 +37,7 @@ echo "== main job: the seed scenario through the installed package =="
 bash scripts/demo.sh
 
 echo "== JS tests against the built package, packaging test, Chromium, the examples in their runtimes =="
-bash scripts/with-services.sh node --test --test-concurrency=1 tests/js/ tests/pack/ tests/browser/ tests/examples/
+bash scripts/with-services.sh node --test --test-concurrency=1 --test-reporter=tap --test-reporter-destination=stdout --test-reporter=./tests/reporters/failures.mjs --test-reporter-destination=stdout tests/js/ tests/pack/ tests/browser/ tests/examples/
 
 echo "== history workload: 2,000 seeded operations per engine under faults (tests/history, scripts/history.sh) =="
 bash scripts/with-services.sh bash scripts/history.sh 2000 16
