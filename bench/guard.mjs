@@ -8,7 +8,7 @@
 // (FENCEGATE_MYSQL_URL; the guarded side uses MysqlStore { guard: true }, whose nonce
 // statements are part of the guard's cost). Prints the load average before and after.
 // Run: bash scripts/with-services.sh node bench/guard.mjs
-// Env: ROUNDS (default 15), MODE (tx | block), CONTROL (1: no guard: an A/A run), ONLY (sqlite | postgres | mysql, comma-separated), SCALE (multiplies n).
+// Env: ROUNDS (default 15), STATE_CACHE, MODE (tx | block), CONTROL (1: no guard: an A/A run), ONLY (sqlite | postgres | mysql, comma-separated), SCALE (multiplies n).
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir, loadavg } from 'node:os';
 import { join } from 'node:path';
@@ -23,7 +23,8 @@ const MODE = process.env.MODE ?? 'tx';
 // CONTROL=1: the same run with no guard installed anywhere (an A/A run: the method's own bias)
 const CONTROL = process.env.CONTROL === '1';
 const install = (client, options) => (CONTROL ? null : installGuard(client, options));
-const STATE_CACHE = Number(process.env.STATE_CACHE ?? 0);
+// STATE_CACHE: the gates' stateCache (default: the Gate's default, as a user gets it; 0: every key read under lock)
+const GATE_OPTIONS = process.env.STATE_CACHE === undefined ? {} : { stateCache: Number(process.env.STATE_CACHE) };
 const ONLY = process.env.ONLY ? process.env.ONLY.split(',') : null;
 const want = (name) => ONLY === null || ONLY.includes(name);
 const median = (xs) => [...xs].sort((a, b) => a - b)[xs.length >> 1];
@@ -115,7 +116,7 @@ if (process.env.FENCEGATE_PG_URL && want('postgres')) {
     await pool.query('CREATE TABLE bench_orders (id int PRIMARY KEY, n int NOT NULL); INSERT INTO bench_orders VALUES (1, 0); CREATE TABLE bench_plain (id int PRIMARY KEY, n int NOT NULL); INSERT INTO bench_plain VALUES (1, 0)');
     await install(pool, { table: 'bench_orders', key: "'orders/' || id", fenceTable: 'bench_fence' });
     return {
-      gates: stores.map((s) => new Gate(s, { stateCache: STATE_CACHE })),
+      gates: stores.map((s) => new Gate(s, GATE_OPTIONS)),
       bodies: [(c) => c.query('UPDATE bench_orders SET n = n + 1 WHERE id = 1'), (c) => c.query('UPDATE bench_plain SET n = n + 1 WHERE id = 1')],
       close: async () => {
         await removeGuard(pool, { table: 'bench_orders', fenceTable: 'bench_fence', fence: true });
@@ -141,7 +142,7 @@ if (process.env.FENCEGATE_MYSQL_URL && want('mysql')) {
     }
     await install(pool, { table: 'bench_orders', key: "CONCAT('orders/', id)", fenceTable: 'bench_fence' });
     return {
-      gates: stores.map((s) => new Gate(s, { stateCache: STATE_CACHE })),
+      gates: stores.map((s) => new Gate(s, GATE_OPTIONS)),
       bodies: [(c) => c.query('UPDATE bench_orders SET n = n + 1 WHERE id = 1'), (c) => c.query('UPDATE bench_plain SET n = n + 1 WHERE id = 1')],
       close: async () => {
         await removeGuard(pool, { table: 'bench_orders', fenceTable: 'bench_fence', fence: true });

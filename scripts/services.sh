@@ -13,7 +13,12 @@
 # DIR (as root when started by root: --user=root) with its redo-log flush off,
 # no doublewrite and a small buffer pool: test data only. Its user `fencegate`
 # (password `fgtestpw`, database `fencegate`) is reached on 127.0.0.1 only.
+# FENCEGATE_SERVICES_DURABLE=1: PostgreSQL and MariaDB with their durable defaults
+# instead (fsync, synchronous_commit, full_page_writes on; the redo log flushed at
+# each commit, doublewrite on): for benchmarks whose figure depends on what a commit
+# costs on a server configured as in production (bench/guard.mjs).
 set -euo pipefail
+DURABLE=${FENCEGATE_SERVICES_DURABLE:-0}
 
 pg_bin() {
   local d
@@ -99,6 +104,8 @@ start() {
   bin=$(pg_bin) || { echo "services: PostgreSQL is not installed (run: $0 install)" >&2; exit 1; }
   command -v redis-server >/dev/null || { echo "services: redis-server is not installed (run: $0 install)" >&2; exit 1; }
 
+  local pg_sync='-c fsync=off -c synchronous_commit=off -c full_page_writes=off'
+  [ "$DURABLE" = 1 ] && pg_sync='-c fsync=on -c synchronous_commit=on -c full_page_writes=on'
   rport=$(free_port)
   redis-server --port "$rport" --bind 127.0.0.1 --save '' --appendonly no \
     --daemonize yes --pidfile "$dir/redis.pid" --dir "$dir" --logfile "$dir/redis.log"
@@ -109,7 +116,7 @@ start() {
     cat "$dir/pg-initdb.log" >&2; exit 1; }
   pport=$(free_port)
   as_postgres "$bin/pg_ctl" -D "$dir/pg/data" -l "$dir/pg/server.log" -w -t 30 \
-    -o "-p $pport -k $dir/pg -c listen_addresses=127.0.0.1 -c fsync=off -c synchronous_commit=off -c full_page_writes=off" \
+    -o "-p $pport -k $dir/pg -c listen_addresses=127.0.0.1 $pg_sync" \
     start >/dev/null || { cat "$dir/pg/server.log" >&2; exit 1; }
 
   start_mariadb "$dir"
@@ -191,9 +198,11 @@ start_mariadb() {
   mariadb-install-db --no-defaults "${as_user[@]}" --datadir="$d/data" --auth-root-authentication-method=normal \
     --skip-test-db --skip-name-resolve >"$d/install.log" 2>&1 || { cat "$d/install.log" >&2; exit 1; }
   MYSQL_PORT=$(free_port)
+  local sync=(--innodb-flush-log-at-trx-commit=0 --innodb-doublewrite=0)
+  [ "$DURABLE" = 1 ] && sync=(--innodb-flush-log-at-trx-commit=1 --innodb-doublewrite=1)
   "$bin" --no-defaults "${as_user[@]}" --datadir="$d/data" --socket="$d/sock" --pid-file="$d/mariadbd.pid" \
     --port="$MYSQL_PORT" --bind-address=127.0.0.1 --skip-name-resolve --log-error="$d/server.log" \
-    --innodb-flush-log-at-trx-commit=0 --innodb-doublewrite=0 --innodb-buffer-pool-size=32M \
+    "${sync[@]}" --innodb-buffer-pool-size=32M \
     --innodb-log-file-size=16M --performance-schema=OFF --skip-log-bin </dev/null >/dev/null 2>&1 &
   echo $! >"$d/mariadbd.pid" # stop_mariadb finds it even if the start fails below (mariadbd rewrites the same pid)
   for i in $(seq 1 150); do

@@ -142,6 +142,8 @@ export class MysqlStore {
   #lane = Promise.resolve();
   /** The quoted name of the table's open procedure (see `init`), or null: none (BEGIN and the fence step as two statements). */
   #open = null;
+  /** The quoted name of the table's lock procedure (see `init`), or null: none (BEGIN and the locked read as two statements). */
+  #lock = null;
   /** The unquoted table name. */
   #name;
   /** The quoted name of the commit procedure of the guard mode (see `init`), or null: COMMIT, then the nonce cleared. */
@@ -159,12 +161,14 @@ export class MysqlStore {
   }
 
   /**
-   * Creates the table when it does not exist, and the table's open procedure
-   * `fencegate_open_<table>` when it can (docs/stores.md "Your own data", MySQL):
-   * START TRANSACTION and a cached key's conditional UPDATE of the fence row in one
-   * CALL, so that `gate.transaction` adds no round trip to the caller's own
-   * transaction. Without the CREATE ROUTINE privilege (or for a table name over 49
-   * characters) the store runs them as two statements. Run once, before concurrent use.
+   * Creates the table when it does not exist, and the table's procedures when it
+   * can (docs/stores.md "Your own data", MySQL): `fencegate_open_<table>` runs START
+   * TRANSACTION and a cached key's conditional UPDATE of the fence row in one CALL, so
+   * that `gate.transaction` adds no round trip to the caller's own transaction;
+   * `fencegate_lock_<table>` runs START TRANSACTION and the fence row's read FOR UPDATE
+   * in one CALL for a key that is not cached. Both set the guard mode's nonce first.
+   * Without the CREATE ROUTINE privilege (or for a table name over 49 characters) the
+   * store runs them as separate statements. Run once, before concurrent use.
    */
   async init() {
     await this.#db.query(
@@ -183,6 +187,18 @@ export class MysqlStore {
         '  SELECT ROW_COUNT() AS n;\n' +
         'END';
       this.#open = await this.#procedure(name, body);
+      // the key not cached (or refused on the remembered state): START TRANSACTION and the
+      // fence row read under lock in one CALL
+      const lock = `fencegate_lock_${this.#name}`;
+      this.#lock = await this.#procedure(
+        lock,
+        `PROCEDURE \`${lock}\`(IN xact_ VARCHAR(80), IN k_ VARBINARY(512))\n` +
+          'BEGIN\n' +
+          '  IF xact_ IS NOT NULL THEN SET @fencegate_xact = xact_; END IF;\n' +
+          '  START TRANSACTION;\n' +
+          `  SELECT state, CAST(version AS CHAR) AS version FROM ${this.#table} WHERE k = k_ FOR UPDATE;\n` +
+          'END',
+      );
     }
     if (this.#guard) {
       // the guard mode's COMMIT and the nonce cleared in one CALL (a transaction may end in a procedure)
@@ -365,16 +381,14 @@ export class MysqlStore {
   async #openWithFence(conn, key, step, xact) {
     const x = (text, params) => conn.execute(text, params);
     const cached = step.cached;
-    if (cached === null || cached === undefined || this.#open === null) {
+    if (cached === null || cached === undefined) return this.#openLocked(conn, key, step, xact);
+    if (this.#open === null) {
       await this.#begin(conn, xact);
       return this.#fence(x, key, step);
     }
     const plan = step.decide(cached.state);
-    if (plan === null) {
-      // refused on the remembered state: decided again on the row as it is
-      await this.#begin(conn, xact);
-      return this.#fence(x, key, step, null);
-    }
+    // refused on the remembered state: decided again on the row as it is
+    if (plan === null) return this.#openLocked(conn, key, step, xact);
     let results;
     try {
       [results] = await conn.execute(`CALL ${this.#open}(?, ?, ?, ?, ?)`, [xact, key, plan.nextStateText, String(cached.version), cached.state]);
@@ -386,6 +400,26 @@ export class MysqlStore {
     }
     const first = Array.isArray(results) && Array.isArray(results[0]) ? results[0][0] : undefined;
     if (first !== undefined && Number(first.n) === 1) return String(BigInt(cached.version) + 1n);
+    return this.#fence(x, key, step, null);
+  }
+
+  /**
+   * START TRANSACTION and the fence step from the fence row read under lock: through the
+   * lock procedure (`init`) in one round trip when it is there.
+   */
+  async #openLocked(conn, key, step, xact) {
+    const x = (text, params) => conn.execute(text, params);
+    if (this.#lock !== null) {
+      let results;
+      try {
+        [results] = await conn.execute(`CALL ${this.#lock}(?, ?)`, [xact, key]);
+      } catch (e) {
+        if (!isObject(e) || e.errno !== ER_SP_DOES_NOT_EXIST) throw e;
+        this.#lock = null; // dropped since init(): nothing ran; two statements from now on
+      }
+      if (this.#lock !== null) return this.#fenceRow(x, key, step, Array.isArray(results) && Array.isArray(results[0]) ? results[0][0] : undefined);
+    }
+    await this.#begin(conn, xact);
     return this.#fence(x, key, step, null);
   }
 
@@ -445,7 +479,12 @@ export class MysqlStore {
       }
     }
     const [rows] = await x(`SELECT state, CAST(version AS CHAR) AS version FROM ${t} WHERE k = ? FOR UPDATE`, [key]);
-    const row = rows[0];
+    return this.#fenceRow(x, key, step, rows[0]);
+  }
+
+  /** The fence step on the fence row `row` read under lock (undefined: none): the version written (decimal text), or null (refused). */
+  async #fenceRow(x, key, step, row) {
+    const t = this.#table;
     const plan = step.decide(row === undefined ? null : row.state);
     if (plan === null) return null;
     if (row === undefined) {

@@ -13,7 +13,7 @@ export default async function* failures(source) {
     const cause = error?.cause ?? error;
     const message = String(cause?.stack ?? cause?.message ?? cause ?? "")
       .split("\n")
-      .slice(0, 8)
+      .slice(0, 40)
       .join("\n    ");
     failed.push(`- ${file ?? "?"}\n  ${name}\n    ${message}`);
   }

@@ -1,8 +1,9 @@
-// MysqlStore's open procedure (docs/stores.md "Your own data", MySQL): init() creates
+// MysqlStore's procedures (docs/stores.md "Your own data", MySQL): init() creates
 // fencegate_open_<table>, and a cached key's gate.transaction runs START TRANSACTION and
-// the fence row's conditional UPDATE in one CALL. Without the procedure (no CREATE
-// ROUTINE privilege, or dropped after init) the same transactions run as two statements,
-// with the same verdicts, rows and fence rows.
+// the fence row's conditional UPDATE in one CALL; and fencegate_lock_<table>, with which
+// a key that is not cached runs START TRANSACTION and the fence row's read FOR UPDATE in
+// one CALL. Without them (no CREATE ROUTINE privilege, or dropped after init) the same
+// transactions run as separate statements, with the same verdicts, rows and fence rows.
 import { test, before, after } from 'node:test';
 import assert from 'node:assert/strict';
 import { Gate } from '../../../pkg/node.mjs';
@@ -67,22 +68,23 @@ const UPDATE = 'UPDATE own_open_orders SET status = ? WHERE id = 1';
 test('MySQL open procedure: init creates it; a cached transaction is CALL + the caller\'s statement + COMMIT', { skip }, async () => {
   await q('DROP TABLE IF EXISTS fg_open_t');
   await q('DROP PROCEDURE IF EXISTS fencegate_open_fg_open_t');
+  await q('DROP PROCEDURE IF EXISTS fencegate_lock_fg_open_t');
   const { pool: p, log } = await loggingPool(MYSQL_URL);
   try {
     const store = await new MysqlStore(p, { table: 'fg_open_t' }).init();
-    const [proc] = await q("SELECT ROUTINE_NAME AS name FROM information_schema.ROUTINES WHERE ROUTINE_SCHEMA = DATABASE() AND ROUTINE_NAME = 'fencegate_open_fg_open_t'");
-    assert.deepEqual({ ...proc }, { name: 'fencegate_open_fg_open_t' });
+    const procs = await q("SELECT ROUTINE_NAME AS name FROM information_schema.ROUTINES WHERE ROUTINE_SCHEMA = DATABASE() AND ROUTINE_NAME LIKE 'fencegate\\_%\\_fg\\_open\\_t' ORDER BY ROUTINE_NAME");
+    assert.deepEqual(procs.map((r) => r.name), ['fencegate_lock_fg_open_t', 'fencegate_open_fg_open_t']);
     // init twice: the procedure is kept (ER_SP_ALREADY_EXISTS is not a failure)
     await new MysqlStore(p, { table: 'fg_open_t' }).init();
     const out = await scenario(store, log);
     assert.deepEqual(out.slice(0, 4), [
-      // the first write of the key: no cached state (read under lock, then the fence row inserted)
-      { outcome: 'advance', result: 1, statements: ['START TRANSACTION', 'SELECT state, CAST', 'INSERT INTO `fg_open_t`', UPDATE, 'COMMIT'] },
+      // the first write of the key: no cached state (read under lock in the lock procedure, then the fence row inserted)
+      { outcome: 'advance', result: 1, statements: ['CALL `fencegate_lock_fg_open_t`', 'INSERT INTO `fg_open_t`', UPDATE, 'COMMIT'] },
       { outcome: 'accept', result: 1, statements: ['CALL `fencegate_open_fg_open_t`', UPDATE, 'COMMIT'] },
       // a new epoch from the cache: the procedure too
       { outcome: 'advance', result: 1, statements: ['CALL `fencegate_open_fg_open_t`', UPDATE, 'COMMIT'] },
       // refused on the remembered state: read again under lock, rolled back, the statements never run
-      { outcome: 'STALE_TOKEN', result: undefined, statements: ['START TRANSACTION', 'SELECT state, CAST', 'ROLLBACK'] },
+      { outcome: 'STALE_TOKEN', result: undefined, statements: ['CALL `fencegate_lock_fg_open_t`', 'ROLLBACK'] },
     ]);
     assert.deepEqual(out.slice(4), [{ boom: 'CALLBACK_FAILED' }, { row: 'c' }]);
     assert.deepEqual({ ...(await q("SELECT state, version FROM fg_open_t WHERE k = 'orders/1'"))[0] }, { state: '{"v":1,"mark":"6"}', version: 3 });
@@ -90,6 +92,7 @@ test('MySQL open procedure: init creates it; a cached transaction is CALL + the 
     await p.end();
     await q('DROP TABLE IF EXISTS fg_open_t');
     await q('DROP PROCEDURE IF EXISTS fencegate_open_fg_open_t');
+    await q('DROP PROCEDURE IF EXISTS fencegate_lock_fg_open_t');
   }
 });
 
@@ -99,8 +102,12 @@ test('MySQL open procedure: dropped after init, or never created (no CREATE ROUT
   try {
     const store = await new MysqlStore(p, { table: 'fg_open_d' }).init();
     await q('DROP PROCEDURE fencegate_open_fg_open_d');
+    await q('DROP PROCEDURE fencegate_lock_fg_open_d');
     const out = await scenario(store, log);
     assert.deepEqual(out.map((o) => o.outcome ?? o.boom ?? o.row), ['advance', 'accept', 'advance', 'STALE_TOKEN', 'CALLBACK_FAILED', 'c']);
+    // the first write met the missing lock procedure (nothing ran) and went on with two statements
+    assert.deepEqual(out[0].statements, ['CALL `fencegate_lock_fg_open_d`', 'START TRANSACTION', 'SELECT state, CAST', 'INSERT INTO `fg_open_d`', UPDATE, 'COMMIT']);
+    assert.deepEqual(out[3].statements, ['START TRANSACTION', 'SELECT state, CAST', 'ROLLBACK']);
     // the first cached call met the missing procedure (nothing ran) and went on with two statements
     assert.deepEqual(out[1].statements, ['CALL `fencegate_open_fg_open_d`', 'START TRANSACTION', 'UPDATE `fg_open_d` SET state = ?, version = version + 1 WHERE k = ? AND version = CAST', UPDATE, 'COMMIT']);
     assert.deepEqual(out[2].statements, ['START TRANSACTION', 'UPDATE `fg_open_d` SET state = ?, version = version + 1 WHERE k = ? AND version = CAST', UPDATE, 'COMMIT']);
@@ -114,10 +121,11 @@ test('MySQL open procedure: dropped after init, or never created (no CREATE ROUT
   const limited = await loggingPool(url.toString());
   try {
     const store = await new MysqlStore(limited.pool, { table: 'fg_open_n' }).init();
-    const [none] = await q("SELECT COUNT(*) AS n FROM information_schema.ROUTINES WHERE ROUTINE_SCHEMA = DATABASE() AND ROUTINE_NAME = 'fencegate_open_fg_open_n'");
+    const [none] = await q("SELECT COUNT(*) AS n FROM information_schema.ROUTINES WHERE ROUTINE_SCHEMA = DATABASE() AND ROUTINE_NAME IN ('fencegate_open_fg_open_n', 'fencegate_lock_fg_open_n')");
     assert.equal(Number(none.n), 0);
     const out = await scenario(store, limited.log);
     assert.deepEqual(out.map((o) => o.outcome ?? o.boom ?? o.row), ['advance', 'accept', 'advance', 'STALE_TOKEN', 'CALLBACK_FAILED', 'c']);
+    assert.deepEqual(out[0].statements, ['START TRANSACTION', 'SELECT state, CAST', 'INSERT INTO `fg_open_n`', UPDATE, 'COMMIT']);
     assert.deepEqual(out[1].statements, ['START TRANSACTION', 'UPDATE `fg_open_n` SET state = ?, version = version + 1 WHERE k = ? AND version = CAST', UPDATE, 'COMMIT']);
   } finally {
     await limited.pool.end();
@@ -125,17 +133,17 @@ test('MySQL open procedure: dropped after init, or never created (no CREATE ROUT
   }
 });
 
-test('MySQL guard mode (guard: true): a cached transaction is CALL open (the nonce set in it) + the caller\'s statement + CALL commit (the nonce cleared in it); the nonce is NULL after', { skip }, async () => {
+test('MySQL guard mode (guard: true): a transaction is CALL open or CALL lock (the nonce set in it) + the caller\'s statement + CALL commit (the nonce cleared in it); the nonce is NULL after', { skip }, async () => {
   await q('DROP TABLE IF EXISTS fg_open_g');
   const { pool: p, log } = await loggingPool(MYSQL_URL);
   try {
     const store = await new MysqlStore(p, { table: 'fg_open_g', guard: true }).init();
     const out = await scenario(store, log);
     assert.deepEqual(out.slice(0, 4).map((o) => [o.outcome, o.statements]), [
-      ['advance', ['SET @fencegate_xact = ?', 'START TRANSACTION', 'SELECT state, CAST', 'INSERT INTO `fg_open_g`', UPDATE, 'CALL `fencegate_commit_guarded`']],
+      ['advance', ['CALL `fencegate_lock_fg_open_g`', 'INSERT INTO `fg_open_g`', UPDATE, 'CALL `fencegate_commit_guarded`']],
       ['accept', ['CALL `fencegate_open_fg_open_g`', UPDATE, 'CALL `fencegate_commit_guarded`']],
       ['advance', ['CALL `fencegate_open_fg_open_g`', UPDATE, 'CALL `fencegate_commit_guarded`']],
-      ['STALE_TOKEN', ['SET @fencegate_xact = ?', 'START TRANSACTION', 'SELECT state, CAST', 'ROLLBACK', 'SET @fencegate_xact = NULL']],
+      ['STALE_TOKEN', ['CALL `fencegate_lock_fg_open_g`', 'ROLLBACK', 'SET @fencegate_xact = NULL']],
     ]);
     assert.deepEqual(out.slice(4), [{ boom: 'CALLBACK_FAILED' }, { row: 'c' }]);
     // every connection of the pool: no nonce left
@@ -148,5 +156,6 @@ test('MySQL guard mode (guard: true): a cached transaction is CALL open (the non
     await p.end();
     await q('DROP TABLE IF EXISTS fg_open_g');
     await q('DROP PROCEDURE IF EXISTS fencegate_open_fg_open_g');
+    await q('DROP PROCEDURE IF EXISTS fencegate_lock_fg_open_g');
   }
 });
