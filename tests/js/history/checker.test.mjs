@@ -189,6 +189,29 @@ test('(f) an epoch granted twice: a violation, except inside a restore drill for
   h.inv('g2', 'acquire', { key: 'k', holder: 'B', requestId: 'rb' });
   h.ok('g2', 'acquire', { key: 'k', ok: true, epoch: 5, holder: 'B' });
   onlyViolation(h, 'f', 'k: epoch 5 granted to A and again to B outside a restore drill');
+
+  // the grant invoked first commits last: A reads the record and pauses, B is granted epoch 5
+  // before the restore, the restore rewinds the record, and A's compare-and-set lands on it
+  // (a run of tests/history/run.mjs --own-data under SIGSTOP): the drill's second grant
+  h = history();
+  h.inv('g1', 'acquire', { key: 'k', holder: 'A', requestId: 'ra' });
+  h.inv('g2', 'acquire', { key: 'k', holder: 'B', requestId: 'rb' });
+  h.ok('g2', 'acquire', { key: 'k', ok: true, epoch: 5, holder: 'B' });
+  h.drill('restoring');
+  h.drill('restore');
+  h.ok('g1', 'acquire', { key: 'k', ok: true, epoch: 5, holder: 'A' });
+  h.drill('reconciled');
+  assert.deepEqual(run(h).violations, []);
+  // the same pair with A done before the restore began: no restore between them, a violation
+  h = history();
+  h.inv('g1', 'acquire', { key: 'k', holder: 'A', requestId: 'ra' });
+  h.inv('g2', 'acquire', { key: 'k', holder: 'B', requestId: 'rb' });
+  h.ok('g2', 'acquire', { key: 'k', ok: true, epoch: 5, holder: 'B' });
+  h.ok('g1', 'acquire', { key: 'k', ok: true, epoch: 5, holder: 'A' });
+  h.drill('restoring');
+  h.drill('restore');
+  h.drill('reconciled');
+  onlyViolation(h, 'f', 'k: epoch 5 granted to A and again to B outside a restore drill');
 });
 
 test('a line that is not JSON and a completion with no invocation are reported', () => {
