@@ -8,6 +8,7 @@
 // (FENCEGATE_MYSQL_URL; the guarded side uses MysqlStore { guard: true }, whose nonce
 // statements are part of the guard's cost). Prints the load average before and after.
 // Run: bash scripts/with-services.sh node bench/guard.mjs
+// (FENCEGATE_SERVICES_DURABLE=1 before it: PostgreSQL, MariaDB and the SQLite file with their durable settings)
 // Env: ROUNDS (default 15), STATE_CACHE, MODE (tx | block), CONTROL (1: no guard: an A/A run), ONLY (sqlite | postgres | mysql, comma-separated), SCALE (multiplies n).
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir, loadavg } from 'node:os';
@@ -88,7 +89,8 @@ if (want('sqlite')) await measure('sqlite', async () => {
   const Database = createRequire(import.meta.url)('better-sqlite3');
   const db = new Database(join(dir, 'b.db'));
   db.pragma('journal_mode = WAL');
-  db.pragma('synchronous = NORMAL');
+  // FENCEGATE_SERVICES_DURABLE=1 (the servers with their durable defaults): SQLite's durable setting too
+  db.pragma(process.env.FENCEGATE_SERVICES_DURABLE === '1' ? 'synchronous = FULL' : 'synchronous = NORMAL');
   // checkpoints between rounds, untimed: an automatic one lands on every n-th commit, and with
   // the two sides alternating that is always the same side's transaction
   db.pragma('wal_autocheckpoint = 0');
