@@ -1,7 +1,8 @@
-// The hand-written pkg/index.d.ts mirrors lists that Rust defines. These tests
-// compare each mirrored list with its Rust definition, read from the Rust
-// source and, where the binding exports it, from the built package, so a code,
-// an outcome or a format version added on either side alone fails here.
+// pkg/index.d.ts mirrors what Rust defines. ErrorCode and Outcome are rendered
+// from Rust (src/typescript.rs, docs/decisions/generated-types.md); the record
+// shapes are written by hand, and these tests compare each with its Rust
+// definition and, where the binding exports it, with the built package, so a
+// field or a format version added on either side alone fails here.
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { readFileSync } from 'node:fs';
@@ -10,7 +11,6 @@ import { errorCodes, Issuer, Gate, MemoryHostStore, reconcile } from '../../pkg/
 const read = (path) => readFileSync(new URL(`../../${path}`, import.meta.url), 'utf8');
 const dts = read('pkg/index.d.ts').replace(/\/\*[\s\S]*?\*\//g, '');
 const errorRs = read('src/error.rs');
-const decisionRs = read('src/decision.rs');
 const stateRs = read('src/state.rs');
 const issuerRs = read('src/issuer.rs');
 const formatRs = read('src/format.rs');
@@ -40,35 +40,16 @@ function block(source, head) {
   throw new Error(`unbalanced block after ${head}`);
 }
 
-/** Rust `Code` variants with their discriminants, in declaration order. */
-function rustCodeVariants() {
-  const body = block(errorRs, 'pub enum Code {').replace(/\/\/.*$/gm, '');
-  return [...body.matchAll(/(\w+)\s*=\s*(\d+)\s*,/g)].map((m) => [m[1], Number(m[2])]);
-}
-
-/** `Code::Variant => "NAME"` arms of `Code::as_str`. */
 function rustCodeNames() {
   const body = block(errorRs, 'pub const fn as_str(self)');
   return new Map([...body.matchAll(/Code::(\w+)\s*=>\s*"([A-Z_]+)"/g)].map((m) => [m[1], m[2]]));
 }
 
-test('ErrorCode in index.d.ts is exactly the Rust Code list, in discriminant order', () => {
-  const variants = rustCodeVariants();
-  const names = rustCodeNames();
-  assert.ok(variants.length >= 26, 'parsed the Rust enum');
-  // Discriminants are 0..n−1 in declaration order (the hot-path status is 2 + index).
-  assert.deepEqual(variants.map(([, d]) => d), variants.map((_, i) => i));
-  // Every variant has exactly one name, and no name is used twice.
-  assert.deepEqual([...names.keys()].sort(), variants.map(([v]) => v).sort());
-  const rust = variants.map(([v]) => names.get(v));
-  assert.equal(new Set(rust).size, rust.length);
-  // Code::ALL lists every variant in order.
-  const all = [...block(errorRs, 'pub const ALL: [Code;').matchAll(/Code::(\w+)/g)].map((m) => m[1]);
-  assert.deepEqual(all, variants.map(([v]) => v));
-  assert.match(errorRs, new RegExp(`pub const ALL: \\[Code; ${variants.length}\\]`));
-  // The built binding answers the same list, and the declaration names it.
-  assert.deepEqual(errorCodes(), rust);
-  assert.deepEqual(stringUnion('ErrorCode'), rust);
+// ErrorCode and Outcome are rendered from Rust into index.d.ts (src/typescript.rs, whose
+// cargo test fails while they differ): here, the built binding answers the same lists.
+test('ErrorCode in index.d.ts is what the built binding answers (errorCodes(), in order)', () => {
+  assert.deepEqual(stringUnion('ErrorCode'), errorCodes());
+  assert.equal(new Set(errorCodes()).size, errorCodes().length);
 });
 
 test('RejectCode in index.d.ts names only Rust codes, without repeats', () => {
@@ -82,13 +63,12 @@ test('RejectCode in index.d.ts names only Rust codes, without repeats', () => {
   }
 });
 
-test('Outcome in index.d.ts is exactly the Rust Outcome::as_str names', () => {
-  const body = block(decisionRs, 'pub const fn as_str(self)');
-  const rust = [...body.matchAll(/=>\s*"([a-z]+)"/g)].map((m) => m[1]);
-  assert.deepEqual(rust, ['advance', 'accept', 'reject', 'duplicate']);
-  assert.deepEqual(stringUnion('Outcome'), rust);
-  const variants = [...block(decisionRs, 'pub enum Outcome {').replace(/\/\/.*$/gm, '').matchAll(/^\s{4}(\w+)/gm)].map((m) => m[1]);
-  assert.equal(variants.length, rust.length, 'one name per Rust Outcome variant');
+test('Outcome in index.d.ts names the outcomes the built package answers', async () => {
+  const gate = new Gate(new MemoryHostStore());
+  const seen = [];
+  for (const [token, opId] of [[2, undefined], [2, undefined], [1, undefined], [2, 'op'], [2, 'op']]) seen.push((await gate.write('k', token, 'v', opId === undefined ? undefined : { opId })).outcome);
+  assert.deepEqual(seen, ['advance', 'accept', 'reject', 'accept', 'duplicate']);
+  assert.deepEqual(stringUnion('Outcome'), ['advance', 'accept', 'reject', 'duplicate']);
 });
 
 /** The `v: N` of each interface in a union of persisted-state interfaces. */

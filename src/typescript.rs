@@ -1,0 +1,104 @@
+//! The TypeScript declarations of lists Rust defines, rendered from the Rust
+//! items themselves (docs/decisions/generated-types.md): each alias below must
+//! appear verbatim in `pkg/index.d.ts`, and `bash scripts/gen-types.sh` writes
+//! them there (`FENCEGATE_WRITE_TYPES=1`). The shapes of records (states, issuer
+//! records, the reconcile report) stay written by hand in `pkg/index.d.ts` and are
+//! compared with their Rust types by tests/js/types-sync.test.mjs.
+
+use crate::decision::Outcome;
+use crate::error::Code;
+
+/// TSDoc carried by a member of the `ErrorCode` union: what a JS caller finds on
+/// the error beyond the code (the Rust doc of each [`Code`] says what it means).
+fn error_code_note(code: Code) -> Option<&'static str> {
+    match code {
+        Code::GuardRefused => Some("A database guard (fencegate/guard, docs/guard.md) refused a statement of a fenced transaction: `cause` is the database's error (SQLSTATE FG001/FG002), `verdict` the decision rolled back."),
+        _ => None,
+    }
+}
+
+/// `export type ErrorCode = …;`: every [`Code`], in discriminant order ([`Code::ALL`]).
+fn error_code() -> String {
+    let mut out = String::from("export type ErrorCode =");
+    for code in Code::ALL {
+        if let Some(note) = error_code_note(code) {
+            out.push_str(&format!("\n  /** {note} */"));
+        }
+        out.push_str(&format!("\n  | '{}'", code.as_str()));
+    }
+    out.push(';');
+    out
+}
+
+/// `export type Outcome = …;`: the name of every [`Outcome`] ([`Outcome::as_str`]).
+fn outcome() -> String {
+    let every = [
+        Outcome::Advance,
+        Outcome::Accept,
+        Outcome::Reject,
+        Outcome::Duplicate {
+            original_advanced: false,
+            original_before: 0,
+        },
+    ];
+    // A variant added to Outcome fails to compile here until it is listed above.
+    for o in every {
+        match o {
+            Outcome::Advance | Outcome::Accept | Outcome::Reject | Outcome::Duplicate { .. } => {}
+        }
+    }
+    let names: Vec<String> = every.iter().map(|o| format!("'{}'", o.as_str())).collect();
+    format!("export type Outcome = {};", names.join(" | "))
+}
+
+/// Every generated alias: its name and its text.
+fn aliases() -> Vec<(&'static str, String)> {
+    vec![("ErrorCode", error_code()), ("Outcome", outcome())]
+}
+
+/// The byte range of `export type <name> =…;` in `dts` (the alias ends at the
+/// first `;` that ends a line).
+fn alias_range(dts: &str, name: &str) -> Option<std::ops::Range<usize>> {
+    let head = format!("export type {name} =");
+    let start = dts.find(&head)?;
+    let end = dts[start..].find(";\n").map(|i| start + i + 1)?;
+    Some(start..end)
+}
+
+#[test]
+fn index_d_ts_declares_the_rust_lists() {
+    let path = concat!(env!("CARGO_MANIFEST_DIR"), "/pkg/index.d.ts");
+    let mut dts = std::fs::read_to_string(path).expect("pkg/index.d.ts");
+    let write = std::env::var("FENCEGATE_WRITE_TYPES").as_deref() == Ok("1");
+    let mut stale = Vec::new();
+    for (name, text) in aliases() {
+        let range = alias_range(&dts, name)
+            .unwrap_or_else(|| panic!("pkg/index.d.ts has no `export type {name} = …;`"));
+        if dts[range.clone()] != text {
+            stale.push(name);
+            dts.replace_range(range, &text);
+        }
+    }
+    if write {
+        std::fs::write(path, &dts).expect("write pkg/index.d.ts");
+    } else {
+        assert!(
+            stale.is_empty(),
+            "pkg/index.d.ts: {stale:?} differ from what Rust defines; run `bash scripts/gen-types.sh`"
+        );
+    }
+}
+
+#[test]
+fn the_generated_aliases_have_every_name_once() {
+    let codes = error_code();
+    for (i, code) in Code::ALL.into_iter().enumerate() {
+        // the discriminants are the indexes (the binding's status numbers are 2 + index)
+        assert_eq!(code as usize, i);
+        assert_eq!(codes.matches(&format!("'{}'", code.as_str())).count(), 1);
+    }
+    assert_eq!(
+        outcome(),
+        "export type Outcome = 'advance' | 'accept' | 'reject' | 'duplicate';"
+    );
+}
