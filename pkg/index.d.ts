@@ -900,7 +900,7 @@ export interface IssuerTransactionStore {
  * `<scope>#<epoch>`, no `id`, no `ttlMs`) is still read, and written back only
  * when its lease is renewed. Anything else is CORRUPT_STATE.
  */
-export type PersistedIssuerState = PersistedIssuerStateV2 | PersistedIssuerStateV1;
+export type PersistedIssuerState = PersistedIssuerStateV1 | PersistedIssuerStateV2;
 
 /** Issuer state format 2: the lease id (random) and the acquiring ttl are stored. */
 export interface PersistedIssuerStateV2 {

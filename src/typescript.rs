@@ -1,5 +1,5 @@
-//! The TypeScript declarations of lists Rust defines, rendered from the Rust
-//! items themselves (docs/decisions/generated-types.md): each alias below must
+//! The TypeScript declarations of lists Rust defines (codes, outcomes, the
+//! format versions the decoders read), rendered from the Rust items themselves (docs/decisions/generated-types.md): each alias below must
 //! appear verbatim in `pkg/index.d.ts`, and `bash scripts/gen-types.sh` writes
 //! them there (`FENCEGATE_WRITE_TYPES=1`). The shapes of records (states, issuer
 //! records, the reconcile report) stay written by hand in `pkg/index.d.ts` and are
@@ -7,6 +7,8 @@
 
 use crate::decision::Outcome;
 use crate::error::Code;
+use crate::format::WireIssuerState;
+use crate::state::ResourceState;
 
 /// TSDoc carried by a member of the `ErrorCode` union: what a JS caller finds on
 /// the error beyond the code (the Rust doc of each [`Code`] says what it means).
@@ -51,9 +53,50 @@ fn outcome() -> String {
     format!("export type Outcome = {};", names.join(" | "))
 }
 
+/// The format versions a decoder reads, found by asking it: `shape(N)` for N in
+/// 0..=16 is refused as an unsupported version by exactly the versions it does not read.
+fn read_versions(shape: impl Fn(u64) -> String, unsupported: impl Fn(&str) -> bool) -> Vec<u64> {
+    (0..=16).filter(|&v| !unsupported(&shape(v))).collect()
+}
+
+/// `export type <name> = <prefix>V1 | …;`: one interface per version the decoder reads.
+fn version_union(name: &str, versions: &[u64]) -> String {
+    let members: Vec<String> = versions.iter().map(|v| format!("{name}V{v}")).collect();
+    format!("export type {name} = {};", members.join(" | "))
+}
+
+/// `export type PersistedState = …;`: the versions [`ResourceState::from_json`] reads.
+fn persisted_state() -> String {
+    let versions = read_versions(
+        |v| format!(r#"{{"v":{v},"mark":"1"}}"#),
+        |text| {
+            ResourceState::from_json(text)
+                .is_err_and(|e| e.0.contains("unsupported state format version"))
+        },
+    );
+    version_union("PersistedState", &versions)
+}
+
+/// `export type PersistedIssuerState = …;`: the versions [`WireIssuerState::from_json`] reads.
+fn persisted_issuer_state() -> String {
+    let versions = read_versions(
+        |v| format!(r#"{{"v":{v},"epoch":"1","lease":null}}"#),
+        |text| {
+            WireIssuerState::from_json(text)
+                .is_err_and(|e| e.0.contains("unsupported issuer state format version"))
+        },
+    );
+    version_union("PersistedIssuerState", &versions)
+}
+
 /// Every generated alias: its name and its text.
 fn aliases() -> Vec<(&'static str, String)> {
-    vec![("ErrorCode", error_code()), ("Outcome", outcome())]
+    vec![
+        ("ErrorCode", error_code()),
+        ("Outcome", outcome()),
+        ("PersistedState", persisted_state()),
+        ("PersistedIssuerState", persisted_issuer_state()),
+    ]
 }
 
 /// The byte range of `export type <name> =…;` in `dts` (the alias ends at the
@@ -100,5 +143,13 @@ fn the_generated_aliases_have_every_name_once() {
     assert_eq!(
         outcome(),
         "export type Outcome = 'advance' | 'accept' | 'reject' | 'duplicate';"
+    );
+    assert_eq!(
+        persisted_state(),
+        "export type PersistedState = PersistedStateV1 | PersistedStateV2 | PersistedStateV3 | PersistedStateV4;"
+    );
+    assert_eq!(
+        persisted_issuer_state(),
+        "export type PersistedIssuerState = PersistedIssuerStateV1 | PersistedIssuerStateV2;"
     );
 }
