@@ -18,7 +18,7 @@ export async function openStore(spec) {
       return { store: new MemoryHostStore(), close: async () => {} };
     }
     case 'file':
-      return { store: new FileCasStore(spec.dir, { staleLockMs: spec.staleLockMs ?? 200 }), close: async () => {} };
+      return { store: new FileCasStore(spec.dir), close: async () => {} };
     case 'sqlite': {
       const { SqliteStore } = await import(adapter('sqlite'));
       const Database = require('better-sqlite3');

@@ -162,71 +162,65 @@ export class FaultyStore {
 }
 
 /**
- * Compare-and-set over files in `dir`, safe across OS processes: a commit
- * takes a lock directory (mkdir is atomic), compares the version, writes a
- * temporary file and renames it over the record (atomic), then unlocks. A
- * process that dies holding the lock leaves it behind; `staleLockMs` lets
- * another process break it (the record file is never half-written).
+ * Compare-and-set over files in `dir`, safe across OS processes and across a
+ * process killed at any moment, with no lock: version N of a key is the file
+ * `<key>.v<N>.json`, and a commit from version N creates version N + 1 with
+ * `link(2)` of a fully written temporary file, which fails when that version
+ * exists (the lost compare-and-set). A record is never half-written and never
+ * overwritten; the current one is the highest version. Old versions are kept:
+ * deleting one would let a commit that read before it was written create it again.
  */
 export class FileCasStore {
-  constructor(dir, { staleLockMs = 2000 } = {}) {
+  constructor(dir) {
     this.dir = dir;
-    this.staleLockMs = staleLockMs;
     fs.mkdirSync(dir, { recursive: true });
   }
 
-  #file(key) {
-    return path.join(this.dir, `${encodeURIComponent(key)}.json`);
+  #prefix(key) {
+    return `${encodeURIComponent(key)}.v`;
+  }
+
+  /** The highest version of `key`, or null. */
+  #latest(key) {
+    const prefix = this.#prefix(key);
+    let max = null;
+    for (const name of fs.readdirSync(this.dir)) {
+      if (!name.startsWith(prefix) || !name.endsWith('.json')) continue;
+      const digits = name.slice(prefix.length, -'.json'.length);
+      if (!/^[1-9][0-9]*$/.test(digits)) continue;
+      const v = Number(digits);
+      if (max === null || v > max) max = v;
+    }
+    return max;
   }
 
   load(key) {
-    let text;
-    try {
-      text = fs.readFileSync(this.#file(key), 'utf8');
-    } catch (e) {
-      if (e.code === 'ENOENT') return null;
-      throw e;
-    }
-    const { state, version, value } = JSON.parse(text);
+    const version = this.#latest(key);
+    if (version === null) return null;
+    const { state, value } = JSON.parse(fs.readFileSync(path.join(this.dir, `${this.#prefix(key)}${version}.json`), 'utf8'));
     return { state, version, value };
   }
 
-  async #lock(key) {
-    const lock = `${this.#file(key)}.lock`;
-    for (;;) {
-      try {
-        fs.mkdirSync(lock);
-        return lock;
-      } catch (e) {
-        if (e.code !== 'EEXIST') throw e;
-        try {
-          if (Date.now() - fs.statSync(lock).mtimeMs > this.staleLockMs) fs.rmSync(lock, { recursive: true, force: true });
-        } catch {
-          // the lock went away meanwhile
-        }
-        await sleep(1);
-      }
-    }
-  }
-
-  /** Writes `nextState` when the version is still `expectedVersion`. `afterWrite` runs before the unlock (fault hook). */
+  /** Writes `nextState` when the version is still `expectedVersion`. `afterWrite` runs once it is written, before the call returns (fault hook). */
   async commit(key, expectedVersion, nextState, change, afterWrite) {
-    const lock = await this.#lock(key);
+    const current = this.load(key);
+    if ((current === null ? null : current.version) !== expectedVersion) return false;
+    const version = (current === null ? 0 : current.version) + 1;
+    let value = current === null ? undefined : current.value;
+    if (change.kind === 'set') value = change.value;
+    else if (change.kind === 'delete') value = undefined;
+    const target = path.join(this.dir, `${this.#prefix(key)}${version}.json`);
+    const tmp = path.join(this.dir, `.tmp.${process.pid}.${Math.random().toString(36).slice(2)}`);
+    fs.writeFileSync(tmp, JSON.stringify({ state: JSON.stringify(nextState), value }));
     try {
-      const current = this.load(key);
-      if ((current === null ? null : current.version) !== expectedVersion) return false;
-      const file = this.#file(key);
-      const tmp = `${file}.${process.pid}.tmp`;
-      const version = (current === null ? 0 : current.version) + 1;
-      let value = current === null ? undefined : current.value;
-      if (change.kind === 'set') value = change.value;
-      else if (change.kind === 'delete') value = undefined;
-      fs.writeFileSync(tmp, JSON.stringify({ state: JSON.stringify(nextState), version, value }));
-      fs.renameSync(tmp, file);
-      if (afterWrite) afterWrite();
-      return true;
+      fs.linkSync(tmp, target);
+    } catch (e) {
+      if (e.code === 'EEXIST') return false; // another process committed version N + 1 first
+      throw e;
     } finally {
-      fs.rmSync(lock, { recursive: true, force: true });
+      fs.rmSync(tmp, { force: true });
     }
+    if (afterWrite) afterWrite();
+    return true;
   }
 }
