@@ -3,7 +3,7 @@
 //! appear verbatim in `pkg/index.d.ts`, and `bash scripts/gen-types.sh` writes
 //! them there (`FENCEGATE_WRITE_TYPES=1`). The shapes of records (states, issuer
 //! records, the reconcile report) stay written by hand in `pkg/index.d.ts` and are
-//! compared with their Rust types by tests/js/types-sync.test.mjs.
+//! compared with their Rust types by tests/js/api/types-sync.test.mjs.
 
 use crate::decision::Outcome;
 use crate::error::Code;

@@ -5,7 +5,7 @@
 // must be installed before the package is imported, in a process of its own.
 //
 // Run: node tests/crossings.mjs [path/to/pkg] [--json]   (default: ./pkg)
-// Imported by tests/js/crossings.test.mjs, which asserts the counts.
+// Imported by tests/js/gate/crossings.test.mjs, which asserts the counts.
 
 import { existsSync, readFileSync } from 'node:fs';
 

@@ -65,7 +65,7 @@ fn decode(state: Option<String>, scope: &str) -> Result<IssuerState, JsValue> {
 
 /// The per-operation options of [`issuer_step`], as the JS `Issuer` checked
 /// and gathered them from `AcquireArgs`, `RenewArgs`, `ReleaseArgs` and
-/// `RaiseArgs` (`pkg/index.d.ts`; `tests/js/types-sync.test.mjs` compares
+/// `RaiseArgs` (`pkg/index.d.ts`; `tests/js/api/types-sync.test.mjs` compares
 /// the names). What an operation does not take is absent (empty, 0).
 ///
 /// They cross as typed arguments, not as one object: reading an options

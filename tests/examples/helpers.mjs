@@ -112,7 +112,7 @@ const STATUS = { MISSING_TOKEN: 428, MALFORMED_TOKEN: 400, STALE_TOKEN: 409 };
 /**
  * The expected body of a fenced answer: applied → `{ key, outcome, code: null,
  * token, markBefore, mark }`; refused → the RFC 9457 problem body without its
- * `detail` (prose, checked exactly in tests/js/http.test.mjs; see withoutDetail).
+ * `detail` (prose, checked exactly in tests/js/integrations/http.test.mjs; see withoutDetail).
  */
 export function fencedBody(key, outcome, code, token, markBefore, mark) {
   if (code === null) return { key, outcome, code, token, markBefore, mark };

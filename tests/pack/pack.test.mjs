@@ -237,7 +237,7 @@ test('Worker in Miniflare (workerd): the package bundled as wrangler would, .was
       const headers = token === undefined ? {} : { 'fencing-token': token };
       const r = await mf.dispatchFetch('http://localhost/k', { method: 'POST', headers, body });
       const answer = await r.json();
-      // problem bodies: the prose `detail` is checked in tests/js/http.test.mjs
+      // problem bodies: the prose `detail` is checked in tests/js/integrations/http.test.mjs
       if (r.status !== 200) assert.equal(typeof answer.detail, 'string');
       delete answer.detail;
       return [r.status, r.headers.get('content-type'), answer];

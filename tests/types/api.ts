@@ -266,7 +266,7 @@ export async function useRestore(): Promise<void> {
   const code: RejectCode = 'QUARANTINED';
   // @ts-expect-error scopes map to arrays of keys
   await reconcile({ issuer, gate, scopes: { s: 'k' } });
-  // Issue 12: the named shapes the Rust definitions are checked against (tests/js/types-sync.test.mjs).
+  // Issue 12: the named shapes the Rust definitions are checked against (tests/js/api/types-sync.test.mjs).
   const sc: ReconcileScope = report.scopes[0];
   const ri: ReconcileIssuer = sc.issuer;
   const rl: ReconcileLease | null = ri.lease;

@@ -5,7 +5,7 @@ import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { rmSync } from 'node:fs';
 import { REDIS_URL, PG_URL, MYSQL_URL, ETCD_URLS } from './targets.mjs';
-import { runExample, expectedOutput } from '../doc-project.mjs';
+import { runExample, expectedOutput } from '../docs/doc-project.mjs';
 import { bundleWorker, miniflare } from '../workerd.mjs';
 import { docBlocks } from '../../doc-blocks.mjs';
 
