@@ -208,15 +208,22 @@ async function open(spec) {
         // rowCount: null for TRUNCATE
         if (statements.length === 1) return (await pool.query(numbered(statements[0][0]), statements[0][1])).rowCount;
         const c = await pool.connect();
+        // a checked-out client whose connection dies (the server restarted) emits 'error', which
+        // the pool hears only while the client is idle: unheard, it ends the process; the query
+        // in flight rejects with the same error (a lost attempt)
+        const ignore = () => {};
+        c.on('error', ignore);
         let rows = 0;
         try {
           await c.query('BEGIN');
           for (const [text, params] of statements) rows += (await c.query(numbered(text), params)).rowCount;
           await c.query('COMMIT');
+          c.removeListener('error', ignore);
           c.release();
           return rows;
         } catch (e) {
           await c.query('ROLLBACK').catch(() => {});
+          c.removeListener('error', ignore);
           c.release(true); // a connection that may be broken is not reused
           throw e;
         }
