@@ -55,6 +55,10 @@ export const RETRY_ERRNOS = Object.freeze([1213, 1205, 1020]);
 const ER_DUP_ENTRY = 1062;
 /** ER_SP_DOES_NOT_EXIST, ER_SP_ALREADY_EXISTS */
 const ER_SP_DOES_NOT_EXIST = 1305;
+/** ER_PROCACCESS_DENIED_ERROR: the user may not EXECUTE the procedure (another account created it) */
+const ER_PROCACCESS_DENIED_ERROR = 1370;
+/** A CALL refused before the procedure ran (dropped since init(), or no EXECUTE privilege): nothing ran. */
+const callRefused = (e) => isObject(e) && (e.errno === ER_SP_DOES_NOT_EXIST || e.errno === ER_PROCACCESS_DENIED_ERROR);
 const ER_SP_ALREADY_EXISTS = 1304;
 
 function retryable(e) {
@@ -359,8 +363,8 @@ export class MysqlStore {
         guard.cleared = true;
         return;
       } catch (e) {
-        if (!isObject(e) || e.errno !== ER_SP_DOES_NOT_EXIST) throw e;
-        this.#commit = null; // dropped since init(): nothing ran; COMMIT, then the clear
+        if (!callRefused(e)) throw e;
+        this.#commit = null; // dropped since init() or not ours to run: nothing ran; COMMIT, then the clear
       }
     }
     await conn.query('COMMIT');
@@ -393,8 +397,8 @@ export class MysqlStore {
     try {
       [results] = await conn.execute(`CALL ${this.#open}(?, ?, ?, ?, ?)`, [xact, key, plan.nextStateText, String(cached.version), cached.state]);
     } catch (e) {
-      if (!isObject(e) || e.errno !== ER_SP_DOES_NOT_EXIST) throw e;
-      this.#open = null; // dropped since init(): nothing ran; two statements from now on
+      if (!callRefused(e)) throw e;
+      this.#open = null; // dropped since init() or not ours to run: nothing ran; two statements from now on
       await this.#begin(conn, xact);
       return this.#fence(x, key, step);
     }
@@ -414,8 +418,8 @@ export class MysqlStore {
       try {
         [results] = await conn.execute(`CALL ${this.#lock}(?, ?)`, [xact, key]);
       } catch (e) {
-        if (!isObject(e) || e.errno !== ER_SP_DOES_NOT_EXIST) throw e;
-        this.#lock = null; // dropped since init(): nothing ran; two statements from now on
+        if (!callRefused(e)) throw e;
+        this.#lock = null; // dropped since init() or not ours to run: nothing ran; two statements from now on
       }
       if (this.#lock !== null) return this.#fenceRow(x, key, step, Array.isArray(results) && Array.isArray(results[0]) ? results[0][0] : undefined);
     }
