@@ -7,7 +7,7 @@ import { invalid, describe, describeKind, messageOf, plainObject, unreadable, ch
 // The option checks and argument errors live in options.mjs (shared with the adapters and integrations).
 export { invalid, describe, describeKind, messageOf, plainObject, unreadable, checkOptions };
 
-export const MAX_U64 = 0xffff_ffff_ffff_ffffn;
+export { MAX_U64 } from './exchange.mjs';
 export const MAX_SAFE = 9007199254740991n;
 
 /** An epoch in canonical form: a bigint ≤ 2^53−1 becomes a number. */

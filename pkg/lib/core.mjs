@@ -1,11 +1,12 @@
-// The public JavaScript API. Thin: it picks the token's JS type before calling
-// into Wasm (numbers and bigints never go through serde) and shapes verdicts.
+// The public JavaScript API and the embedded gate. Thin: every decision is made
+// in Wasm; a request and its answer cross through the exchange (exchange.mjs).
 import * as wasm from '../dist/fencegate.js';
 import { FencegateError } from './errors.mjs';
-import { ready, initAsync, CODES, DUPLICATE, TABLES, lastMarks, exactMarks, writeInput, writeOpId } from './runtime.mjs';
+import { ready, initAsync, CODES, TABLES } from './runtime.mjs';
+import { writeRequest, readVerdict, readNumberVerdict, readClaims, readMarks } from './exchange.mjs';
 import { policyFromOptions, refreshCeiling, setPolicyCeiling, addPolicyKey, retirePolicyKey, freePolicy } from './signed.mjs';
-import { metaOf, establishOpId, windowOf, auditOf, Observer, pack, plainPolicy, verdictOut, verdictFor, claimsOut, marksOut, ESTABLISH } from './verdict.mjs';
-import { invalid, notReady, checkKey, checkOptions, GATE_OPTIONS, describe, stateTextOf, checkStateText, MAX_U64 } from './common.mjs';
+import { metaOf, establishOpId, windowOf, auditOf, Observer, bounded, plainPolicy } from './verdict.mjs';
+import { invalid, notReady, checkKey, checkOptions, GATE_OPTIONS, describe, stateTextOf, checkStateText } from './common.mjs';
 
 export { FencegateError };
 export { Gate } from './gate.mjs';
@@ -92,39 +93,6 @@ function strictOf(options) {
   throw invalid(`sameEpoch must be 'allow' or 'strict', got ${describe(p)}`, { sameEpoch: p });
 }
 
-/** The status `RawMemoryGate.apply` returns for invalid operation options (u32::MAX; nothing changed). */
-const REFUSED = 0xffff_ffff;
-
-/** Throws the INVALID_ARGUMENT of operation options the decision refused (built in Wasm, `__check_meta`). */
-function refused(meta, window) {
-  wasm.__check_meta(meta?.opId, meta?.holder, window, meta?.fingerprint);
-  throw new Error('fencegate: a refused request had valid options (pkg/lib does not match the Wasm build)');
-}
-
-/** The output scratch as f64 (runtime.mjs `lastMarks`), kept here; re-made when memory growth detached it. */
-let scratch = new Float64Array(0);
-
-/**
- * The `opId` of operation options that name only an `opId` string, else
- * undefined: those go through `metaOf`, which accepts or refuses them as
- * always. An ASCII id needs no well-formedness check (`writeOpId`: −1 for
- * any other id sends it through `metaOf` too).
- */
-function onlyOpId(options) {
-  if (typeof options !== 'object' || options === null) return undefined;
-  try {
-    for (const name in options) {
-      if (name !== 'opId') return undefined;
-    }
-    // metaOf reads these by name: a class getter, a non-enumerable or an inherited one is not seen by `for…in`.
-    if ('holder' in options || 'fingerprint' in options) return undefined;
-    const opId = options.opId;
-    return typeof opId === 'string' ? opId : undefined;
-  } catch {
-    return undefined; // a getter or Proxy trap that throws: metaOf reads it again and refuses it with a code
-  }
-}
-
 /** Stands in for a freed gate's Wasm object: every use throws INVALID_ARGUMENT. */
 const FREED = new Proxy({}, {
   get() {
@@ -150,12 +118,10 @@ export class MemoryGate {
   #policy;
   #window;
   #observer;
-  /** No policy options: number and bigint tokens without options take the numeric lane. */
+  /** No policy options: number tokens without options take the numeric lane. */
   #plain;
   /** Someone receives audit records (`onVerdict`): operations are timed and recorded, not only counted. */
   #listening;
-  /** `#plain` and not `#listening`. */
-  #quiet;
 
   constructor(options) {
     if (!ready) notReady();
@@ -171,7 +137,6 @@ export class MemoryGate {
     this.#policy = policyFromOptions(options);
     this.#plain = this.#policy === null;
     this.#listening = this.#observer.timed;
-    this.#quiet = this.#plain && !this.#listening;
     this.#raw = new wasm.RawMemoryGate(this.#strict);
   }
 
@@ -208,19 +173,6 @@ export class MemoryGate {
   write(key, token, value, options) {
     // As Gate.write: a value is required (there is no "no value" to write).
     if (value === undefined) throw invalid('value must not be undefined; a MemoryGate has no delete: write null or another value', { key });
-    if (options === undefined && this.#quiet) {
-      // The numeric lane (see #fenced), written out: the most common call.
-      const number = typeof token === 'number';
-      if (number || (typeof token === 'bigint' && token >= 0n && token <= MAX_U64)) {
-        let slot = this.#slots.get(key);
-        if (slot === undefined) slot = this.#slot(key);
-        const status = number ? this.#raw.fence(slot, 0, token) : this.#raw.fence_exact(slot, 0, token);
-        const v = this.#laneVerdict(key, token, status);
-        if (status < 2) this.#values[slot] = value;
-        this.#observer.count(status);
-        return v;
-      }
-    }
     return this.#fenced(key, token, options, true, value);
   }
 
@@ -231,97 +183,39 @@ export class MemoryGate {
 
   /**
    * One write (`write`: true) or establish: the decision (one Wasm call), then
-   * the value on advance/accept, then the audit record. A number token, or a
-   * bigint in 0..=2^64−1, with no policy and no operation options takes the
-   * numeric lane (`RawMemoryGate.fence` / `fence_exact`: slot, flags, token;
-   * the verdict read from the scratch here), and a number token with only an
-   * `opId` its op-id form (`fence_op`: the id alone in the input buffer);
-   * everything else packs its request for `RawMemoryGate.apply`.
+   * the value on advance/accept, in the same synchronous step (nothing can
+   * run or throw in between), then the audit record. A number token with no
+   * policy and no operation options takes the numeric lane
+   * (`RawMemoryGate.fence`: slot, establish, token; decision record
+   * typed-exchange); everything else writes its request to the exchange for
+   * `RawMemoryGate.apply`.
    */
   #fenced(key, token, options, write, value) {
     const slot = this.#slot(key);
     const started = this.#listening ? performance.now() : null;
-    if (this.#quiet && write && typeof token === 'number' && options !== undefined) {
-      // Only an operation id (what metaOf would accept, without making its object): the id alone in the input buffer.
-      const opId = onlyOpId(options);
-      const bytes = opId === undefined ? -1 : writeOpId(opId);
-      if (bytes >= 0) {
-        const status = this.#raw.fence_op(slot, write ? 0 : ESTABLISH, token, bytes, this.#window);
-        if (status === REFUSED) refused({ opId }, this.#window);
-        return this.#plainVerdict(key, slot, token, status, write, value, null, started);
-      }
-    }
     const meta = options === undefined ? null : metaOf(options);
     if (!write && meta?.opId !== undefined) throw establishOpId(key);
-    if (this.#plain) {
-      let status;
-      if (meta === null) {
-        if (typeof token === 'number') status = this.#raw.fence(slot, write ? 0 : ESTABLISH, token);
-        else if (typeof token === 'bigint' && token >= 0n && token <= MAX_U64) status = this.#raw.fence_exact(slot, write ? 0 : ESTABLISH, token);
-      } else if (typeof token === 'number' && meta.holder === undefined && meta.fingerprint === undefined) {
-        status = this.#raw.fence_op(slot, write ? 0 : ESTABLISH, token, writeInput(meta.opId, undefined), this.#window);
-        if (status === REFUSED) refused(meta, this.#window);
+    let v;
+    let status;
+    if (this.#plain && meta === null && typeof token === 'number') {
+      status = this.#raw.fence(slot, !write, token);
+      v = readNumberVerdict(key, token, status);
+    } else {
+      const p = this.#policy;
+      let scope = null;
+      if (p !== null) {
+        // Policy callbacks (ceiling, scope) run before Wasm is entered.
+        refreshCeiling(p);
+        scope = typeof token === 'number' ? '' : p.scopeOf(key);
       }
-      if (status !== undefined) return this.#plainVerdict(key, slot, token, status, write, value, meta, started);
+      writeRequest(slot, !write, false, scope === null ? token : bounded(token), scope, false, meta, null, undefined, this.#window);
+      status = this.#raw.apply(p === null ? plainPolicy() : p.raw);
+      v = readVerdict(key, token);
+      if (p !== null) v.claims = readClaims();
     }
-    return this.#general(key, slot, token, meta, write, value, started);
-  }
-
-  /** The numeric lane's verdict (`#laneVerdict`), then the value and the audit record or count. */
-  #plainVerdict(key, slot, token, status, write, value, meta, started) {
-    const v = this.#laneVerdict(key, token, status);
-    // Same synchronous step as the decision: nothing can run or throw in between.
-    if (status < 2 && write) this.#values[slot] = value;
+    if (write && status < 2) this.#values[slot] = value;
     if (this.#listening) this.#observer.record(v, write ? 'write' : 'establish', meta, started, null, status);
     else this.#observer.count(status);
-    return v;
-  }
-
-  /**
-   * A numeric-lane verdict from the scratch, in one object literal of the
-   * shape `verdictFor` makes (a duplicate, only with an operation id, by
-   * `verdictFor`): the validated token (−2: none; −1: a bigint above
-   * 2^53−1, which is its own canonical form) and the marks (−1: above
-   * 2^53−1, read exactly; the mark after an advance or accept above 2^53−1
-   * is that token, as Rust's verdict says, so no second bigint is made).
-   */
-  #laneVerdict(key, token, status) {
-    let m = scratch;
-    if (m.length === 0) m = scratch = lastMarks(); // new, or detached by memory growth
-    const t = m[5];
-    const tok = t >= 0 ? t : t === -1 ? token : null;
-    const ok = status < 2;
-    const b = m[0] >= 0 ? m[0] : exactMarks()[2];
-    const a = m[1] >= 0 ? m[1] : ok ? tok : exactMarks()[3];
-    if (status >= DUPLICATE) return verdictFor(key, status, tok, b, a);
-    return {
-      key,
-      ok,
-      outcome: status === 0 ? 'advance' : ok ? 'accept' : 'reject',
-      code: ok ? null : CODES[status - 2],
-      token: tok,
-      markBefore: b,
-      markAfter: a,
-    };
-  }
-
-  /** Every other request: packed for `RawMemoryGate.apply` (one call, whatever the token kind and options). */
-  #general(key, slot, token, meta, write, value, started) {
-    const p = this.#policy;
-    let scope = null;
-    if (p !== null) {
-      // Policy callbacks (ceiling, scope) run before Wasm is entered.
-      refreshCeiling(p);
-      scope = typeof token === 'number' ? '' : p.scopeOf(key);
-    }
-    const r = pack(write ? 0 : ESTABLISH, token, scope, meta, null);
-    const status = this.#raw.apply(p === null ? plainPolicy() : p.raw, slot, r.flags, r.number, r.exact, r.textBytes, r.tokenLen, r.scopeLen, r.opLen, r.holderLen, this.#window, r.fingerprintBytes);
-    if (status === REFUSED) refused(meta, this.#window);
-    const v = verdictOut(key, status, token);
-    if (p !== null) v.claims = claimsOut();
-    // Same synchronous step as the decision: nothing can run or throw in between.
-    if (write && status < 2) this.#values[slot] = value;
-    this.#observer.record(v, write ? 'write' : 'establish', meta, started, null, status);
     return v;
   }
 
@@ -340,16 +234,14 @@ export class MemoryGate {
     const slot = this.#slot(key);
     const raw = this.#raw;
     const changed = raw.quarantine(slot, floor);
-    const [markBefore, markAfter] = marksOut();
+    const [markBefore, markAfter] = readMarks();
     return { key, ok: true, changed, floor: markAfter, markBefore, markAfter };
   }
 
   /** The high-water mark of `key` (0 = never written). */
   mark(key) {
     const slot = this.#find(key);
-    if (slot < 0) return 0;
-    const m = this.#raw.mark_n(slot);
-    return m >= 0 ? m : this.#raw.mark_b(slot);
+    return slot < 0 ? 0 : this.#raw.mark(slot);
   }
 
   /** The protected value of `key`, or `undefined`. */
@@ -361,7 +253,7 @@ export class MemoryGate {
   /** `{ mark, value, hasValue }` for `key`. */
   read(key) {
     const slot = this.#find(key);
-    return { mark: this.mark(key), value: this.value(key), hasValue: slot >= 0 && this.#raw.has_value(slot) };
+    return { mark: this.mark(key), value: this.value(key), hasValue: slot >= 0 && this.#raw.hasValue(slot) };
   }
 
   /** The persisted wire form of `key`'s state (`{ v: 1, mark: "…" }`), or `undefined`. */
@@ -372,7 +264,7 @@ export class MemoryGate {
 
   /** Keys that have state, sorted. */
   keys() {
-    return this.#names.filter((_, slot) => this.#raw.has_state(slot)).sort();
+    return this.#names.filter((_, slot) => this.#raw.hasState(slot)).sort();
   }
 
   /**

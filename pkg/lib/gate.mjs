@@ -20,9 +20,9 @@
 // keep the fence record) or `{ kind: 'none' }` (establish: only the state).
 import * as wasm from '../dist/fencegate.js';
 import { FencegateError, isGuardRefusal } from './errors.mjs';
-import { lastMarks } from './runtime.mjs';
+import { writeRequest, readVerdict, readClaims, readNext, readMarks, readHasFloor } from './exchange.mjs';
 import { policyFromOptions, ceilingOf, hostVerified, addPolicyKey, retirePolicyKey, freePolicy } from './signed.mjs';
-import { metaOf, establishOpId, windowOf, auditOf, Observer, pack, packCeiling, plainPolicy, verdictOut, claimsOut, nextOut, stepOf, marksOut, ESTABLISH, STRICT, HOST_VERIFIED } from './verdict.mjs';
+import { metaOf, establishOpId, windowOf, auditOf, Observer, bounded, plainPolicy, stepOf } from './verdict.mjs';
 import { invalid, checkReady, checkKey, checkOptions, messageOf, GATE_OPTIONS, describe, listOf, stateTextOf, checkStateText, wellFormed, isThenable } from './common.mjs';
 import { StoreDriver, driverOptions, DEFAULT_STATE_CACHE } from './driver.mjs';
 
@@ -152,7 +152,7 @@ function stateInput(key, state) {
   // (well-formed text, the common case, builds no message)
   if (typeof state === 'string') return wellFormed(state) ? state : checkStateText(state, storedStateOf(key), { key });
   if (typeof state === 'object' || typeof state === 'function') return stateTextOf(state, storedStateOf(key), { key });
-  throw wasm.__state_error(state); // a number, a boolean…: the decoder's CORRUPT_STATE
+  throw wasm.stateError(state); // a number, a boolean…: the decoder's CORRUPT_STATE
 }
 
 /** How errors name the stored state of `key`. */
@@ -177,36 +177,33 @@ function stateError(key, state, e) {
 }
 
 /**
- * The decision, in Wasm, in one call whatever the token kind (`__gate_decide`):
- * decode the stored state, check provenance under the gate's policy (the plain
- * policy when it has none), compare, and give the verdict and the next state
- * to commit, or null when nothing applies (reject, duplicate). Wasm gives the
- * next state's text only when it is not plain format v1; a v1 state is
- * spelled from the exact `markAfter` (see `nextOut`). Answers the driver step
- * (`stepOf`): the verdict and the next state's JSON text (null when nothing is
- * written) with `change`.
+ * The decision, in Wasm, in one call whatever the token kind (`gateDecide`,
+ * the request and answer through the exchange): decode the stored state,
+ * check provenance under the gate's policy (the plain policy when it has
+ * none), compare, and give the verdict and the next state's JSON text to
+ * commit (as Rust writes it), or null when nothing applies (reject,
+ * duplicate). Answers the driver step (`stepOf`) with `change`.
  */
 function decide(key, state, token, establish, strict, policy, meta, window, change) {
-  const flags = (establish ? ESTABLISH : 0) | (strict ? STRICT : 0) | (policy?.verified ? HOST_VERIFIED : 0);
   try {
-    const r = pack(flags, token, policy === null ? null : policy.scope, meta, stateInput(key, state));
-    if (policy !== null && policy.ceiling !== undefined) packCeiling(policy.ceiling);
-    const raw = policy === null ? plainPolicy() : policy.p.raw;
-    wasm.__gate_decide(raw, r.flags, r.number, r.exact, r.textBytes, r.tokenLen, r.scopeLen, r.opLen, r.holderLen, window, r.fingerprintBytes, r.ceiling, r.ceilingExact);
+    const scope = policy === null ? null : policy.scope;
+    const presented = scope === null ? token : bounded(token);
+    const ceiling = policy === null ? undefined : policy.ceiling;
+    writeRequest(0, establish, strict, presented, scope, policy?.verified === true, meta, stateInput(key, state), ceiling, window);
+    wasm.gateDecide(policy === null ? plainPolicy() : policy.p.raw);
   } catch (e) {
     throw stateError(key, state, e);
   }
-  const status = lastMarks()[4];
-  const v = verdictOut(key, status, token);
-  if (policy !== null) v.claims = claimsOut();
-  return stepOf(v, nextOut(status, v.markAfter), change);
+  const v = readVerdict(key, token);
+  if (policy !== null) v.claims = readClaims();
+  return stepOf(v, readNext(), change);
 }
 
 /** Mark, holder and quarantine floor of a stored state, decoded in Wasm in one call; throws CORRUPT_STATE. */
 function fieldsOf(key, state) {
-  const holder = onState(key, state, (input) => wasm.__gate_inspect(input));
-  const [mark, floor] = marksOut();
-  return { mark, holder: holder ?? null, quarantine: lastMarks()[4] === 1 ? floor : null };
+  const holder = onState(key, state, (input) => wasm.gateInspect(input));
+  const [mark, floor] = readMarks();
+  return { mark, holder: holder ?? null, quarantine: readHasFloor() ? floor : null };
 }
 
 /** The stored state of a loaded record: null = no fence record; a record must carry its state. */
@@ -556,8 +553,8 @@ export class Gate {
     checkKey(key);
     return this.#driver.run(key, key, (state) => {
       this.#live();
-      const text = onState(key, state, (input) => wasm.__gate_quarantine(input, floor));
-      const [markBefore, markAfter] = marksOut();
+      const text = onState(key, state, (input) => wasm.gateQuarantine(input, floor));
+      const [markBefore, markAfter] = readMarks();
       return stepOf({ key, ok: true, changed: text !== undefined, floor: markAfter, markBefore, markAfter }, text ?? null, NONE);
     });
   }

@@ -1,8 +1,9 @@
 // Loads the WebAssembly module once per realm. Entry files call initSync()
 // (Node, workerd) or core.init() calls initAsync() (browsers).
-import glueInit, { initSync as glueInitSync, __setErrorClass, __tables, __marksPtr, __inputBuffer } from '../dist/fencegate.js';
+import glueInit, { initSync as glueInitSync, __setErrorClass, __tables } from '../dist/fencegate.js';
 import issuerGlueInit, { initSync as issuerGlueInitSync, __setErrorClass as __setIssuerErrorClass } from '../dist/fencegate_issuer.js';
 import { FencegateError } from './errors.mjs';
+import { attachExchange } from './exchange.mjs';
 
 /**
  * The Web Crypto object whose CSPRNG draws the random part of lease ids:
@@ -45,7 +46,7 @@ export let CODES = [];
  * at instantiation, so JS keeps no copy of them. `{ codes, outcomes,
  * duplicateStatus, higherEpochModes, algorithms, maxTokenText, maxKeyBytes,
  * maxWindow, defaultWindow, leaseKeyBytes, maxHolderBytes, maxOpIdBytes, maxRequestIdBytes,
- * maxLeaseIdBytes, scratch, requestFlags }`.
+ * maxLeaseIdBytes, layout }`.
  */
 export let TABLES = null;
 
@@ -62,99 +63,6 @@ const OUTCOMES = ['advance', 'accept', 'reject', 'duplicate'];
 export const MAX_KEY_BYTES = 512;
 /** The first two codes (verdicts with them carry `token: null`). */
 const TOKEN_CODES = ['MISSING_TOKEN', 'MALFORMED_TOKEN'];
-/** The output scratch's slots, in order (verdict.mjs reads them by index). */
-export const SCRATCH = [
-  'before', 'after', 'beforeExact', 'afterExact', 'status', 'token', 'tokenExact', 'alg', 'kidLen', 'scopeLen',
-  'epoch', 'epochExact', 'generation', 'generationExact', 'textPtr', 'claimsBytes', 'nextBytes',
-];
-/** A decision request's flag names, bit 0 first (verdict.mjs spells the bits). */
-export const REQUEST_FLAGS = ['establish', 'strict', 'state', 'exact', 'text', 'other', 'opId', 'holder', 'ceiling', 'ceilingExact', 'fingerprint', 'hostVerified'];
-
-let memory = null;
-let marksPtr = 0;
-let marks = new Float64Array(0);
-let exact = new BigUint64Array(0);
-
-/**
- * The output scratch of the last decision, a view over Wasm memory (re-made
- * when memory growth detached the old buffer), slots as `SCRATCH` names them:
- * f64 values (an epoch −1 when above 2^53−1, see `exactMarks`).
- */
-export function lastMarks() {
-  if (marks.length === 0) marks = new Float64Array(memory.buffer, marksPtr, SCRATCH.length);
-  return marks;
-}
-
-/** The same scratch as u64: the `…Exact` slots hold epochs exactly (bigints). */
-export function exactMarks() {
-  if (exact.length === 0) exact = new BigUint64Array(memory.buffer, marksPtr, SCRATCH.length);
-  return exact;
-}
-
-const utf8 = new TextDecoder();
-const utf8out = new TextEncoder();
-let inputPtr = 0;
-let inputCap = 0;
-let input = new Uint8Array(0);
-
-/**
- * Writes a request's text (UTF-8) and then `bytes` (if any) to the Wasm
- * input buffer (`__inputBuffer`, src/wasm/resource.rs), which the next decision
- * call reads; returns the text's length in bytes. Asks Wasm for a larger
- * buffer only when this request could need more than it has.
- */
-export function writeInput(text, bytes) {
-  const input = inputView(text.length * 3 + (bytes === undefined ? 0 : bytes.length));
-  const n = text.length;
-  let i = 0;
-  for (; i < n; i++) {
-    const c = text.charCodeAt(i);
-    if (c > 0x7f) break;
-    input[i] = c;
-  }
-  if (i < n) i += utf8out.encodeInto(text.slice(i), input.subarray(i)).written;
-  if (bytes !== undefined) input.set(bytes, i);
-  return i;
-}
-
-/**
- * The input buffer as bytes, at least `need` long: asks Wasm for a larger
- * buffer only when it has less, and re-makes the view when it is new or
- * memory growth detached it.
- */
-function inputView(need) {
-  if (need > inputCap) {
-    const cap = Math.max(need, inputCap * 2, 4096);
-    inputPtr = __inputBuffer(cap);
-    inputCap = cap;
-    input = new Uint8Array(0);
-  }
-  if (input.length === 0) input = new Uint8Array(memory.buffer, inputPtr, inputCap);
-  return input;
-}
-
-/**
- * `writeInput(id)` for an ASCII operation id alone (the usual id): returns
- * its length in bytes, or −1 at its first non-ASCII unit, and the caller then
- * takes the general path (`metaOf`'s well-formedness check, `writeInput`).
- * The copy loop is the check that an ASCII id needs none.
- */
-export function writeOpId(text) {
-  const n = text.length;
-  const buf = n > inputCap || input.length === 0 ? inputView(n) : input;
-  for (let i = 0; i < n; i++) {
-    const c = text.charCodeAt(i);
-    if (c > 0x7f) return -1;
-    buf[i] = c;
-  }
-  return n;
-}
-
-/** The UTF-8 text at `ptr`, `bytes` long, in Wasm memory (the output text of a decision). */
-export function wasmText(ptr, bytes) {
-  return utf8.decode(new Uint8Array(memory.buffer, ptr, bytes));
-}
-
 /**
  * `__tables()` as read at build time from the same `.wasm` (the Node bundles:
  * scripts/build-node.mjs writes it in place of this `null`), else null and
@@ -166,16 +74,14 @@ export function wasmText(ptr, bytes) {
 const BUILD_TABLES = null;
 
 function attach(exports) {
-  memory = exports.memory;
-  marksPtr = __marksPtr();
   __setErrorClass(FencegateError);
   const t = BUILD_TABLES ?? __tables();
   // The hot path spells these as literals: they must be Rust's.
   const same =
     t.duplicateStatus === DUPLICATE && t.maxKeyBytes === MAX_KEY_BYTES &&
-    t.outcomes.join() === OUTCOMES.join() && t.codes.slice(0, 2).join() === TOKEN_CODES.join() &&
-    t.scratch.join() === SCRATCH.join() && t.requestFlags.join() === REQUEST_FLAGS.join();
+    t.outcomes.join() === OUTCOMES.join() && t.codes.slice(0, 2).join() === TOKEN_CODES.join();
   if (!same) throw new Error('fencegate: pkg/lib does not match the Wasm build (its __tables differ)');
+  attachExchange(exports, t);
   TABLES = t;
   CODES = t.codes;
   ready = true;

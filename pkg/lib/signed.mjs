@@ -1,7 +1,8 @@
 // Signed, scoped fence tokens and gate policies (issue 5). The checks live in
 // Rust (src/signed.rs, src/policy.rs); this file validates option shapes and
 // shapes results.
-import { bounded, claimsOut } from './verdict.mjs';
+import { bounded } from './verdict.mjs';
+import { readClaims } from './exchange.mjs';
 import * as wasm from '../dist/fencegate.js';
 import { ready, TABLES } from './runtime.mjs';
 import { invalid, notReady, wellFormed, describe, describeKind, listOf, checkOptions, messageOf, plainObject } from './common.mjs';
@@ -333,7 +334,7 @@ export function verifyToken(text, options) {
   try {
     addKeys(raw, keys, retired);
     raw.verify(bounded(text), scope === null ? undefined : scope);
-    return claimsOut();
+    return readClaims();
   } finally {
     wipingStack(() => raw.free());
   }

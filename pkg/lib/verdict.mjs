@@ -1,22 +1,13 @@
-// One decision request and its result, shared by MemoryGate and Gate: the
-// request packed for the single Wasm entry, the verdict, claims and next state
-// read from the output scratch; and the audit trail.
+// What MemoryGate and Gate share around a decision: the operation options,
+// the plain policy handle, the driver step, and the audit trail. The request
+// and the answer cross in pkg/lib/exchange.mjs.
 import * as wasm from '../dist/fencegate.js';
-import { CODES, DUPLICATE, TABLES, REQUEST_FLAGS, lastMarks, exactMarks, wasmText, writeInput } from './runtime.mjs';
-import { MAX_U64, invalid, wellFormed, checkOptions, unreadable, plainObject, describeKind } from './common.mjs';
+import { CODES, DUPLICATE, TABLES } from './runtime.mjs';
+import { invalid, wellFormed, checkOptions, unreadable, plainObject, describeKind } from './common.mjs';
 import { FencegateError } from './errors.mjs';
 
 /** The names of a write/establish/delete's options. */
 const OP_OPTIONS = ['opId', 'holder', 'fingerprint'];
-
-/** Request flag bits (src/wasm/resource.rs `REQUEST_FLAGS`, checked at start-up). */
-const FLAG = Object.fromEntries(REQUEST_FLAGS.map((name, i) => [name, 1 << i]));
-export const ESTABLISH = FLAG.establish;
-export const STRICT = FLAG.strict;
-const { state: STATE, exact: EXACT, text: TEXT, other: OTHER, opId: OP_ID, holder: HOLDER } = FLAG;
-const { ceiling: CEILING, ceilingExact: CEILING_EXACT, fingerprint: FINGERPRINT } = FLAG;
-export const HOST_VERIFIED = FLAG.hostVerified;
-export { EXACT };
 
 /**
  * `token`, with strings longer than any valid fg1 text (src/signed.rs
@@ -29,142 +20,12 @@ export function bounded(token) {
   return typeof token === 'string' && token.length > max ? token.slice(0, max + 1) : token;
 }
 
-/**
- * The request of one decision, packed for the single entry
- * (`RawMemoryGate.apply`, `__gate_decide`; src/wasm/resource.rs `Request`): the
- * token in its lane (a number; a bigint in 0..=2^64−1 as `exact`; a string
- * as `text` when the gate has a policy, which then needs `scope`; any other
- * value as `other`: missing or malformed), and every text as one string
- * (token text, scope, opId, holder, stored state; lengths in UTF-16 units)
- * followed by the fingerprint's bytes, written to the Wasm input buffer, so
- * the deciding call carries them all. One object, refilled by every call: it
- * is read right away, with no await in between.
- */
-export const REQ = { flags: 0, number: 0, exact: 0n, textBytes: 0, tokenLen: 0, scopeLen: 0, opLen: 0, holderLen: 0, fingerprintBytes: 0, ceiling: -1, ceilingExact: 0n };
-
-/** Fills `REQ`: `scope` null = no policy (a string token is then malformed); `state` null/undefined = none. */
-export function pack(flags, token, scope, meta, state) {
-  const r = REQ;
-  let text = '';
-  r.number = 0;
-  r.exact = 0n;
-  r.tokenLen = 0;
-  r.scopeLen = 0;
-  r.opLen = 0;
-  r.holderLen = 0;
-  r.fingerprintBytes = 0;
-  let fingerprint;
-  if (typeof token === 'number') r.number = token;
-  else if (typeof token === 'bigint' && token >= 0n && token <= MAX_U64) {
-    flags |= EXACT;
-    r.exact = token;
-  } else if (typeof token === 'string' && scope !== null) {
-    flags |= TEXT;
-    const t = bounded(token);
-    text = t + scope;
-    r.tokenLen = t.length;
-    r.scopeLen = scope.length;
-  } else {
-    // Any other value: missing (undefined, null) or malformed; the verdict carries only the code.
-    flags |= OTHER;
-    r.number = token === undefined || token === null ? 0 : 1;
-  }
-  if (meta !== null) {
-    if (meta.opId !== undefined) {
-      flags |= OP_ID;
-      text += meta.opId;
-      r.opLen = meta.opId.length;
-    }
-    if (meta.holder !== undefined) {
-      flags |= HOLDER;
-      text += meta.holder;
-      r.holderLen = meta.holder.length;
-    }
-    fingerprint = meta.fingerprint;
-    if (fingerprint !== undefined) {
-      flags |= FINGERPRINT;
-      r.fingerprintBytes = fingerprint.length;
-    }
-  }
-  if (state !== null && state !== undefined) {
-    flags |= STATE;
-    text += state;
-  }
-  r.flags = flags;
-  r.textBytes = flags === (flags & (ESTABLISH | STRICT | EXACT | OTHER)) ? 0 : writeInput(text, fingerprint);
-  return r;
-}
-
-/** Adds this decision's reject-future ceiling (already validated: null, a number or a bigint) to `REQ`. */
-export function packCeiling(ceiling) {
-  const r = REQ;
-  r.flags |= CEILING;
-  r.ceiling = -1;
-  r.ceilingExact = 0n;
-  if (typeof ceiling === 'number') r.ceiling = ceiling;
-  else if (typeof ceiling === 'bigint') {
-    r.flags |= CEILING_EXACT;
-    r.ceilingExact = ceiling;
-  }
-}
-
 let plain = null;
 
 /** The shared plain policy handle (no keys, `adopt`) that gates without policy options decide under; never freed. */
 export function plainPolicy() {
   if (plain === null) plain = new wasm.RawPolicy(false, TABLES.higherEpochModes.indexOf('adopt'), undefined);
   return plain;
-}
-
-/** An epoch from the scratch: slot `i` (f64, −1 above 2^53−1) or its exact u64 at `i + 1`; −2: null. */
-function epochAt(m, i) {
-  const n = m[i];
-  return n >= 0 ? n : n === -1 ? exactMarks()[i + 1] : null;
-}
-
-/** `[markBefore, markAfter]` of the last binding call (exact bigints above 2^53−1). */
-export function marksOut() {
-  const m = lastMarks();
-  return [m[0] >= 0 ? m[0] : exactMarks()[2], m[1] >= 0 ? m[1] : exactMarks()[3]];
-}
-
-/**
- * The verdict of the last decision, for `status`. `token` is what was
- * presented: a bigint above 2^53−1 that the decision validated is its own
- * canonical form, so it is not read back.
- */
-export function verdictOut(key, status, token) {
-  const m = lastMarks();
-  const t = m[5] === -1 && typeof token === 'bigint' ? token : epochAt(m, 5);
-  return verdictFor(key, status, t, m[0] >= 0 ? m[0] : exactMarks()[2], m[1] >= 0 ? m[1] : exactMarks()[3]);
-}
-
-/** The claims of the token the last decision (or verification) verified, or null. */
-export function claimsOut() {
-  const m = lastMarks();
-  const alg = m[7];
-  if (alg === 0) return null;
-  const text = wasmText(m[14], m[15]);
-  const k = m[8];
-  const s = k + m[9];
-  return {
-    alg: TABLES.algorithms[alg],
-    kid: text.slice(0, k),
-    scope: text.slice(k, s),
-    epoch: epochAt(m, 10),
-    leaseId: text.slice(s),
-    generation: epochAt(m, 12),
-  };
-}
-
-/** The next state to commit after the last decision: null when it does not apply; format v1 spelled here from `markAfter`. */
-export function nextOut(status, markAfter) {
-  if (status >= 2) return null;
-  const m = lastMarks();
-  const n = m[16];
-  // Plain format v1, spelled exactly as the Rust encoder writes it (the state-format tests compare them).
-  if (n === 0) return `{"v":1,"mark":"${markAfter}"}`;
-  return wasmText(m[14] + m[15], n);
 }
 
 /**
@@ -196,23 +57,6 @@ class Step {
     if (this.nextText === null) return null;
     return (this.parsed ??= JSON.parse(this.nextText));
   }
-}
-
-/** The verdict object for a status. */
-export function verdictFor(key, status, token, markBefore, markAfter) {
-  if (status >= DUPLICATE) {
-    return { key, ok: true, outcome: 'duplicate', code: null, original: status === DUPLICATE ? 'advance' : 'accept', token, markBefore, markAfter };
-  }
-  const rejected = status >= 2;
-  return {
-    key,
-    ok: !rejected,
-    outcome: rejected ? 'reject' : status === 0 ? 'advance' : 'accept',
-    code: rejected ? CODES[status - 2] : null,
-    token,
-    markBefore,
-    markAfter,
-  };
 }
 
 const utf8 = new TextEncoder();

@@ -2,39 +2,34 @@
 //! commit, retry, errors of host callbacks) runs in `pkg/lib/driver.mjs`,
 //! because the callbacks may return Promises; the decision itself stays here.
 //!
-//! One decision attempt is one call (issue 12), whatever the token kind:
-//! `__gate_decide(policy, flags, number, exact, textBytes, lengths…,
-//! window, fingerprintBytes, ceiling…)` unpacks the request ([`Request`]: the
-//! stored state's text and every other text arrive in the input buffer), decodes
-//! the stored state, decides under the policy handle (the plain policy for a
-//! gate without policy options) and leaves the verdict, the claims and the
-//! next state's JSON in the output scratch (`__marksPtr`): creating JS objects
-//! from Wasm costs about a microsecond each, more than the decision.
-//! `__gate_quarantine` and `__gate_inspect` are the same shape. Nothing is
-//! kept between calls.
+//! One decision attempt is one call, whatever the token kind: `gateDecide`
+//! reads the request from the exchange ([`super::exchange`]: the stored
+//! state's text and every other text come with it), decodes the stored state,
+//! decides under the policy handle (the plain policy for a gate without policy
+//! options) and answers the verdict, the claims and the next state's JSON text
+//! in the exchange. `gateQuarantine` and `gateInspect` answer their marks
+//! there too. Nothing is kept between calls.
 
 use wasm_bindgen::prelude::*;
 
+use super::exchange::{decide_request, put_marks, Answer, Request};
 use super::signed::{lease_id, RawPolicy};
-use super::{
-    decode_state_js, error, floor_from_js, message_of, put_marks, put_verdict, with_input, Request,
-    FINGERPRINT, STRICT,
-};
-use crate::decision::{decide_with_state, SameEpoch};
+use super::{decode_state_js, error, floor_from_js, message_of, JsError};
+use crate::decision::{decide_with_state, OpMeta};
 use crate::error::{Code, StateError};
 use crate::ops::{fingerprint, valid_op_id, FINGERPRINT_BYTES, MAX_HOLDER_BYTES, MAX_WINDOW};
 use crate::state::ResourceState;
 use crate::token::parse_token;
 
-fn corrupt(e: &StateError, state: JsValue) -> JsValue {
-    error(Code::CorruptState, &message_of(&e), &[("state", state)])
+fn corrupt(e: &StateError, state: JsValue) -> JsError {
+    JsError::new(Code::CorruptState, message_of(&e)).with("state", state)
 }
 
 /// The stored state a host store handed over, as text: `None` = no record;
 /// the exact text the shipped adapters write takes a fast path
 /// ([`decode_canonical_text`]), any other text the full decoder (the JS side
 /// turns the object form into text first). Throws CORRUPT_STATE (with `state`).
-fn stored_from_text(text: Option<&str>) -> Result<Option<ResourceState>, JsValue> {
+fn stored_from_text(text: Option<&str>) -> Result<Option<ResourceState>, JsError> {
     let Some(text) = text else {
         return Ok(None);
     };
@@ -64,10 +59,10 @@ pub(crate) fn decode_canonical_text(text: &str) -> Option<ResourceState> {
 
 /// The CORRUPT_STATE of a stored state that is neither null, text nor an
 /// object (a number, a boolean…), with the decoder's message.
-#[wasm_bindgen(js_name = "__state_error")]
+#[wasm_bindgen(js_name = "stateError")]
 pub fn state_error(value: JsValue) -> JsValue {
     match decode_state_js(&value) {
-        Err(e) => corrupt(&e, value),
+        Err(e) => corrupt(&e, value).into(),
         Ok(_) => error(
             Code::CorruptState,
             "state must be an object {v, mark, …} or its JSON text",
@@ -76,80 +71,67 @@ pub fn state_error(value: JsValue) -> JsValue {
     }
 }
 
-/// One decision attempt of a host-store gate, in one call (issue 12), for
-/// every token kind: the request as [`Request::unpack`] reads it (its text
-/// and fingerprint in the input buffer), decided under `policy`. CORRUPT_STATE
-/// for the stored state first, then INVALID_ARGUMENT for the operation
-/// options. Out, in the scratch: the verdict, the claims of a signed token,
-/// and the next state's JSON when it is not plain format v1. Nothing is kept
-/// in Wasm between calls.
-#[wasm_bindgen(js_name = "__gate_decide")]
-#[allow(clippy::too_many_arguments)]
-pub fn gate_decide(
-    policy: &mut RawPolicy,
-    flags: u32,
-    number: f64,
-    exact: u64,
-    text_bytes: u32,
-    token_len: u32,
-    scope_len: u32,
-    op_len: u32,
-    holder_len: u32,
-    window: u32,
-    fingerprint_bytes: u32,
-    ceiling: f64,
-    ceiling_exact: u64,
-) -> Result<(), JsValue> {
-    let fp = (flags & FINGERPRINT != 0).then_some(fingerprint_bytes);
-    with_input(text_bytes, fp, |text, fingerprint| {
-        let lens = [token_len, scope_len, op_len, holder_len];
-        let req = Request::unpack(text, flags, lens, number, exact, ceiling, ceiling_exact);
+/// One decision attempt of a host-store gate, in one call, for every token
+/// kind: the request in the exchange, decided under `policy`. Throws
+/// CORRUPT_STATE for the stored state first, then INVALID_ARGUMENT for the
+/// operation options. Answers, in the exchange, the verdict, the claims of a
+/// signed token, and the next state's JSON text when the verdict applies;
+/// returns the verdict's status.
+#[wasm_bindgen(js_name = "gateDecide")]
+pub fn gate_decide(policy: &mut RawPolicy) -> Result<u32, JsError> {
+    decide_request(|req| {
         let stored = stored_from_text(req.state)?;
-        let meta = req.meta(window, fingerprint)?;
-        let same_epoch = if flags & STRICT != 0 {
-            SameEpoch::Strict
-        } else {
-            SameEpoch::Allow
-        };
-        let op = super::operation_of(flags);
+        let meta = op_meta(req)?;
         let mark = stored.as_ref().map_or(0, |s| s.mark);
-        let (verdict, claims) = policy.admit(mark, &req, same_epoch, op);
+        let (verdict, claims) = policy.admit(mark, req, req.same_epoch, req.op);
         // A verified lease id is the holder, whatever `holder` the caller named.
         let meta = meta.claimed_by(lease_id(&claims));
-        let d = decide_with_state(stored.as_ref(), verdict, op, &meta);
-        put_verdict(&d.verdict, claims.as_ref(), d.next.as_ref());
-        Ok(())
+        let d = decide_with_state(stored.as_ref(), verdict, req.op, &meta);
+        let next = d.next.filter(|_| d.verdict.applies()).map(|n| n.to_json());
+        Ok(Answer {
+            verdict: d.verdict,
+            claims,
+            next,
+        })
+    })
+}
+
+/// The operation options of a request, checked (INVALID_ARGUMENT, see [`check_meta`]).
+pub(crate) fn op_meta<'a>(req: &Request<'a>) -> Result<OpMeta<'a>, JsError> {
+    check_meta(req.op_id, req.holder, req.window)?;
+    let fingerprint = fingerprint_of(req.op_id, req.fingerprint)?;
+    Ok(OpMeta {
+        op_id: req.op_id,
+        holder: req.holder,
+        window: req.window as usize,
+        fingerprint,
     })
 }
 
 /// Quarantine of a stored state in one call (issue 9): the next state's JSON
 /// text when it changes, `undefined` when it is already quarantined at that
-/// floor or above; the marks before and after in the scratch. CORRUPT_STATE
+/// floor or above; the marks before and after in the exchange. CORRUPT_STATE
 /// for the state first, then INVALID_ARGUMENT for a floor that is not 0 or an epoch.
-#[wasm_bindgen(js_name = "__gate_quarantine")]
+#[wasm_bindgen(js_name = "gateQuarantine")]
 pub fn gate_quarantine(state: Option<String>, floor: JsValue) -> Result<Option<String>, JsValue> {
     let mut state = stored_from_text(state.as_deref())?.unwrap_or_default();
     let floor = floor_from_js(&floor)?;
     let before = state.mark;
     let changed = state.quarantine_at(floor);
-    put_marks(before, state.mark, 0);
+    put_marks(before, state.mark, false);
     Ok(changed.then(|| state.to_json()))
 }
 
 /// The fence record of a stored state in one call: the holder bound to the
-/// current epoch (`undefined`: none) returned; in the scratch the mark as the
-/// "before" mark, the quarantine floor as the "after" mark and the status 1
-/// when there is a floor, 0 when none. Throws CORRUPT_STATE.
-#[wasm_bindgen(js_name = "__gate_inspect")]
+/// current epoch (`undefined`: none) returned; in the exchange the mark as
+/// `markBefore` and the quarantine floor as `markAfter` (`hasFloor`).
+/// Throws CORRUPT_STATE.
+#[wasm_bindgen(js_name = "gateInspect")]
 pub fn gate_inspect(state: Option<String>) -> Result<Option<String>, JsValue> {
     let stored = stored_from_text(state.as_deref())?;
     let s = stored.as_ref();
     let floor = s.and_then(|s| s.quarantine);
-    put_marks(
-        s.map_or(0, |s| s.mark),
-        floor.unwrap_or(0),
-        u32::from(floor.is_some()),
-    );
+    put_marks(s.map_or(0, |s| s.mark), floor.unwrap_or(0), floor.is_some());
     Ok(stored.and_then(|s| s.holder))
 }
 
@@ -158,12 +140,11 @@ pub fn gate_inspect(state: Option<String>) -> Result<Option<String>, JsValue> {
 pub(crate) fn fingerprint_of(
     op_id: Option<&str>,
     bytes: Option<&[u8]>,
-) -> Result<Option<[u8; FINGERPRINT_BYTES]>, JsValue> {
+) -> Result<Option<[u8; FINGERPRINT_BYTES]>, JsError> {
     if bytes.is_some() && op_id.is_none() {
-        return Err(error(
+        return Err(JsError::new(
             Code::InvalidArgument,
             "a fingerprint belongs to an operation id: pass opId with it",
-            &[],
         ));
     }
     Ok(bytes.map(fingerprint))
@@ -176,30 +157,30 @@ pub(crate) fn check_meta(
     op_id: Option<&str>,
     holder: Option<&str>,
     window: u32,
-) -> Result<(), JsValue> {
+) -> Result<(), JsError> {
     if let Some(id) = op_id {
         if !valid_op_id(id) {
-            return Err(error(
+            return Err(JsError::new(
                 Code::InvalidArgument,
                 "an operation id is 1 to 128 bytes of text without control characters",
-                &[("opId", JsValue::from_str(id))],
-            ));
+            )
+            .with("opId", JsValue::from_str(id)));
         }
     }
     if let Some(h) = holder.filter(|h| h.is_empty() || h.len() > MAX_HOLDER_BYTES) {
         // The issuer's holder check (pkg/lib/issuer.mjs) says the same.
-        return Err(error(
+        return Err(JsError::new(
             Code::InvalidArgument,
-            &format!("a holder is 1 to {MAX_HOLDER_BYTES} UTF-8 bytes of text"),
-            &[("holderBytes", JsValue::from(h.len()))],
-        ));
+            format!("a holder is 1 to {MAX_HOLDER_BYTES} UTF-8 bytes of text"),
+        )
+        .with("holderBytes", JsValue::from(h.len())));
     }
     if window == 0 || window as usize > MAX_WINDOW {
-        return Err(error(
+        return Err(JsError::new(
             Code::InvalidArgument,
-            &format!("the operation-id window is 1 to {MAX_WINDOW}"),
-            &[("opWindow", JsValue::from(window))],
-        ));
+            format!("the operation-id window is 1 to {MAX_WINDOW}"),
+        )
+        .with("opWindow", JsValue::from(window)));
     }
     Ok(())
 }

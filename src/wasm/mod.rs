@@ -14,6 +14,8 @@
 //! error class and the epoch conversions. Host builds (`cargo test`) enable both.
 
 #[cfg(feature = "resource")]
+mod exchange;
+#[cfg(feature = "resource")]
 mod gate;
 #[cfg(feature = "issuer")]
 pub mod issuer;
@@ -80,6 +82,38 @@ pub(crate) fn error(code: Code, message: &str, details: &[(&str, JsValue)]) -> J
         &JsValue::from_str(code.as_str()),
     );
     e.into()
+}
+
+/// A `FencegateError` to throw: the code, the message and the detail fields,
+/// built as the JS object once, when it crosses (`From<JsError> for JsValue`).
+pub struct JsError {
+    pub(crate) code: Code,
+    pub(crate) message: String,
+    pub(crate) details: Vec<(&'static str, JsValue)>,
+}
+
+// The issuer side builds its errors with `error` directly.
+#[cfg_attr(not(feature = "resource"), allow(dead_code))]
+impl JsError {
+    pub(crate) fn new(code: Code, message: impl Into<String>) -> JsError {
+        JsError {
+            code,
+            message: message.into(),
+            details: Vec::new(),
+        }
+    }
+
+    /// Adds the detail field `name` (a property of the thrown error).
+    pub(crate) fn with(mut self, name: &'static str, value: JsValue) -> JsError {
+        self.details.push((name, value));
+        self
+    }
+}
+
+impl From<JsError> for JsValue {
+    fn from(e: JsError) -> JsValue {
+        error(e.code, &e.message, &e.details)
+    }
 }
 
 /// An epoch as a JS value: a number when ≤ 2^53−1, a bigint above (canonical,

@@ -8,7 +8,8 @@
 
 use wasm_bindgen::prelude::*;
 
-use super::{error, message_of, put_claims, token_from_js, Request};
+use super::exchange::{put_claims, Request};
+use super::{error, message_of, token_from_js};
 use crate::decision::{decide, Operation, SameEpoch, Verdict};
 use crate::error::{Code, TokenError};
 use crate::policy::{GatePolicy, HigherEpoch, Presented};
@@ -217,7 +218,7 @@ impl RawPolicy {
         Ok(())
     }
 
-    /// Verifies `text`; its claims go to the output scratch (read like a
+    /// Verifies `text`; its claims go to the exchange (read like a
     /// decision's). `scope` undefined skips the scope check. Throws
     /// MALFORMED_TOKEN / KEY_RETIRED / UNKNOWN_KEY / BAD_SIGNATURE / WRONG_SCOPE.
     pub fn verify(&self, text: JsValue, scope: Option<String>) -> Result<(), JsValue> {
@@ -234,7 +235,7 @@ impl RawPolicy {
             .keyring
             .verify(&text, scope.as_deref())
             .map_err(|e| signed_error(&e))?;
-        put_claims(Some(&claims), None);
+        put_claims(&claims);
         Ok(())
     }
 }

@@ -1,5 +1,5 @@
-// Issue 12: one boundary crossing per decision, whatever the token kind and
-// options. Counts every call into a
+// One boundary crossing per decision, whatever the token kind and options
+// (decision record typed-exchange). Counts every call into a
 // Wasm export and every call out of Wasm into a JS import made by one public
 // operation (tests/crossings.mjs wraps the instance; `node tests/crossings.mjs`
 // prints the table with the names of the calls).
@@ -11,8 +11,8 @@ const rows = new Map(await measure(new URL('../../../pkg/', import.meta.url)));
 
 // [calls into Wasm, calls out of Wasm] per operation (one uncontended decision attempt).
 const EXPECTED = {
-  // Every decision: one call. Texts (stored state, op id, holder, signed token,
-  // scope) and fingerprint bytes are written to the Wasm input buffer first.
+  // Every decision: one call. The request (its fields, texts and fingerprint
+  // bytes) is written to the exchange buffer first and the answer read from it.
   'Gate.write number': [1, 0],
   'Gate.write bigint': [1, 0],
   'Gate.write stale': [1, 0],
@@ -40,10 +40,10 @@ test('crossings per operation: one per decision attempt for every token kind (pl
   assert.deepEqual(got, EXPECTED);
 });
 
-// The decision entries: Gate's, MemoryGate's general one, and MemoryGate's numeric lane (number / bigint, no options; number + opId).
-const DECISION_ENTRIES = ['__gate_decide', 'rawmemorygate_apply', 'rawmemorygate_fence', 'rawmemorygate_fence_exact', 'rawmemorygate_fence_op'];
+// The decision entries: Gate's, MemoryGate's general one, and MemoryGate's one numeric lane (a number token, no options).
+const DECISION_ENTRIES = ['gateDecide', 'rawmemorygate_apply', 'rawmemorygate_fence'];
 
-test('the one call is the decision entry: __gate_decide / RawMemoryGate.apply / fence / fence_exact / fence_op', () => {
+test('the one call is the decision entry: gateDecide / RawMemoryGate.apply / RawMemoryGate.fence', () => {
   for (const [name, c] of rows) {
     if (name === 'Gate.quarantine' || name === 'Gate.inspect') continue;
     const decisions = c.names.filter((n) => DECISION_ENTRIES.includes(n));

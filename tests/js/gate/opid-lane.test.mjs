@@ -1,7 +1,6 @@
-// MemoryGate's op-id lane (docs/design.md "Issue 14 item 4", third pass): a
-// number write whose options are `{ opId }` alone goes through
-// `RawMemoryGate.fence_op` with the id copied by `writeOpId`; any other
-// options object through `metaOf` and `apply`. Both lanes must give the same
+// MemoryGate's operation ids, spelled two ways: options `{ opId }` alone
+// (once a lane of its own, now the one request path: decision record
+// typed-exchange) and `{ opId, holder: undefined }`. Both must give the same
 // verdicts, the same errors (code and message) and the same state text, for
 // ASCII, non-ASCII and hostile ids alike.
 import { test } from 'node:test';
