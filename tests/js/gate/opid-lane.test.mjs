@@ -1,4 +1,4 @@
-// MemoryGate's op-id lane (docs/design.md "Issue 14 item 4", third pass): a
+// MemoryGate's op-id lane (docs/decisions/memorygate-lanes.md): a
 // number write whose options are `{ opId }` alone goes through
 // `RawMemoryGate.fence_op` with the id copied by `writeOpId`; any other
 // options object through `metaOf` and `apply`. Both lanes must give the same
