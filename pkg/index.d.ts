@@ -158,7 +158,7 @@ export interface PersistedStateV3 extends Omit<PersistedStateV2, 'v'> {
  */
 export type PersistedOp = [id: string, markBefore: string] | [id: string, markBefore: string, fingerprint: string];
 
-/** Format version 4 (issue 13): written whenever a key has a holder, operation ids or a quarantine. */
+/** Format version 4: written whenever a key has a holder, operation ids or a quarantine. */
 export interface PersistedStateV4 {
   v: 4;
   /** The high-water mark as canonical decimal text. */
@@ -894,7 +894,7 @@ export interface IssuerTransactionStore {
 }
 
 /**
- * Persisted issuer state of one scope (JSON-safe, exact). Format 2, written since issue 20:
+ * Persisted issuer state of one scope (JSON-safe, exact). Format 2, written for random lease ids:
  * `{"v":2,"epoch":"41","lease":{"id":"41.q83vEjRWeJq83vEjRWeJqw","holder":"a","expiresAt":"1700000030000","ttlMs":"30000","requestId":"r-1"}}`
  * or `{"v":2,"epoch":"41","lease":null}`. Format 1 (lease ids derived as
  * `<scope>#<epoch>`, no `id`, no `ttlMs`) is still read, and written back only
@@ -921,7 +921,7 @@ export interface PersistedIssuerStateV2 {
   } | null;
 }
 
-/** Issuer state format 1 (before issue 20): lease ids are derived, `"<scope>#<epoch>"`. */
+/** Issuer state format 1 (before random lease ids): lease ids are derived, `"<scope>#<epoch>"`. */
 export interface PersistedIssuerStateV1 {
   v: 1;
   /** The last epoch issued, canonical decimal text ("0" or `[1-9][0-9]*`, ≤ 2^64−1). */
@@ -971,7 +971,7 @@ export interface IssuerGrant {
    * header-safe): 128 random bits from the host's CSPRNG, unique per
    * acquisition even when a restored issuer repeats an epoch. With `holder`
    * it is what renew and release check. (`"<scope>#<epoch>"` for a lease
-   * granted before issue 20, state format 1.)
+   * granted before random lease ids, state format 1.)
    */
   leaseId: string;
   holder: string;

@@ -6,9 +6,9 @@ const bundle = require('./dist/fencegate.cjs');
 
 bundle.__initSync(readFileSync(join(__dirname, 'dist', 'fencegate_bg.wasm')));
 // Node 18 has no global crypto (lease ids of the Issuer): node:crypto's, loaded on first use
-// (loading it at start-up is about 3 ms of cold start; docs/design.md "Issue 14: cold start").
+// (nothing a gate does not use is loaded at start-up: docs/decisions/cold-start.md).
 bundle.__setWebCrypto(() => require('node:crypto').webcrypto);
-// The issuer side, read when an Issuer or reconcile is first used (docs/design.md "Issue 12: two .wasm modules").
+// The issuer side, read when an Issuer or reconcile is first used (docs/decisions/two-wasm-modules.md).
 bundle.__setIssuerSource(() => readFileSync(join(__dirname, 'dist', 'fencegate_issuer_bg.wasm')));
 
 const api = { ...bundle };

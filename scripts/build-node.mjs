@@ -1,4 +1,4 @@
-// The two Node bundles (docs/design.md "Issue 14: cold start"):
+// The two Node bundles (docs/decisions/cold-start.md):
 // - dist/node.mjs, the Node ESM entry as one file: the "node" import condition of "." points
 //   there, so `import 'fencegate'` on Node loads one JS module instead of about fifteen.
 //   lib/node-entry.mjs reaches the .wasm as '../dist/…', which holds from dist/ too.
@@ -14,8 +14,8 @@
 // everything, and must not have their issuer sides share one error class.
 //
 // The bundles' lib/runtime.mjs gets the resource module's `__tables()` (its names and limits) as a
-// literal, read here from the same .wasm, in place of `const BUILD_TABLES = null;`: the first
-// `__tables()` call at import is about 0.8 ms of cold start (code compiled and run once); the
+// literal, read here from the same .wasm, in place of `const BUILD_TABLES = null;`, so the
+// import makes no `__tables()` call (docs/decisions/names-from-rust.md); the
 // unbundled entries (workerd, browsers, lib/) still read it from Wasm at instantiation.
 //
 // --minify-whitespace --minify-syntax (names kept, for stack traces) drop the comments: esbuild

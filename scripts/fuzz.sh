@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Fuzzers of everything that parses (issue 16 item 4; README "Fuzzing"):
+# Fuzzers of everything that parses (docs/decisions/fuzzing.md; README "Fuzzing"):
 #   Rust (src/fuzz.rs): state   the resource state decoder, formats v1–v4
 #                       json    the JSON reader (serde-json-wasm + pre-check) against serde_json
 #                       issuer  the issuer record decoder (wire and checked)

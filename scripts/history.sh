@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# The history workload on every engine (issue 16; tests/history/run.mjs):
+# The history workload on every engine (docs/decisions/history-checker.md; tests/history/run.mjs):
 #   scripts/history.sh [OPS] [SEED]      default 2000 operations, seed 16 (the CI run)
 #   scripts/history.sh 100000            the soak: 100 000 operations per engine
 #   HISTORY_ENGINES="redis" scripts/history.sh 20000 7

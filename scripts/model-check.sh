@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# The model check (issue 17; model/ and docs/guarantees.md).
+# The model check (docs/decisions/model-check.md; model/ and docs/guarantees.md).
 #   scripts/model-check.sh           the CI bounds: the teeth tests (both broken
 #                                    variants give counterexamples), then the
 #                                    exhaustive CI runs with 0 counterexamples

@@ -45,9 +45,9 @@ pub enum Code {
     InvalidArgument = 13,
     /// The API was used before the WebAssembly module was initialised (`await init()`).
     NotInitialized = 14,
-    /// A signed token names a key id the resource has no key for (issue 5).
+    /// A signed token names a key id the resource has no key for.
     UnknownKey = 15,
-    /// A signed token names a key id the resource lists as retired (issue 5).
+    /// A signed token names a key id the resource lists as retired.
     KeyRetired = 16,
     /// A plain number or bigint where the gate requires a signed token (R9).
     UnsignedToken = 17,
@@ -56,28 +56,29 @@ pub enum Code {
     /// Higher-epoch policy `reject-future`: the token is above the established ceiling.
     FutureEpoch = 19,
     /// Two holders presented the same epoch: the issuer handed one epoch to two
-    /// owners (a rollback or a bug). Reported, never applied (issue 6, R11).
+    /// owners (a rollback or a bug). Reported, never applied (R11).
     EpochConflict = 20,
     /// The operation id may already have been applied in this epoch but fell
     /// out of the de-duplication window: the gate cannot tell, so it refuses.
     OpIdExpired = 21,
     /// The key is quarantined (after a restore or a lost state, R11): every
     /// epoch up to its floor is refused until a write or establish with an
-    /// epoch above the floor lifts the quarantine (issue 9).
+    /// epoch above the floor lifts the quarantine.
     Quarantined = 22,
     /// The operation id was already applied in this epoch with a different
-    /// fingerprint: the id was reused for another operation (issue 13; the
+    /// fingerprint: the id was reused for another operation
+    /// (docs/decisions/operation-ids.md; the
     /// IETF HTTP Idempotency-Key draft answers 422). Nothing is applied.
     OpIdReused = 23,
     /// `renew` / `release` of the issuer with a lease id and holder that are
-    /// not the scope's current lease (issue 20). Says nothing about whose it is.
+    /// not the scope's current lease (docs/decisions/lease-identity.md). Says nothing about whose it is.
     LeaseNotHeld = 24,
     /// `acquire` with the request id of the current lease but other arguments
     /// (another holder or ttl): the id was reused for a different request.
     RequestIdReused = 25,
     /// The caller's own statements inside a fenced transaction (`Gate.transaction`)
     /// failed: the whole transaction was rolled back, the mark and the caller's data
-    /// are as before; the caller's error is the `cause` (docs/decisions "own-data transactions").
+    /// are as before; the caller's error is the `cause` (docs/decisions/own-data-transactions.md).
     CallbackFailed = 26,
     /// `fenceIn` inside the caller's transaction met an operation id already applied
     /// in this epoch: it throws so the caller's transaction rolls back and the

@@ -1,4 +1,5 @@
-//! The persisted formats as serde types, and their JSON text (issue 12 item 4).
+//! The persisted formats as serde types, and their JSON text
+//! (docs/decisions/persisted-formats-serde.md).
 //!
 //! * Resource state, formats v1–v4 ([`crate::state`] documents the fields):
 //!   read as [`StateText`], written as [`StateOut`].
@@ -7,11 +8,9 @@
 //!
 //! # Text path: `serde-json-wasm` in Wasm, text in and text out
 //!
-//! Measured (`bench/state-codec.mjs`, `scripts/build.sh`; see
-//! `docs/design.md`, "Issue 12: persisted formats through serde"), against
-//! the hand-written JSON subset reader this replaced and the other candidates,
-//! `serde_json` and the host's `JSON.parse` handing an object over through
-//! `serde-wasm-bindgen`:
+//! Why this backend (measured against `serde_json` and the host's `JSON.parse`
+//! handing an object over through `serde-wasm-bindgen`:
+//! docs/decisions/persisted-formats-serde.md):
 //!
 //! * `JSON.parse` cannot keep the format's strictness: it keeps the last of
 //!   two duplicate members, reads `4.0`, `1e0` and `-0` as numbers, and rounds
@@ -20,7 +19,7 @@
 //!   second, hand-written scan of the text in JS.
 //! * Handing an object over costs one boundary read per member (and per
 //!   window entry) instead of one string copy; the stores hand over text.
-//! * `serde_json` is as strict but 28 KB gzip larger in the .wasm: it
+//! * `serde_json` is as strict but much larger in the .wasm: it
 //!   carries float parsing and printing (a `1.0` where a `u64` belongs is
 //!   read as a float to name it in the error) and a generic reader.
 //! * `serde-json-wasm` (CosmWasm's serde_json without floats) sees duplicate
@@ -30,8 +29,8 @@
 //!   canonical decimal text is checked by [`Dec`]. Three things it reads that
 //!   JSON does not allow are refused before it reads the text (`not_json`).
 //! * No visitor here falls back on serde's default `invalid_type`: its
-//!   message formats `Unexpected::Float`, which alone links 10 KB gzip of
-//!   float printing.
+//!   message formats `Unexpected::Float`, which links float printing into
+//!   the .wasm.
 //!
 //! Absent and `null` differ in every format (a field is required, or
 //! forbidden, by version): [`present`] keeps them apart.
@@ -216,8 +215,8 @@ impl<'de> Deserialize<'de> for OpsText {
                 Ok(OpsText::Map(out))
             }
             // Every other JSON value: refused without serde's default
-            // `invalid_type`, whose message formats floats (about 5 KB gzip
-            // of float printing that nothing else in the .wasm needs).
+            // `invalid_type`, whose message formats floats (float printing
+            // that nothing else in the .wasm needs).
             fn visit_unit<E: de::Error>(self) -> Result<OpsText, E> {
                 Err(not_ops())
             }
@@ -525,7 +524,7 @@ pub fn quoted(s: &str) -> String {
 #[inline(never)]
 pub(crate) fn cut(text: &str, max: usize) -> String {
     // `get`, not `&text[..i]`: `i` is a char boundary, but indexing would link
-    // core's `slice_error_fail` and its formatting (about 2 KB before wasm-opt).
+    // core's `slice_error_fail` and its formatting (docs/decisions/wasm-size.md).
     match text
         .char_indices()
         .nth(max)

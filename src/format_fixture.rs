@@ -1,5 +1,5 @@
 //! The persisted-format fixture of texts written by the build before serde
-//! (issue 12 item 4): `tests/fixtures/formats-today.json`.
+//! (docs/decisions/persisted-formats-serde.md): `tests/fixtures/formats-today.json`.
 //!
 //! It holds, for every format that build wrote (resource state v1 and v4,
 //! issuer record v1 and v2) and every format it still read (v2, v3, from

@@ -1,4 +1,4 @@
-//! Deterministic mutation fuzzers for the decoders of stored text (issue 16):
+//! Deterministic mutation fuzzers for the decoders of stored text (docs/decisions/fuzzing.md):
 //! the resource state (formats v1–v4), the issuer record (formats 1 and 2; the wire form and
 //! the checked form) and the token header grammar. Each target starts from a
 //! corpus of valid texts and applies 1–4 seeded mutations per execution (bit
@@ -218,7 +218,7 @@ const ISSUERS: &[&str] = &[
     r#"{"v":1,"epoch":"41","lease":null}"#,
     r#"{"v":1,"epoch":"0","lease":null}"#,
     r#"{"lease":{"requestId":null,"expiresAt":"9007199254740991","holder":"\u00fc"},"epoch":"18446744073709551615","v":1}"#,
-    // format 2 (issue 20: stored random lease ids and the lease length)
+    // format 2 (stored random lease ids and the lease length: docs/decisions/lease-identity.md)
     r#"{"v":2,"epoch":"41","lease":{"id":"41.HBaK2wDSq83vEjRWeJq83vEjRWeJqw","holder":"node-a","expiresAt":"1700000030000","ttlMs":"30000","requestId":"r-17"}}"#,
     r#"{"v":2,"epoch":"7","lease":null}"#,
 ];
@@ -329,8 +329,8 @@ fn fuzz_token_parser() {
 }
 
 /// The JSON reader against an oracle: the persisted formats are read by
-/// serde-json-wasm behind `format::from_text`'s pre-check (docs/design.md,
-/// "Issue 12: persisted formats through serde"); serde_json, the reference
+/// serde-json-wasm behind `format::from_text`'s pre-check
+/// (docs/decisions/persisted-formats-serde.md); serde_json, the reference
 /// serde JSON reader, must accept and refuse exactly the same texts as the
 /// same serde types and read the same values from them.
 #[test]

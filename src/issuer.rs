@@ -401,8 +401,8 @@ thread_local! {
         const { std::cell::RefCell::new((Vec::new(), 0)) };
 }
 
-/// [`scope_tag`], remembered for the last few scopes: the hash was a tenth of
-/// an acquisition's CPU time (docs/design.md "Issue 12: Issuer speed"). A
+/// [`scope_tag`], remembered for the last few scopes (the hash is a visible part
+/// of an acquisition's CPU time: docs/decisions/issuer-step.md). A
 /// cache of a pure function, nothing an operation depends on: an entry is
 /// the scope's tag whether it is found or computed again.
 fn memo_scope_tag(scope: &str, out: &mut String) {
@@ -1043,7 +1043,7 @@ pub fn raise(state: &IssuerState, at_least: u64, now_ms: u64) -> Step {
 }
 
 /// Raise that also revokes a live lease whose epoch is not above `at_least`
-/// (reconcile after a restore, issue 9). Such a lease cannot be a valid
+/// (reconcile after a restore, DESIGN R11). Such a lease cannot be a valid
 /// ownership: some resource has already accepted `at_least` ≥ its epoch from
 /// an owner (a restored issuer handed the epoch out twice, or handed out one
 /// that is already stale). The epoch becomes `max(epoch, at_least)` and the
@@ -1122,7 +1122,7 @@ mod tests {
         }
     }
 
-    /// A format-1 lease (derived id), as an issuer before issue 20 stored it.
+    /// A format-1 lease (derived id), as issuers before random lease ids stored it.
     fn v1_lease(holder: &str, expires_at: u64, request_id: Option<&str>) -> Lease {
         Lease {
             holder: holder.into(),
@@ -1309,7 +1309,7 @@ mod tests {
         }
     }
 
-    /// Issue 4: L1 acquires 33, lapses; L2 acquires 34 (the gate then rejects 33).
+    /// L1 acquires 33, lapses; L2 acquires 34 (the gate then rejects 33).
     #[test]
     fn lapsed_lease_is_superseded_by_a_higher_epoch() {
         let mut s = IssuerState {
@@ -1418,7 +1418,7 @@ mod tests {
         );
     }
 
-    /// Issue 4: "Issued 1, 2, 3, then the store throws after committing 4 and
+    /// "Issued 1, 2, 3, then the store throws after committing 4 and
     /// the reply is lost: a retry with the same request id returns 4; a
     /// different holder's acquire after expiry returns 5."
     #[test]
@@ -1436,7 +1436,7 @@ mod tests {
         assert_eq!((g.epoch, g.expires_at, g.replayed), (4, T0 + 1000, true));
         assert_eq!(encode(&s), stored);
         assert_eq!(g.lease_id, s.lease_id("s").unwrap());
-        // The same request id with other arguments (issue 13 item 2): refused,
+        // The same request id with other arguments (REQUEST_ID_REUSED): refused,
         // live or not, and nothing changes.
         for now in [T0 + 10, T0 + 1000] {
             for r in [
@@ -1463,7 +1463,7 @@ mod tests {
         assert_eq!(b.epoch, 5);
     }
 
-    /// Issue 13 item 2: a format-1 lease recorded no ttl, so only the holder
+    /// REQUEST_ID_REUSED: a format-1 lease recorded no ttl, so only the holder
     /// is compared: the same holder replays whatever ttl it sends.
     #[test]
     fn request_id_reuse_on_a_format_1_lease_compares_the_holder() {
@@ -1490,7 +1490,7 @@ mod tests {
         );
     }
 
-    /// Issue 20, the three lines: after A acquires, a renew or release with a
+    /// Lease ids are credentials: after A acquires, a renew or release with a
     /// guessed id or another holder's name is refused and changes nothing;
     /// A's own renew and release work.
     #[test]
@@ -1552,7 +1552,7 @@ mod tests {
         }
     }
 
-    /// Issue 20: an issuer restored to 40 hands 41 to B; A's renew and release
+    /// An issuer restored to 40 hands 41 to B; A's renew and release
     /// with its old lease id of 41 are refused and B's lease is unchanged.
     #[test]
     fn a_restored_epoch_gets_a_new_lease_id() {
@@ -1582,7 +1582,7 @@ mod tests {
         assert_eq!(s.lease.as_ref().unwrap().expires_at, T0 + 60_001);
     }
 
-    /// Issue 20: a format-1 record with a derived id and a live lease is
+    /// A format-1 record with a derived id and a live lease is
     /// renewed (staying format 1) and released by its holder, and nobody else.
     #[test]
     fn a_format_1_lease_keeps_working_for_its_holder() {
@@ -1635,7 +1635,7 @@ mod tests {
         );
     }
 
-    /// Issue 20: two issuers restored from one backup, each granting 1,000
+    /// Two issuers restored from one backup, each granting 1,000
     /// leases on one scope, hand out the same epochs but 2,000 distinct ids.
     #[test]
     fn lease_ids_never_repeat_across_restored_copies() {
@@ -1660,7 +1660,7 @@ mod tests {
         assert_eq!(ids.len(), 2000);
     }
 
-    /// Issue 4: with now = 1,700,000,000,000 A acquires; later now =
+    /// With now = 1,700,000,000,000 A acquires; later now =
     /// 1,699,999,998,000 (the clock went back) and A's lease was released; B's
     /// epoch is still larger than A's.
     #[test]
@@ -1870,7 +1870,7 @@ mod tests {
         assert_eq!(raise(&s, 3, 0).next, None);
     }
 
-    /// Issue 9: the issuer was restored to 40 and handed 41 again to B while a
+    /// Reconcile: the issuer was restored to 40 and handed 41 again to B while a
     /// resource holds 41 for A; reconcile revokes B's lease and the next
     /// acquisition is 42. Once revoked, nothing more changes.
     #[test]

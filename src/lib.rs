@@ -39,8 +39,8 @@ pub use signed::{Algorithm, Claims, Key, Keyring, SignedError};
 pub use state::ResourceState;
 pub use token::{epoch_from_f64, epoch_from_u64, parse_token, MAX_SAFE_INTEGER};
 
-/// The Wasm build allocates with Talc instead of std's dlmalloc: the same speed on
-/// bench/decision.mjs and about 2 KB gzip less (issue 14). Single-threaded Wasm only.
+/// The Wasm build allocates with Talc instead of std's dlmalloc: as fast and smaller
+/// (docs/decisions/wasm-size.md). Single-threaded Wasm only.
 #[cfg(all(target_family = "wasm", not(target_feature = "atomics")))]
 #[global_allocator]
 static TALC: talc::wasm::WasmDynamicTalc = talc::wasm::new_wasm_dynamic_allocator();

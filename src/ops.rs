@@ -378,7 +378,7 @@ mod tests {
         )
     }
 
-    /// Issue 13: the rate at which a stream of fresh ids is refused as
+    /// The rate at which a stream of fresh ids is refused as
     /// `OP_ID_EXPIRED`, measured the way a gate meets it: each id is looked up
     /// and then applied, `n` ids after the window filled.
     fn streaming_rate(window: usize, family: &str, n: usize) -> f64 {

@@ -1,4 +1,5 @@
-//! The reconcile planner (issue 9, DESIGN R11): what to repair after a restore.
+//! The reconcile planner (DESIGN R11; docs/decisions/reconcile-planner.md): what to
+//! repair after a restore.
 //!
 //! An issuer restored from an old backup hands out epochs again that resources
 //! have already seen; a resource restored from an old backup (or one that lost

@@ -354,7 +354,7 @@ const B64_ALPHABET: &[u8; 64] = b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrst
 /// Appends the unpadded base64url (RFC 4648 §5) encoding of `bytes`.
 ///
 /// A dozen lines instead of the `base64` crate: the crate's general-purpose
-/// engine added about 7 KB to the `.wasm`. The tests check this codec against
+/// engine is several times larger in the `.wasm`. The tests check this codec against
 /// the crate (`URL_SAFE_NO_PAD`) on arbitrary input.
 pub fn b64_encode(bytes: &[u8], out: &mut String) {
     for chunk in bytes.chunks(3) {
@@ -422,8 +422,8 @@ pub fn parse(text: &str) -> Result<Parsed, SignedError> {
     if text.len() > MAX_TEXT_LEN {
         return Err(SignedError::Malformed("token text is too long"));
     }
-    // A char predicate, not `split('.')`: the char searcher links memchr (1.2 KB before
-    // wasm-opt, 323 B gzip after; issue 14 item 5).
+    // A char predicate, not `split('.')`: the char searcher would link memchr into the
+    // .wasm (docs/decisions/wasm-size.md).
     #[allow(clippy::manual_pattern_char_comparison)]
     let mut parts = text.split(|c: char| c == '.');
     let (Some(version), Some(claims), Some(signature), None) =
@@ -474,7 +474,7 @@ pub enum Key {
     #[cfg(feature = "ed25519")]
     Ed25519Secret(ed25519_dalek::SigningKey),
     /// An Ed25519 public key (32 bytes) whose signatures the host checks
-    /// (WebCrypto, issue 14): a token under it is accepted only through
+    /// (WebCrypto; docs/decisions/signed-tokens-verification.md): a token under it is accepted only through
     /// [`Keyring::verify_parsed_host`] with the host's "verified"; on its own
     /// the keyring refuses it with `BAD_SIGNATURE`. Verifies nothing, mints nothing.
     HostEd25519([u8; 32]),
@@ -661,9 +661,8 @@ impl Key {
 /// RFC 8032 Ed25519 signing (PureEdDSA): the steps of ed25519-dalek's `raw_sign`
 /// (key expansion by its `hazmat::ExpandedSecretKey`), with one change for the
 /// .wasm size: `s = r + k·a mod L` by double-and-add with `Scalar` addition instead
-/// of curve25519-dalek's Montgomery `Scalar * Scalar` (3.1 KB of unrolled code that
-/// nothing else uses; docs/design.md, issue 14, "Ed25519 signing without
-/// `Scalar * Scalar`"). The signature is byte for byte the one ed25519-dalek makes
+/// of curve25519-dalek's Montgomery `Scalar * Scalar` (unrolled code that nothing
+/// else uses; docs/decisions/wasm-size.md). The signature is byte for byte the one ed25519-dalek makes
 /// (tests: RFC 8032's vectors, and a proptest against its `Signer`). No branch or
 /// index depends on the seed, `a` or `r`.
 #[cfg(feature = "ed25519")]
@@ -1322,7 +1321,7 @@ pub(crate) mod tests {
         out
     }
 
-    /// Issue 14: a host-verified Ed25519 key (WebCrypto) accepts a token only
+    /// A host-verified Ed25519 key (WebCrypto) accepts a token only
     /// with the host's "verified", after the key id and algorithm checks and
     /// before the scope; on its own it is BAD_SIGNATURE.
     #[cfg(feature = "ed25519")]
@@ -1436,7 +1435,7 @@ pub(crate) mod tests {
             .collect()
     }
 
-    /// Issue 14: `ed25519_sign` (no `Scalar * Scalar`) against RFC 8032 §7.1,
+    /// `ed25519_sign` (no `Scalar * Scalar`) against RFC 8032 §7.1,
     /// tests 1 to 3 and SHA(abc), byte for byte.
     #[cfg(feature = "ed25519")]
     #[test]

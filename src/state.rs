@@ -3,7 +3,7 @@
 //! Four format versions, all JSON-safe and exact for every u64 (DESIGN R6).
 //! Version 1 is written while a key has no holder, no operation ids and no
 //! quarantine (the common case, and the shipped adapters' fast path); version
-//! 4 otherwise (issue 13). Versions 2 and 3 are no longer written; decoders
+//! 4 otherwise (docs/decisions/state-format-v4.md). Versions 2 and 3 are no longer written; decoders
 //! read all four.
 //!
 //! ```json
@@ -92,7 +92,7 @@ impl ResourceState {
         }
     }
 
-    /// Quarantine (issue 9, R11): the floor becomes `max(floor, mark, old
+    /// Quarantine (R11): the floor becomes `max(floor, mark, old
     /// floor)` and the mark rises to it (never lowers, R5), so every epoch up
     /// to the current one is refused until a new owner writes or establishes a
     /// larger epoch. Returns `false` when nothing changes (already quarantined
@@ -381,7 +381,7 @@ mod tests {
         assert_eq!(ResourceState::from_json(&plain.to_json()), Ok(plain));
     }
 
-    /// Issue 13: the window order is the array's, so a host that reorders
+    /// Format 4: the window order is the array's, so a host that reorders
     /// object members (jsonb, a JS object, a document store) changes nothing.
     #[test]
     fn members_in_any_order_decode_the_same() {
@@ -438,7 +438,7 @@ mod tests {
         }
     }
 
-    /// Every text of formats 1–3 that the build before issue 13 wrote (or
+    /// Every text of formats 1–3 that the build before format 4 wrote (or
     /// accepted) decodes as it did then (tests/fixtures/state-v1-v3.json).
     #[test]
     fn v1_to_v3_fixture_decodes_as_before() {

@@ -107,7 +107,7 @@ export class RedisStore<V = unknown> {
   /** Errors other than a Redis error reply carry `commitUnknown: true`. */
   commit(key: string, expectedVersion: unknown, nextState: object, change: { kind: string; value?: V; encoded?: string }): Promise<boolean>;
   /**
-   * The gate's state-cache commit, one script call (EVALSHA; NOSCRIPT falls back to EVAL): compares the stored state text with `expected.state` (the version is bumped, not compared: docs/design.md, issue 14 round 5), writes, answers the new version. `{ version }` after the write, `false` when the record's
+   * The gate's state-cache commit, one script call (EVALSHA; NOSCRIPT falls back to EVAL): compares the stored state text with `expected.state` (the version is bumped, not compared: docs/decisions/one-round-trip-commits.md), writes, answers the new version. `{ version }` after the write, `false` when the record's
    * state text moved (or it has no version). The same error classes as `commit`.
    */
   commitFrom(key: string, expected: { version: unknown; state: string } | null, nextText: string, change: { kind: string; value?: V; encoded?: string }): Promise<{ version: string } | false>;

@@ -11,8 +11,8 @@ const SECRET_PARAM_WIDE = /((?:^|[?&;\s])(?:password|passwd|pwd|pass|sslpassword
 /**
  * `scheme://user:password@` and `scheme:/:password@` (any number of slashes): the
  * regular expression `URL_USERINFO` describes what `maskUserinfo` masks. It is
- * not run: V8 backtracks on it in quadratic time (48 KB of `x:/x:/…` took 2.7 s,
- * found by tests/fuzz/js.mjs); `maskUserinfo` gives the same answer in one pass.
+ * not run: V8 backtracks on it in quadratic time (found by tests/fuzz/js.mjs;
+ * docs/decisions/cli-secrets-and-keys.md); `maskUserinfo` gives the same answer in one pass.
  */
 export const URL_USERINFO = /([A-Za-z][A-Za-z0-9+.-]*:\/*[^\s:/@'"]*:)([^\s@'"]+)@/g;
 

@@ -1,4 +1,4 @@
-// Value codecs (issue 21): how a host store turns a protected value into text
+// Value codecs (docs/decisions/value-codec.md): how a host store turns a protected value into text
 // and back. The contract every codec meets: `decode(encode(v))` is identical
 // to `v` (same types, same members, same order), or `encode` refuses `v` with
 // INVALID_ARGUMENT and a path to the part it cannot keep. Never a silent change.
@@ -335,7 +335,7 @@ function refusal(codecName, r) {
  * surrogates too: JSON.stringify escapes them and JSON.parse gives them back),
  * a boolean, null, or a finite number other than -0. Undefined for anything
  * else (objects, and the numbers JSON would change, take the full walk).
- * The common values of a fenced write skip classify's copy (issue 14).
+ * The common values of a fenced write skip classify's copy (JSON keeps them exactly).
  */
 function plainText(value) {
   switch (typeof value) {
@@ -349,7 +349,7 @@ function plainText(value) {
   }
 }
 
-/** Decodes text written by either codec (or by the JSON stores before issue 21). */
+/** Decodes text written by either codec (or by the JSON stores before these codecs). */
 function decode(text) {
   if (typeof text !== 'string') throw new TypeError(`a stored value must be text, got ${typeof text}`);
   return text.startsWith(DEVALUE_PREFIX) ? devalueParse(text.slice(DEVALUE_PREFIX.length)) : JSON.parse(text);

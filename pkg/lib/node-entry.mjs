@@ -1,12 +1,12 @@
 // The Node.js (ESM) entry's code: loads the WebAssembly module synchronously at import.
 // scripts/build.sh bundles this file and everything it imports into dist/node.mjs,
-// the file `import 'fencegate'` loads on Node (docs/design.md "Issue 14: cold start");
+// the file `import 'fencegate'` loads on Node (docs/decisions/cold-start.md);
 // node.mjs re-exports it unbundled. Both lib/ and dist/ sit one level below the
 // package root, so the '../dist/…' URLs below hold from either place.
 //
 // Node built-ins come through process.getBuiltinModule (Node ≥ 20.16 / 22.3) where it
 // exists: an `import` of node:fs makes the ESM loader build a facade of all of fs's
-// exports, about 2 ms of cold start. Older Node takes them from createRequire.
+// exports at start-up (docs/decisions/cold-start.md). Older Node takes them from createRequire.
 import { createRequire } from 'node:module';
 import { initSync, setWebCrypto, setIssuerSource } from './runtime.mjs';
 
@@ -17,7 +17,7 @@ const readFile = (name) => builtin('node:fs').readFileSync(new URL(`../dist/${na
 setWebCrypto(() => builtin('node:crypto').webcrypto);
 
 initSync(readFile('fencegate_bg.wasm'));
-// The issuer side, read when an Issuer or reconcile is first used (docs/design.md "Issue 12: two .wasm modules").
+// The issuer side, read when an Issuer or reconcile is first used (docs/decisions/two-wasm-modules.md).
 setIssuerSource(() => readFile('fencegate_issuer_bg.wasm'));
 
 export * from './core.mjs';

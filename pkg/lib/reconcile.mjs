@@ -1,4 +1,4 @@
-// Reconcile after a restore (issue 9, DESIGN R11; the seed's section on
+// Reconcile after a restore (DESIGN R11, docs/decisions/reconcile-planner.md; the seed's section on
 // counter rollback: "恢复流程必须同时保全发号序列与资源状态").
 //
 // What to repair is decided in Rust (`src/reconcile.rs`, `__reconcilePlan`):

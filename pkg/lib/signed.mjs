@@ -1,4 +1,5 @@
-// Signed, scoped fence tokens and gate policies (issue 5). The checks live in
+// Signed, scoped fence tokens and gate policies (docs/decisions/signed-tokens-verification.md).
+// The checks live in
 // Rust (src/signed.rs, src/policy.rs); this file validates option shapes and
 // shapes results.
 import { bounded } from './verdict.mjs';

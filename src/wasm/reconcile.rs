@@ -4,9 +4,8 @@
 //! nothing is decided there.
 //!
 //! Objects in are read member by member ([`Members`]), not with
-//! serde-wasm-bindgen's `Deserialize`: measured, its deserializer added
-//! 44 KB raw / 18 KB gzip to the `.wasm` for these few plain records (its
-//! error paths pull in float formatting); answers go out through
+//! serde-wasm-bindgen's `Deserialize`, whose error paths pull float formatting
+//! into the `.wasm` (docs/decisions/reconcile-planner.md); answers go out through
 //! serde-wasm-bindgen's `Serializer`.
 
 use std::cell::RefCell;

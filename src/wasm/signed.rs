@@ -1,4 +1,5 @@
-//! Bindings for signed tokens and gate policies (issue 5).
+//! Bindings for signed tokens and gate policies
+//! (docs/decisions/signed-tokens-verification.md).
 //!
 //! `RawPolicy` holds a parsed [`GatePolicy`] (keyring, `requireSigned`,
 //! higher-epoch mode) plus the host's ceiling; gates take it by reference, so a

@@ -46,7 +46,7 @@ test('publint --strict on the tarball: no errors, warnings or suggestions', () =
 });
 
 // The runtime adapters are ES modules only (workerd, browsers and Deno load ES
-// modules; docs/design.md, issue 15): no `require` condition, so require()
+// modules; docs/decisions/package-exports.md): no `require` condition, so require()
 // does not resolve them. attw checks them under its esm-only profile.
 const ESM_ONLY = ['./deno-kv', './durable-object', './indexeddb', './r2'];
 

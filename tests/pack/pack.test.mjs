@@ -77,7 +77,7 @@ test('Node ESM: import { … } from "fencegate"', () => {
 });
 
 test('Node ESM: "fencegate" is the one-file bundle dist/node.mjs, and every subpath shares its classes and Wasm instance', () => {
-  // (docs/design.md "Issue 14: cold start": the "node" import condition of each subpath points at a
+  // (docs/decisions/package-exports.md: the "node" import condition of each subpath points at a
   // dist/ copy that imports the core through dist/node.mjs, never a second copy of lib/.)
   writeFileSync(join(project, 'one-instance.mjs'), `
 import { FencegateError, MemoryHostStore, Gate, parseToken } from 'fencegate';
@@ -151,7 +151,7 @@ new Issuer(new MemoryHostStore()).acquire({ scope: 's', holder: 'h', ttlMs: 10, 
 
 test('Node ESM and CJS as on Node 18 (no process.getBuiltinModule, no global crypto): the fallbacks load the .wasm and draw lease ids', () => {
   // dist/node.mjs reads the .wasm through createRequire where getBuiltinModule is missing, and both
-  // entries load node:crypto's webcrypto on the Issuer's first lease id (docs/design.md "Issue 14: cold start").
+  // entries load node:crypto's webcrypto on the Issuer's first lease id (docs/decisions/cold-start.md).
   const body = `const lease = await new Issuer(new MemoryHostStore()).acquire({ scope: 's', holder: 'h', ttlMs: 10, now: 0 });
 console.log(JSON.stringify([typeof process.getBuiltinModule, typeof globalThis.crypto, new MemoryGate().write('k', 1, 'v').outcome, lease.epoch, /^1\\.BDpxh3TF[A-Za-z0-9_-]{21}[AQgw]$/.test(lease.leaseId)]));`;
   writeFileSync(join(project, 'old-node.mjs'), `delete process.getBuiltinModule;\ndelete globalThis.crypto;\nconst { MemoryGate, Issuer, MemoryHostStore } = await import('fencegate');\n${body}`);

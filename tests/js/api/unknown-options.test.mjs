@@ -1,4 +1,4 @@
-// Unknown option names (new-user trial, docs/design.md "Unknown option names"):
+// Unknown option names (docs/decisions/unknown-options.md):
 // every public options/argument object refuses a name it does not know with
 // FencegateError INVALID_ARGUMENT (the message names it and lists the known
 // ones, `option` holds it) before anything is read or written. Also: SqliteStore

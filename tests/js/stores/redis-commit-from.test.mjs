@@ -1,5 +1,5 @@
-// RedisStore.commitFrom, the state cache's one-script commit (docs/design.md "Issue 14:
-// Redis commitFrom in three arguments" and "… round 5"): the precondition is the stored
+// RedisStore.commitFrom, the state cache's one-script commit (docs/decisions/one-round-trip-commits.md,
+// docs/decisions/state-cache.md): the precondition is the stored
 // state text (ARGV[1]; the version is bumped, not compared, and must be there), the next
 // state and the change (`s<value>`, `d`, `k`) are one argument each; no record expected:
 // two arguments. These cases pin it on ioredis and node-redis alike: a stored state that
