@@ -164,7 +164,8 @@ pub const fn decide(mark: u64, token: u64, same_epoch: SameEpoch, op: Operation)
 // the data change in one atomic step (DESIGN R1). A rejection returns no next
 // state, so nothing is written (R3); the next mark is `max(mark, token)` (R5).
 
-/// What an operation says about itself beyond its token (issue 6).
+/// What an operation says about itself beyond its token (decision record
+/// operation-ids).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct OpMeta<'a> {
     /// The operation id, for de-duplication within an epoch (writes only;
@@ -222,7 +223,7 @@ fn record_op(state: &mut ResourceState, op_id: Option<&str>, verdict: &Verdict, 
 /// applies, updates `state` in place. A result that does not apply leaves
 /// `state` untouched (R3).
 ///
-/// A quarantined state (issue 9) first refuses every valid token ≤ its floor
+/// A quarantined state (decision record reconcile-planner) first refuses every valid token ≤ its floor
 /// with `QUARANTINED`; an advance above the floor lifts the quarantine.
 ///
 /// At an equal epoch, in this order:
@@ -230,7 +231,7 @@ fn record_op(state: &mut ResourceState, op_id: Option<&str>, verdict: &Verdict, 
 ///    `EPOCH_CONFLICT` (one epoch handed to two owners: an issuer rollback);
 /// 2. the operation id is in the window and both it and the operation carry
 ///    a fingerprint, and they differ → `OP_ID_REUSED` (the id was reused for
-///    a different operation; issue 13, like the IETF Idempotency-Key draft's
+///    a different operation, like the IETF Idempotency-Key draft's
 ///    422);
 /// 3. the operation id is in the window → `duplicate` with the original's
 ///    outcome (also under `strict`, so a retry after COMMIT_UNKNOWN is safe);
@@ -540,7 +541,7 @@ mod stored_tests {
         }
     }
 
-    /// Issue 6: mark 4; write(5, op r1) advances; the reply is lost; the retry
+    /// Mark 4; write(5, op r1) advances; the reply is lost; the retry
     /// with op r1 is a duplicate, applies nothing, and the mark stays 5.
     #[test]
     fn retried_operation_is_a_duplicate() {
@@ -592,7 +593,7 @@ mod stored_tests {
         assert_eq!(d.verdict.code, Some(Code::StaleToken));
     }
 
-    /// Issue 6: mark 5, window 3: a, b, c, d applied; a again is not applied as new.
+    /// Mark 5, window 3: a, b, c, d applied; a again is not applied as new.
     #[test]
     fn evicted_id_is_not_applied_as_new() {
         let mut s = ResourceState::at(5);
@@ -616,7 +617,7 @@ mod stored_tests {
         );
     }
 
-    /// Issue 13: window 2, epoch 5, ids `z`, `1`, `y`, then `1` again: a
+    /// Window 2, epoch 5, ids `z`, `1`, `y`, then `1` again: a
     /// duplicate, whatever order a host hands the stored members back in.
     #[test]
     fn window_order_survives_reordered_members() {
@@ -647,7 +648,7 @@ mod stored_tests {
         assert_eq!(d.verdict.code, Some(Code::OpIdExpired));
     }
 
-    /// Issue 13: an operation id reused with a different fingerprint is
+    /// An operation id reused with a different fingerprint is
     /// OP_ID_REUSED and changes nothing; the same fingerprint, or none on
     /// either side, is a duplicate as before.
     #[test]
@@ -687,7 +688,7 @@ mod stored_tests {
                 );
             }
         }
-        // Recorded without a fingerprint: any retry is a duplicate (as before issue 13).
+        // Recorded without a fingerprint: any retry is a duplicate (a format-v2 record).
         let d = decide_state(None, Ok(5), SameEpoch::Allow, W, &with(None));
         let s = d.next.unwrap();
         let d = decide_state(Some(&s), Ok(5), SameEpoch::Allow, W, &with(fp(b"x")));
@@ -697,7 +698,7 @@ mod stored_tests {
         assert_eq!(d.verdict.code, Some(Code::StaleToken));
     }
 
-    /// Issue 6: the same epoch from a different holder is EPOCH_CONFLICT.
+    /// The same epoch from a different holder is EPOCH_CONFLICT.
     #[test]
     fn holder_binding() {
         let d = decide_state(
@@ -736,7 +737,7 @@ mod stored_tests {
         assert_eq!(d.next.unwrap().holder.as_deref(), Some("B"));
     }
 
-    /// Issue 9: the resource's state was lost while the issuer is at 9; after
+    /// The resource's state was lost while the issuer is at 9; after
     /// `quarantine(9)` tokens ≤ 9 are refused until epoch 10 is established.
     #[test]
     fn quarantine_refuses_up_to_the_floor_until_a_new_epoch() {

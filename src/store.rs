@@ -139,7 +139,8 @@ impl<K: Hash + Eq, V, S: BuildHasher> MemoryStore<K, V, S> {
         }
     }
 
-    /// Quarantine `key` at `floor` (issue 9, [`ResourceState::quarantine_at`]):
+    /// Quarantine `key` at `floor` (decision record reconcile-planner,
+    /// [`ResourceState::quarantine_at`]):
     /// epochs up to `max(floor, mark)` are refused with `QUARANTINED` until a
     /// larger one is written or established. The mark never lowers. Returns
     /// `false` when nothing changed.

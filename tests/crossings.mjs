@@ -1,4 +1,4 @@
-// Counts boundary crossings per operation (issue 12): every call into a Wasm
+// Counts boundary crossings per operation (docs/decisions/typed-exchange.md): every call into a Wasm
 // export (the decision entries, the input buffer's sizing and wasm-bindgen's
 // malloc/realloc/free and externref helpers alike) and every call from Wasm into a JS import, made by
 // one public-API operation. It wraps the instance's exports and imports, so it

@@ -12,7 +12,7 @@
 // load, decide again and retry (bounded). Loads read state and value in one
 // read-only Txn (one revision, linearizable).
 //
-// The gate's state cache (issue 14, docs/stores.md "commitFrom") commits with
+// The gate's state cache (docs/decisions/state-cache.md, docs/stores.md "commitFrom") commits with
 // `commitFrom`: the same one Txn, its compare being `mod_revision(s/key) ==
 // cached version AND value(s/key) == cached state text` (a new key:
 // `create_revision(s/key) == 0`), and it answers the revision the Txn wrote

@@ -55,10 +55,9 @@ const BAD_VERSION = 'FENCEGATE_BAD_VERSION';
 // stored state text is compared, not the version: the decision is a function
 // of that text alone, so it is the precondition that makes a cached decision
 // safe (after a restore too); the version is still bumped for the version-only
-// `commit` of other writers, and must be there (docs/design.md "Issue 14: Redis
-// and PostgreSQL against hand-written fencing, round 5"). Each argument of a
-// script call costs about as much as a small command's work (docs/design.md
-// "Issue 14: Redis commitFrom in three arguments"). KEYS[1] the hash; ARGV: the
+// `commit` of other writers, and must be there (docs/decisions/one-round-trip-commits.md).
+// Each argument of a script call costs about as much as a small command's work, so
+// the script takes three (docs/decisions/state-cache.md). KEYS[1] the hash; ARGV: the
 // expected state text, the next state, the change: 's' followed by the value
 // (set), 'd' (delete) or 'k' (keep). No record expected: two arguments, the
 // next state and the change.
@@ -726,8 +725,7 @@ export class RedisStore {
    * call (EVALSHA) that writes `nextText` as is and the change when the hash
    * still has the state text `expected.state` and a version (null: no hash
    * yet). `expected.version` is not compared: the state text is what the
-   * decision was made from (docs/design.md "Issue 14: Redis and PostgreSQL
-   * against hand-written fencing, round 5"). Resolves to `{ version }` (the
+   * decision was made from (docs/decisions/one-round-trip-commits.md). Resolves to `{ version }` (the
    * version it wrote), or false.
    */
   commitFrom(key, expected, nextText, change) {

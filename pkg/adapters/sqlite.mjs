@@ -6,7 +6,7 @@
 // state, let fencegate decide, write state and value together — or nothing.
 // IMMEDIATE takes SQLite's write lock up front, so writers in other processes
 // wait (better-sqlite3's `timeout`, default 5 s) instead of failing at COMMIT.
-// A gate's state cache (issue 14) skips the transaction for a key it remembers:
+// A gate's state cache (docs/decisions/state-cache.md) skips the transaction for a key it remembers:
 // `commitFrom` is one UPDATE whose WHERE clause is the precondition (version and
 // state text), committed on its own; anything else runs the transaction.
 //

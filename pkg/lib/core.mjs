@@ -3,9 +3,9 @@
 import * as wasm from '../dist/fencegate.js';
 import { FencegateError } from './errors.mjs';
 import { ready, initAsync, CODES, TABLES } from './runtime.mjs';
-import { writeRequest, readVerdict, readNumberVerdict, readClaims, readMarks } from './exchange.mjs';
+import { writeRequest, readVerdict, readNumberVerdict, readClaims, readBoundHolder, readMarks } from './exchange.mjs';
 import { policyFromOptions, refreshCeiling, setPolicyCeiling, addPolicyKey, retirePolicyKey, freePolicy } from './signed.mjs';
-import { metaOf, establishOpId, windowOf, auditOf, Observer, bounded, plainPolicy } from './verdict.mjs';
+import { metaOf, establishOpId, windowOf, auditOf, Observer, bounded, plainPolicy, bindHolder } from './verdict.mjs';
 import { invalid, notReady, checkKey, checkOptions, GATE_OPTIONS, describe, stateTextOf, checkStateText } from './common.mjs';
 
 export { FencegateError };
@@ -211,7 +211,10 @@ export class MemoryGate {
       writeRequest(slot, !write, false, scope === null ? token : bounded(token), scope, false, meta, null, undefined, this.#window);
       status = this.#raw.apply(p === null ? plainPolicy() : p.raw);
       v = readVerdict(key, token);
-      if (p !== null) v.claims = readClaims();
+      if (p !== null) {
+        v.claims = readClaims();
+        bindHolder(v, readBoundHolder());
+      }
     }
     if (write && status < 2) this.#values[slot] = value;
     if (this.#listening) this.#observer.record(v, write ? 'write' : 'establish', meta, started, null, status);
@@ -225,7 +228,7 @@ export class MemoryGate {
   }
 
   /**
-   * Quarantine (issue 9): raises the mark of `key` to `max(mark, floor)` (never
+   * Quarantine (docs/decisions/reconcile-planner.md): raises the mark of `key` to `max(mark, floor)` (never
    * lowers it) and refuses every write and establish with an epoch ≤ that floor
    * (`QUARANTINED`) until one above it advances the mark and lifts it. `floor`
    * is 0 or an epoch. Returns `{ key, ok: true, changed, floor, markBefore, markAfter }`.

@@ -17,15 +17,9 @@
 //                     transaction (`transact`, `fenceIn` below;
 //                     docs/decisions/own-data-transactions.md)
 //
-// The state cache (issue 14, docs/design.md "Issue 14"): for a store with the
-// optional `commitFrom(key, expected, nextText, change)`, a driver built with
-// `stateCache > 0` keeps, per key, the state text and version of the last record
-// it loaded or committed (LRU by key count). A cached step decides from that
-// state and commits with it as the precondition (its state text, and the version
-// where the store compares it: docs/stores.md "commitFrom"): one
-// `commitFrom`, no `load`. A lost precondition drops the entry and runs the
-// loop above. No answer leaves without the store: a decision that writes
-// nothing (a refusal, a duplicate) is made again on a fresh load.
+// The state cache (pkg/lib/state-cache.mjs, docs/decisions/state-cache.md) is a
+// strategy around this loop, for a store with `commitFrom`: a cached step decides
+// from the last known state and commits with it as the precondition, with no load.
 //
 // Failures: a callback that throws is STORE_ERROR; one that may have committed
 // (`commitUnknown: true`, a timeout, a commit answering neither true nor false)
@@ -34,6 +28,7 @@
 // What each failure says (message, details) is the caller's (`faults`): a gate
 // and an issuer describe the same failure to different readers.
 import { invalid, isThenable, marksCommitUnknown, TIMED_OUT, withTimeout, describe, messageOf, MAX_TIMER_MS } from './common.mjs';
+import { CachedSteps, textOf } from './state-cache.mjs';
 
 const DEFAULT_MAX_RETRIES = 8;
 /** Default `stateCache`: keys whose last known state a driver keeps (0: none). */
@@ -75,12 +70,6 @@ const idle = () => {};
 /** Whether a step writes nothing (a refusal, a duplicate, an unchanged state). */
 const writesNothing = (d) => (d.nextText !== undefined ? d.nextText === null : d.next === null);
 
-/**
- * The next state's JSON text of a step, null when it writes nothing: the text
- * the step carries (`nextText`: the gate's, as it came from Wasm), else its
- * object form as JSON (the issuer's).
- */
-const textOf = (d) => (d.nextText !== undefined ? d.nextText : d.next === null ? null : JSON.stringify(d.next));
 /**
  * The `decide(state)` an own-data store step calls: the decision of `state`
  * (undefined/null: no fence row), reported to `seen` (or its error to
@@ -135,9 +124,10 @@ export class StoreDriver {
   #loadTimeoutMs;
   /** key → the slot `{ p }` of the newest step on that key (its promise); removed when that step ends last. */
   #queues = new Map();
-  /** key → { state (text), version, used } last loaded or committed, oldest first (LRU, second chance); null: no cache. */
+  /** The state cache strategy (`CachedSteps`); null: no cache. */
+  #cached = null;
+  /** Its entries (`StateCache`); null: no cache. */
   #cache = null;
-  #cacheSize = 0;
   /**
    * `inline` (the Issuer's): a store that answers synchronously is not awaited,
    * so its step runs load → decide → commit in one turn, without promise hops.
@@ -154,15 +144,21 @@ export class StoreDriver {
     // Only a store that has `commitFrom` (its commit checks version and state
     // text, and answers the new version) gets a cache: a compare-and-set store, or a
     // transaction store that answers the version it wrote (`textTransaction`).
-    if (stateCache > 0 && (!this.#transactional || this.#takesText) && typeof store.commitFrom === 'function') {
-      this.#cache = new Map();
-      this.#cacheSize = stateCache;
-    }
     this.#store = store;
     this.#faults = faults;
     this.#maxRetries = maxRetries;
     this.#commitTimeoutMs = commitTimeoutMs;
     this.#loadTimeoutMs = loadTimeoutMs;
+    if (stateCache > 0 && (!this.#transactional || this.#takesText) && typeof store.commitFrom === 'function') {
+      this.#cached = new CachedSteps(stateCache, {
+        store, faults, maxRetries, commitTimeoutMs, transactional: this.#transactional,
+        load: (ctx, key) => this.load(ctx, key),
+        release: (key, slot) => this.#release(key, slot),
+        plain: (ctx, key, decide, timing) => this.#viaCas(ctx, key, decide, timing),
+        transaction: (ctx, key, decide, timing, slot) => this.#viaTransaction(ctx, key, decide, timing, null, slot, this.#cache),
+      });
+      this.#cache = this.#cached.entries;
+    }
   }
 
   /** `'transaction'` or `'compare-and-set'`: the callback shape this driver runs. */
@@ -177,36 +173,7 @@ export class StoreDriver {
 
   /** Drops the cached state of `key`, or of every key when `key` is undefined. */
   forget(key) {
-    if (this.#cache === null) return;
-    if (key === undefined) this.#cache.clear();
-    else this.#cache.delete(key);
-  }
-
-  /**
-   * Records `key`'s state. Least recently used goes first, kept cheaply
-   * (second chance): a key seen again is only marked `used`; when the cache is
-   * over its size, the oldest unmarked key goes and marked ones met on the way
-   * move to the newest end, unmarked.
-   */
-  #remember(key, state, version) {
-    const cache = this.#cache;
-    const entry = cache.get(key);
-    if (entry !== undefined) {
-      entry.state = state;
-      entry.version = version;
-      entry.used = true;
-      return;
-    }
-    if (cache.size >= this.#cacheSize) {
-      // make room first, so the key being added is never the one that goes
-      for (const [oldest, e] of cache) {
-        cache.delete(oldest);
-        if (!e.used) break;
-        e.used = false;
-        cache.set(oldest, e);
-      }
-    }
-    cache.set(key, { state, version, used: false });
+    this.#cache?.forget(key);
   }
 
   /** Whether the store has `load(key)` (a transaction store may not). */
@@ -292,14 +259,9 @@ export class StoreDriver {
     const slot = { p: null };
     queues.set(key, slot);
     const prev = before === undefined ? null : before.p;
-    // An idle key's write from the cached state: no async frame at all (#cachedNow)
-    if (prev === null && cached && this.#cache !== null) {
-      const entry = this.#cache.get(key);
-      if (entry !== undefined) return (slot.p = this.#cachedNow(ctx, key, decide, timing, entry, slot));
-    }
-    // (each #via… waits for `prev` and releases `slot` itself: no extra async layer per step)
-    slot.p = this.#cache !== null
-      ? this.#viaCached(ctx, key, decide, timing, cached, prev, slot)
+    // (each step waits for `prev` and releases `slot` itself: no extra async layer per step)
+    slot.p = this.#cached !== null
+      ? this.#cached.run(ctx, key, decide, timing, cached, prev, slot)
       : this.#transactional
         ? this.#viaTransaction(ctx, key, decide, timing, prev, slot)
         : this.#viaCas(ctx, key, decide, timing, prev, slot);
@@ -386,7 +348,7 @@ export class StoreDriver {
           answer = this.#store.fencedTransaction(key, step);
           if (isThenable(answer)) answer = await withTimeout(answer, ms);
         } catch (cause) {
-          if (cache !== null) cache.delete(key);
+          if (cache !== null) cache.forget(key);
           if (ownError !== null) throw ownError; // our own error (a decision error, a lying store): rolled back
           if (marksConflict(cause)) {
             if (attempt < this.#maxRetries) continue;
@@ -397,7 +359,7 @@ export class StoreDriver {
           throw faults.store(ctx, 'transaction', cause);
         }
         if (answer === TIMED_OUT) {
-          if (cache !== null) cache.delete(key);
+          if (cache !== null) cache.forget(key);
           throw faults.unknown(ctx, 'transaction', undefined, noAnswer(ms));
         }
         if (ownError !== null) throw ownError;
@@ -407,8 +369,8 @@ export class StoreDriver {
         if (cache !== null) {
           // `{ version }`: the fence row's version this transaction wrote, remembered with the state text written.
           if (applies && answer !== null && typeof answer === 'object' && answer.version !== undefined && answer.version !== null && typeof decision.nextText === 'string') {
-            this.#remember(key, decision.nextText, answer.version);
-          } else cache.delete(key);
+            cache.remember(key, decision.nextText, answer.version);
+          } else cache.forget(key);
         }
         return { result: decision.result, ran: applies, value };
       }
@@ -432,7 +394,7 @@ export class StoreDriver {
     const done = () => {
       if (ownError !== null) throw ownError;
       if (decision === null) throw this.#faults.store(ctx, 'fenceIn', new Error('the host store returned without deciding'));
-      if (this.#cache !== null) this.#cache.delete(key); // the caller's transaction may still roll back
+      this.#cache?.forget(key); // the caller's transaction may still roll back
       return decision.result;
     };
     const fault = (cause) => {
@@ -513,177 +475,11 @@ export class StoreDriver {
   }
 
   /**
-   * `commitFrom`'s answer checked: `{ version }` (committed), false
-   * (precondition lost); anything else throws COMMIT_UNKNOWN. `t0`: when it
-   * was called (for `timing`).
+   * The transaction step: the host runs `fn(state)` inside its atomic boundary.
+   * `cache`: the state cache of a `textTransaction` store (null: none), which
+   * remembers the `{ version }` it answers with the text written.
    */
-  #committedFrom(ctx, answer, timing, t0) {
-    const ms = this.#commitTimeoutMs;
-    if (answer === TIMED_OUT) throw this.#faults.unknown(ctx, 'commit', undefined, noAnswer(ms));
-    if (timing !== null) timing.commitMs = (timing.commitMs ?? 0) + (performance.now() - t0);
-    if (answer === false) return false;
-    if (answer !== null && typeof answer === 'object' && answer.version !== undefined && answer.version !== null) return answer;
-    throw this.#faults.unknown(ctx, 'commit', undefined, `commitFrom returned ${describe(answer)}, not { version } or false`);
-  }
-
-  /** The fault of a `commitFrom` that threw: COMMIT_UNKNOWN when it may have committed, else STORE_ERROR. */
-  #commitFromFault(ctx, cause) {
-    if (marksCommitUnknown(cause)) return this.#faults.unknown(ctx, 'commit', cause, messageOf(cause));
-    return this.#faults.store(ctx, 'commit', cause);
-  }
-
-  /**
-   * A step of a driver with the state cache, once the step before on this key
-   * has ended its turn: from the cached state (`#cachedNow`: one `commitFrom`,
-   * no load) when the step may use the cache and the key has an entry; else
-   * the entry goes and the step runs as `#after` says, from round 0.
-   */
-  async #viaCached(ctx, key, decide, timing, cached, before, slot) {
-    if (before !== null) await settled(before);
-    const entry = cached ? this.#cache.get(key) : undefined;
-    if (entry !== undefined) return await this.#cachedNow(ctx, key, decide, timing, entry, slot);
-    this.#cache.delete(key);
-    return await this.#after(ctx, key, decide, timing, 0, slot);
-  }
-
-  /**
-   * The compare-and-set loop with the state cache, after a step that could not
-   * use the cached state: each round loads, decides, and commits through
-   * `commitFrom` with the loaded state (version and text) as the precondition,
-   * remembering what it wrote. Any failure drops the entry; a lost precondition
-   * loads again, exactly like `#viaCas`. `first`: the round this starts at (1
-   * after a lost optimistic commit: it was round 0).
-   */
-  async #viaCache(ctx, key, decide, timing, slot, first) {
-    const cache = this.#cache;
-    try {
-      const faults = this.#faults;
-      try {
-        cache.delete(key);
-        for (let attempt = first; attempt <= this.#maxRetries; attempt++) {
-          const record = await this.load(ctx, key);
-          const state = faults.record(ctx, record);
-          const d = decide(state);
-          const version = record === null || record === undefined ? null : record.version ?? null;
-          // Only text states with a version are cached (the shipped adapters'); another form takes the plain path.
-          const textual = state === null || (typeof state === 'string' && version !== null);
-          const text = textOf(d);
-          if (text === null) {
-            if (textual && state !== null) this.#remember(key, state, version);
-            return d.result;
-          }
-          const expected = state === null ? null : { version, state };
-          if (!textual) return await this.#viaCas(ctx, key, decide, timing); // not cacheable: the plain loop
-          const t0 = timing === null ? 0 : performance.now();
-          let answer;
-          try {
-            answer = this.#store.commitFrom(key, expected, text, d.change);
-            if (isThenable(answer)) answer = await withTimeout(answer, this.#commitTimeoutMs);
-          } catch (cause) {
-            throw this.#commitFromFault(ctx, cause);
-          }
-          const done = this.#committedFrom(ctx, answer, timing, t0);
-          if (done !== false) {
-            this.#remember(key, text, done.version);
-            return d.result;
-          }
-        }
-        throw faults.conflict(ctx, 'commit', this.#maxRetries + 1, undefined);
-      } catch (e) {
-        cache.delete(key); // COMMIT_UNKNOWN, STORE_ERROR, a timeout, anything: the stored state is unknown
-        throw e;
-      }
-    } finally {
-      this.#release(key, slot);
-    }
-  }
-
-  /**
-   * A step from the cached state `entry`, with no async frame of its own (an
-   * idle key's write runs it straight from `run`): decide from that state and
-   * `commitFrom` with it as the precondition; a synchronous store (SqliteStore)
-   * is done at once. A decision that writes nothing, or a lost precondition,
-   * drops the entry and goes on as `#after` says; any failure drops it too.
-   * Always answers a Promise, and releases `slot` exactly when the step ends.
-   */
-  #cachedNow(ctx, key, decide, timing, entry, slot) {
-    const cache = this.#cache;
-    let d;
-    let text;
-    try {
-      d = decide(entry.state);
-      text = textOf(d);
-    } catch (e) {
-      cache.delete(key);
-      this.#release(key, slot);
-      return Promise.reject(e);
-    }
-    // A refusal, a duplicate: the stored state answers it, so every verdict, marks
-    // included, is the one the store's state gives (docs/design.md "Issue 14").
-    if (text === null) {
-      cache.delete(key);
-      return this.#after(ctx, key, decide, timing, 0, slot);
-    }
-    const t0 = timing === null ? 0 : performance.now();
-    let answer;
-    try {
-      answer = this.#store.commitFrom(key, entry, text, d.change);
-    } catch (cause) {
-      cache.delete(key);
-      this.#release(key, slot);
-      return Promise.reject(this.#commitFromFault(ctx, cause));
-    }
-    if (!isThenable(answer)) {
-      try {
-        return Promise.resolve(this.#cachedDone(ctx, key, decide, timing, d, text, answer, t0, slot));
-      } catch (e) {
-        return Promise.reject(e);
-      }
-    }
-    return Promise.resolve(withTimeout(answer, this.#commitTimeoutMs)).then(
-      (a) => this.#cachedDone(ctx, key, decide, timing, d, text, a, t0, slot),
-      (cause) => {
-        cache.delete(key);
-        this.#release(key, slot);
-        throw this.#commitFromFault(ctx, cause);
-      },
-    );
-  }
-
-  /** A cached step's `commitFrom` answered `answer`: its result (committed), or what follows a lost precondition. */
-  #cachedDone(ctx, key, decide, timing, d, text, answer, t0, slot) {
-    let done;
-    try {
-      done = this.#committedFrom(ctx, answer, timing, t0);
-    } catch (e) {
-      this.#cache.delete(key);
-      this.#release(key, slot);
-      throw e;
-    }
-    if (done !== false) {
-      this.#remember(key, text, done.version);
-      this.#release(key, slot);
-      return d.result;
-    }
-    this.#cache.delete(key);
-    return this.#after(ctx, key, decide, timing, 1, slot);
-  }
-
-  /**
-   * A cached driver's step that does not go (or no longer goes) through the
-   * cached state: no entry, a step that may not use it, a decision that writes
-   * nothing (a refusal, a duplicate: decided again on the stored state), a lost
-   * precondition. The transaction (a transaction store, which then remembers
-   * what it wrote), or the compare-and-set rounds with a load, from round
-   * `first` (a lost optimistic commit was round 0).
-   */
-  #after(ctx, key, decide, timing, first, slot) {
-    return this.#transactional
-      ? this.#viaTransaction(ctx, key, decide, timing, null, slot, true)
-      : this.#viaCache(ctx, key, decide, timing, slot, first);
-  }
-
-  async #viaTransaction(ctx, key, decide, timing, before = null, slot = null, remember = false) {
+  async #viaTransaction(ctx, key, decide, timing, before = null, slot = null, cache = null) {
     if (before !== null) await settled(before); // the step before on this key ends its turn first
     try {
       const faults = this.#faults;
@@ -742,8 +538,8 @@ export class StoreDriver {
       if (decision === null) throw faults.store(ctx, 'transaction', new Error('the host transaction returned without calling fn'));
       // The transaction has returned, so its write (if any) is committed: only now may the result leave.
       // `textTransaction` answers `{ version }` of what it wrote (null: nothing written)
-      if (remember && takesText && !writesNothing(decision) && answer !== null && typeof answer === 'object' && answer.version !== undefined && answer.version !== null) {
-        this.#remember(key, textOf(decision), answer.version);
+      if (cache !== null && takesText && !writesNothing(decision) && answer !== null && typeof answer === 'object' && answer.version !== undefined && answer.version !== null) {
+        cache.remember(key, textOf(decision), answer.version);
       }
       return decision.result;
     } finally {

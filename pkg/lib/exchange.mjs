@@ -17,7 +17,7 @@ const REQUEST = {
 };
 const DECISION = {
   markBefore: 'u64', markAfter: 'u64', token: 'u64', claimsEpoch: 'u64', claimsGeneration: 'u64',
-  status: 'u32', kidBytes: 'u32', scopeBytes: 'u32', leaseIdBytes: 'u32', nextBytes: 'u32', textPtr: 'u32',
+  status: 'u32', kidBytes: 'u32', scopeBytes: 'u32', leaseIdBytes: 'u32', claimsTextBytes: 'u32', nextBytes: 'u32', boundHolderBytes: 'u32', textPtr: 'u32',
   outcome: 'u8', originalAdvanced: 'u8', code: 'u8', alg: 'u8', hasToken: 'u8', hasClaims: 'u8', hasNext: 'u8', hasFloor: 'u8',
 };
 
@@ -120,8 +120,7 @@ export function writeRequest(slot, establish, strict, token, scope, hostVerified
   const signed = typeof token === 'string' && scope !== null;
   const textUnits = (signed ? token.length + scope.length : 0) + (opId?.length ?? 0) + (holder?.length ?? 0) + (state?.length ?? 0);
   reserve(layout.request.size + textUnits * 3 + (fingerprint?.length ?? 0));
-  f64[R.number >> 3] = 0;
-  u64[R.exact >> 3] = 0n;
+  // A field Rust does not read for this kind (the token's other lane, an unused ceiling) is left as it was.
   let kind;
   if (typeof token === 'number') {
     kind = KIND.number;
@@ -240,8 +239,14 @@ export function readClaims() {
 export function readNext() {
   current();
   if (u8[D.hasNext] === 0) return null;
-  const claims = u32[D.kidBytes >> 2] + u32[D.scopeBytes >> 2] + u32[D.leaseIdBytes >> 2];
-  return textAt(u32[D.textPtr >> 2] + claims, u32[D.nextBytes >> 2]);
+  return textAt(u32[D.textPtr >> 2] + u32[D.claimsTextBytes >> 2], u32[D.nextBytes >> 2]);
+}
+
+/** The holder the last decision's operation binds (a verified token's non-empty lease id, else its own holder), or null. */
+export function readBoundHolder() {
+  current();
+  const n = u32[D.boundHolderBytes >> 2];
+  return n === 0 ? null : textAt(u32[D.textPtr >> 2] + u32[D.claimsTextBytes >> 2] + u32[D.nextBytes >> 2], n);
 }
 
 /** `[markBefore, markAfter]` of the last answer (quarantine; inspect: the mark and the floor). */

@@ -20,9 +20,9 @@
 // keep the fence record) or `{ kind: 'none' }` (establish: only the state).
 import * as wasm from '../dist/fencegate.js';
 import { FencegateError, isGuardRefusal } from './errors.mjs';
-import { writeRequest, readVerdict, readClaims, readNext, readMarks, readHasFloor } from './exchange.mjs';
+import { writeRequest, readVerdict, readClaims, readNext, readBoundHolder, readMarks, readHasFloor } from './exchange.mjs';
 import { policyFromOptions, ceilingOf, hostVerified, addPolicyKey, retirePolicyKey, freePolicy } from './signed.mjs';
-import { metaOf, establishOpId, windowOf, auditOf, Observer, bounded, plainPolicy, stepOf } from './verdict.mjs';
+import { metaOf, establishOpId, windowOf, auditOf, Observer, bounded, plainPolicy, stepOf, bindHolder } from './verdict.mjs';
 import { invalid, checkReady, checkKey, checkOptions, messageOf, GATE_OPTIONS, describe, listOf, stateTextOf, checkStateText, wellFormed, isThenable } from './common.mjs';
 import { StoreDriver, driverOptions, DEFAULT_STATE_CACHE } from './driver.mjs';
 
@@ -195,7 +195,10 @@ function decide(key, state, token, establish, strict, policy, meta, window, chan
     throw stateError(key, state, e);
   }
   const v = readVerdict(key, token);
-  if (policy !== null) v.claims = readClaims();
+  if (policy !== null) {
+    v.claims = readClaims();
+    bindHolder(v, readBoundHolder());
+  }
   return stepOf(v, readNext(), change);
 }
 
@@ -308,7 +311,7 @@ export class Gate {
 
   // write, establish and delete are plain functions returning the Promise of
   // `#run` (an argument error is a rejected Promise, as from an async
-  // function): one async layer per operation, not three (issue 14).
+  // function): one async layer per operation, not three (docs/decisions/one-store-driver.md).
 
   /** Fenced write: the host stores `value` with the next state on advance/accept. */
   write(key, token, value, options) {
@@ -538,7 +541,7 @@ export class Gate {
   }
 
   /**
-   * Quarantine (issue 9, after a restore or a lost state): a fenced
+   * Quarantine (after a restore or a lost state; docs/decisions/reconcile-planner.md): a fenced
    * maintenance operation that raises the mark to `max(mark, floor)` (never
    * lowers it) and makes the key refuse every write and establish with an
    * epoch ≤ that floor (`QUARANTINED`) until one above it arrives, which

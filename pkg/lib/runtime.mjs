@@ -9,7 +9,7 @@ import { attachExchange } from './exchange.mjs';
  * The Web Crypto object whose CSPRNG draws the random part of lease ids:
  * `globalThis.crypto` (browsers, workerd, Deno, Bun, Node ≥ 19), looked up on
  * first use (on Node, reading `globalThis.crypto` loads its Web Crypto
- * implementation, about 2.5 ms of cold start that a gate never needs).
+ * implementation, cold start that a gate never needs: docs/decisions/cold-start.md).
  * Node 18 has no global one: the Node entries register `node:crypto`'s
  * `webcrypto` as the fallback, as a function called on first use.
  */
@@ -66,10 +66,10 @@ const TOKEN_CODES = ['MISSING_TOKEN', 'MALFORMED_TOKEN'];
 /**
  * `__tables()` as read at build time from the same `.wasm` (the Node bundles:
  * scripts/build-node.mjs writes it in place of this `null`), else null and
- * read from Wasm at instantiation. The first `__tables()` call is about 0.8 ms
- * of cold start (its object-building code compiled and run once), code a
- * verdict never runs again (docs/design.md "Issue 14: cold start"). Either
- * way it passes the check below.
+ * read from Wasm at instantiation. The first `__tables()` call costs cold
+ * start (its object-building code compiled and run once), code a verdict
+ * never runs again (docs/decisions/cold-start.md). Either way it passes the
+ * check below.
  */
 const BUILD_TABLES = null;
 
@@ -106,8 +106,8 @@ export async function initAsync(input, issuer) {
 }
 
 // The issuer side: a second WebAssembly module (`fencegate_issuer_bg.wasm`:
-// `__issuerStep`, `__issuerDecode`, `__reconcilePlan`; docs/design.md "Issue 12:
-// two .wasm modules"), so a resource that only gates never downloads, compiles or
+// `__issuerStep`, `__issuerDecode`, `__reconcilePlan`; docs/decisions/two-wasm-modules.md),
+// so a resource that only gates never downloads, compiles or
 // instantiates the issuer's code. Node and workerd register a synchronous source
 // at import; the browser entry fetches it on first use.
 let issuerSource = null;

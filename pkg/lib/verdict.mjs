@@ -134,15 +134,17 @@ function statusOf(v) {
   }
 }
 
-/**
- * The holder an operation binds: a verified signed token's non-empty lease id,
- * else the operation's own `holder`, else null. The same definition as the
- * gate's in Rust (`OpMeta::claimed_by`; docs/signed-tokens.md, "The lease id
- * in a token"): an empty lease id binds nothing.
- */
-export function boundHolder(claims, meta) {
-  const leaseId = claims?.leaseId;
-  return typeof leaseId === 'string' && leaseId !== '' ? leaseId : (meta?.holder ?? null);
+/** verdict → the holder its operation bound, as the decision in Rust answered it (gates with a policy: signed tokens). */
+const BOUND = new WeakMap();
+
+/** Remembers the holder `v`'s operation bound (exchange.mjs `readBoundHolder`), for its audit record. */
+export function bindHolder(v, holder) {
+  BOUND.set(v, holder);
+}
+
+/** The holder of an audit record: what the decision bound, else the operation's own `holder` (a plain token binds nothing else). */
+function holderOf(v, meta) {
+  return BOUND.has(v) ? BOUND.get(v) : (meta?.holder ?? null);
 }
 
 /**
@@ -186,7 +188,7 @@ export class Observer {
     const entry = {
       key: v.key, operation, outcome: v.outcome, code: v.code, token: v.token,
       markBefore: v.markBefore, markAfter: v.markAfter,
-      holder: boundHolder(v.claims, meta), opId: meta?.opId ?? null,
+      holder: holderOf(v, meta), opId: meta?.opId ?? null,
       durationMs: started === null ? null : performance.now() - started, commitMs,
     };
     try {

@@ -101,12 +101,17 @@ layout! {
         pub claims_generation: u64,
         /// The verdict's status ([`Verdict::status`]): the index the counters use.
         pub status: u32,
-        /// The UTF-8 lengths of the claims' kid, scope and lease id, in that
-        /// order at `text_ptr`, then the next state's JSON text.
+        /// The UTF-8 lengths of the texts at `text_ptr`, in this order: the
+        /// claims' kid, scope and lease id (together `claims_text_bytes`), the
+        /// next state's JSON text, the holder the operation binds.
         pub kid_bytes: u32,
         pub scope_bytes: u32,
         pub lease_id_bytes: u32,
+        pub claims_text_bytes: u32,
         pub next_bytes: u32,
+        /// 0: the operation binds no holder (a holder is never empty; an
+        /// empty lease id binds nothing: [`crate::decision::OpMeta::claimed_by`]).
+        pub bound_holder_bytes: u32,
         /// Where the output texts are in Wasm memory.
         pub text_ptr: u32,
         /// The index of the outcome in `tables().outcomes`.
@@ -322,11 +327,13 @@ pub(crate) fn decide_request(
 }
 
 /// What a decision answers: the verdict, a verified token's claims, the
-/// next state's JSON text to commit (host-store gates, when it applies).
+/// next state's JSON text to commit (host-store gates, when it applies), and
+/// the holder the operation binds (the audit record's).
 pub(crate) struct Answer {
     pub verdict: Verdict,
     pub claims: Option<Claims>,
     pub next: Option<String>,
+    pub holder: Option<String>,
 }
 
 /// Writes `answer` to the exchange (see [`DecisionHead`]); returns the status.
@@ -339,7 +346,12 @@ pub(crate) fn put_answer(answer: &Answer) -> u32 {
         ..DecisionHead::default()
     };
     verdict_fields(&mut head, v);
-    put_texts(&mut head, answer.claims.as_ref(), answer.next.as_deref());
+    put_texts(
+        &mut head,
+        answer.claims.as_ref(),
+        answer.next.as_deref(),
+        answer.holder.as_deref(),
+    );
     put_head(&head);
     head.status
 }
@@ -347,7 +359,7 @@ pub(crate) fn put_answer(answer: &Answer) -> u32 {
 /// Writes a verified token's claims alone (`verifyToken`).
 pub(crate) fn put_claims(claims: &Claims) {
     let mut head = DecisionHead::default();
-    put_texts(&mut head, Some(claims), None);
+    put_texts(&mut head, Some(claims), None, None);
     put_head(&head);
 }
 
@@ -369,9 +381,14 @@ fn verdict_fields(head: &mut DecisionHead, v: &Verdict) {
     }
 }
 
-/// The claims and the next state's text into the output text buffer.
-fn put_texts(head: &mut DecisionHead, claims: Option<&Claims>, next: Option<&str>) {
-    if claims.is_some() || next.is_some() {
+/// The claims, the next state's text and the bound holder into the output text buffer.
+fn put_texts(
+    head: &mut DecisionHead,
+    claims: Option<&Claims>,
+    next: Option<&str>,
+    holder: Option<&str>,
+) {
+    if claims.is_some() || next.is_some() || holder.is_some() {
         let mut out = OUT_TEXT.with(Cell::take);
         out.clear();
         if let Some(c) = claims {
@@ -387,11 +404,16 @@ fn put_texts(head: &mut DecisionHead, claims: Option<&Claims>, next: Option<&str
                 *len = text.len() as u32;
                 out.extend_from_slice(text.as_bytes());
             }
+            head.claims_text_bytes = out.len() as u32;
         }
         if let Some(n) = next {
             head.has_next = 1;
             head.next_bytes = n.len() as u32;
             out.extend_from_slice(n.as_bytes());
+        }
+        if let Some(h) = holder {
+            head.bound_holder_bytes = h.len() as u32;
+            out.extend_from_slice(h.as_bytes());
         }
         head.text_ptr = out.as_ptr() as usize as u32;
         OUT_TEXT.with(|o| o.set(out));

@@ -90,6 +90,7 @@ pub fn gate_decide(policy: &mut RawPolicy) -> Result<u32, JsError> {
         let next = d.next.filter(|_| d.verdict.applies()).map(|n| n.to_json());
         Ok(Answer {
             verdict: d.verdict,
+            holder: meta.holder.map(str::to_owned),
             claims,
             next,
         })
@@ -108,7 +109,7 @@ pub(crate) fn op_meta<'a>(req: &Request<'a>) -> Result<OpMeta<'a>, JsError> {
     })
 }
 
-/// Quarantine of a stored state in one call (issue 9): the next state's JSON
+/// Quarantine of a stored state in one call (decision record reconcile-planner): the next state's JSON
 /// text when it changes, `undefined` when it is already quarantined at that
 /// floor or above; the marks before and after in the exchange. CORRUPT_STATE
 /// for the state first, then INVALID_ARGUMENT for a floor that is not 0 or an epoch.

@@ -5,8 +5,8 @@
 //! `FencegateError` objects with a stable `code`. The hand-written JS wrapper in
 //! `pkg/lib/core.mjs` dispatches on the token's JS type before calling in.
 //!
-//! It builds two WebAssembly modules from one crate (docs/design.md "Issue 12:
-//! two .wasm modules"): the resource side (feature `resource`: [`resource`],
+//! It builds two WebAssembly modules from one crate (decision record
+//! `docs/decisions/two-wasm-modules.md`): the resource side (feature `resource`: [`resource`],
 //! the host-store gate entries, signed-token policies and minting), which every
 //! entry file loads at start-up, and the issuer side (feature `issuer`: the
 //! `Issuer` step and the reconcile planner), which the package loads only when an
@@ -49,7 +49,8 @@ pub fn set_error_class(class: Function) {
 }
 
 /// The message of an error value: `to_string()` without its panic path
-/// (a `Display` of ours never fails; issue 14: no location string per site).
+/// (a `Display` of ours never fails; no location string per site: decision
+/// record wasm-size).
 pub(crate) fn message_of(e: &dyn std::fmt::Display) -> String {
     use std::fmt::Write;
     let mut out = String::new();

@@ -17,7 +17,8 @@ use crate::store::{apply_to, quarantined, Entry};
 use crate::token::{epoch_from_f64, parse_token};
 
 /// The names and limits the JS wrapper needs, read once when the module is
-/// instantiated so that no table or limit is written twice (issue 12):
+/// instantiated so that no table or limit is written twice
+/// (decision record names-from-rust):
 ///
 /// * `codes`: every stable code string, indexed by the hot-path status (`status - 2`);
 /// * `outcomes`: the outcome names; `duplicateStatus`: the first duplicate status;
@@ -275,6 +276,7 @@ impl RawMemoryGate {
             verdict,
             claims: None,
             next: None,
+            holder: None,
         })
     }
 
@@ -296,8 +298,11 @@ impl RawMemoryGate {
                 claims = c;
                 (v, holder)
             });
+            // The holder the operation binds, as `apply_to` settled it.
+            let holder = meta.claimed_by(signed::lease_id(&claims)).holder;
             Ok(Answer {
                 verdict,
+                holder: holder.map(str::to_owned),
                 claims,
                 next: None,
             })

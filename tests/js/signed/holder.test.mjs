@@ -1,8 +1,9 @@
 // The holder a signed token binds (docs/signed-tokens.md, "The lease id in a token"):
 // a non-empty lease id is the holder whatever `holder` the operation names; an empty
-// lease id binds nothing and the operation's own holder stays. Rust decides it for the
-// stored state (OpMeta::claimed_by), JS names it in audit records (verdict.mjs
-// boundHolder): both gates, both places, the exact holder.
+// lease id binds nothing and the operation's own holder stays. Rust decides it
+// (OpMeta::claimed_by) for the stored state and answers it with the decision
+// (the exchange's bound holder), which audit records name: both gates, both
+// places, the exact holder.
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { MemoryGate, Gate, MemoryHostStore, mintToken } from '../../../pkg/node.mjs';
