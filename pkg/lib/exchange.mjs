@@ -54,15 +54,18 @@ export function attachExchange(exports, tables) {
   reserve(4096);
 }
 
-/** `{ name: offset }` of a head, after checking that every field this module uses has the type it expects. */
+/**
+ * `{ name: offset }` of a head, after checking that every field this module
+ * uses has the type it expects. Built by `Object.fromEntries`, which V8 keeps
+ * as a fast-mode object (one built by keyed stores turns into a dictionary,
+ * and every field access into a lookup).
+ */
 function offsets(head, expected, what) {
-  const out = {};
-  for (const [name, type] of Object.entries(expected)) {
+  return Object.fromEntries(Object.entries(expected).map(([name, type]) => {
     const field = head.fields[name];
     if (field === undefined || field[1] !== type) throw new Error(`fencegate: pkg/lib does not match the Wasm build (the ${what} field ${name})`);
-    out[name] = field[0];
-  }
-  return out;
+    return [name, field[0]];
+  }));
 }
 
 /** Makes the exchange buffer at least `bytes` long (asks Wasm only when it has less) and the views current. */

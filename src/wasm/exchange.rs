@@ -77,9 +77,9 @@ layout! {
         pub establish: u8,
         /// 1: the same-epoch rule `strict` (host-store gates; MemoryGate keeps its own).
         pub strict: u8,
-        /// The index of the token's kind in [`TOKEN_KINDS`].
+        /// The index of the token's kind in [`TokenKind::ALL`].
         pub token_kind: u8,
-        /// The index of the ceiling's kind in [`CEILING_KINDS`].
+        /// The index of the ceiling's kind in [`CeilingKind::ALL`].
         pub ceiling_kind: u8,
         pub has_op_id: u8,
         pub has_holder: u8,
@@ -131,20 +131,71 @@ layout! {
     }
 }
 
-/// The token kinds of [`RequestHead::token_kind`], by index. `missing` and
-/// `malformed` carry no value: a verdict names only the code.
-pub(crate) const TOKEN_KINDS: [&str; 6] = [
-    "number",
-    "exact",
-    "signed",
-    "hostVerified",
-    "missing",
-    "malformed",
-];
+/// The kind of a request's token ([`RequestHead::token_kind`] is its index
+/// in [`TokenKind::ALL`]). `Missing` and `Malformed` carry no value: a
+/// verdict names only the code.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum TokenKind {
+    Number,
+    Exact,
+    Signed,
+    HostVerified,
+    Missing,
+    Malformed,
+}
 
-/// The ceiling kinds of [`RequestHead::ceiling_kind`], by index: the
+impl TokenKind {
+    pub(crate) const ALL: [TokenKind; 6] = [
+        TokenKind::Number,
+        TokenKind::Exact,
+        TokenKind::Signed,
+        TokenKind::HostVerified,
+        TokenKind::Missing,
+        TokenKind::Malformed,
+    ];
+
+    /// The JS name (`tables().layout.tokenKinds`).
+    pub(crate) const fn as_str(self) -> &'static str {
+        match self {
+            TokenKind::Number => "number",
+            TokenKind::Exact => "exact",
+            TokenKind::Signed => "signed",
+            TokenKind::HostVerified => "hostVerified",
+            TokenKind::Missing => "missing",
+            TokenKind::Malformed => "malformed",
+        }
+    }
+}
+
+/// Where a request's reject-future ceiling comes from
+/// ([`RequestHead::ceiling_kind`] is its index in [`CeilingKind::ALL`]): the
 /// policy's own ceiling, none (`null`), a number, a bigint.
-pub(crate) const CEILING_KINDS: [&str; 4] = ["policy", "none", "number", "exact"];
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum CeilingKind {
+    Policy,
+    None,
+    Number,
+    Exact,
+}
+
+impl CeilingKind {
+    pub(crate) const ALL: [CeilingKind; 4] = [
+        CeilingKind::Policy,
+        CeilingKind::None,
+        CeilingKind::Number,
+        CeilingKind::Exact,
+    ];
+
+    /// The JS name (`tables().layout.ceilingKinds`).
+    pub(crate) const fn as_str(self) -> &'static str {
+        match self {
+            CeilingKind::Policy => "policy",
+            CeilingKind::None => "none",
+            CeilingKind::Number => "number",
+            CeilingKind::Exact => "exact",
+        }
+    }
+}
 
 const HEAD: usize = std::mem::size_of::<RequestHead>();
 const ANSWER: usize = std::mem::size_of::<DecisionHead>();
@@ -188,11 +239,8 @@ pub(crate) fn layout_js() -> JsValue {
         let _ = Reflect::set(&out, &"fields".into(), &map);
         out.into()
     };
-    let names = |list: &[&str]| -> JsValue {
-        list.iter()
-            .map(|s| JsValue::from_str(s))
-            .collect::<Array>()
-            .into()
+    let names = |list: &mut dyn Iterator<Item = &'static str>| -> JsValue {
+        list.map(JsValue::from_str).collect::<Array>().into()
     };
     let out = Object::new();
     let _ = Reflect::set(&out, &"request".into(), &head(HEAD, RequestHead::FIELDS));
@@ -201,8 +249,10 @@ pub(crate) fn layout_js() -> JsValue {
         &"decision".into(),
         &head(ANSWER, DecisionHead::FIELDS),
     );
-    let _ = Reflect::set(&out, &"tokenKinds".into(), &names(&TOKEN_KINDS));
-    let _ = Reflect::set(&out, &"ceilingKinds".into(), &names(&CEILING_KINDS));
+    let tokens = &mut TokenKind::ALL.iter().map(|k| k.as_str());
+    let ceilings = &mut CeilingKind::ALL.iter().map(|k| k.as_str());
+    let _ = Reflect::set(&out, &"tokenKinds".into(), &names(tokens));
+    let _ = Reflect::set(&out, &"ceilingKinds".into(), &names(ceilings));
     out.into()
 }
 
@@ -273,23 +323,23 @@ impl<'a> Request<'a> {
         let holder = text(head.holder_bytes)?;
         let state = text(head.state_bytes)?;
         let fingerprint = bytes(head.fingerprint_bytes)?;
-        let presented = match TOKEN_KINDS.get(usize::from(head.token_kind)).copied() {
-            Some("number") => Presented::Plain(epoch_from_f64(head.number)),
-            Some("exact") => Presented::Plain(epoch_from_u64(head.exact)),
-            Some("signed") => Presented::Signed(token_text),
-            Some("hostVerified") => Presented::HostVerified(token_text),
-            Some("missing") => Presented::Plain(Err(TokenError::Missing)),
-            Some("malformed") => Presented::Plain(Err(TokenError::Malformed(
+        let kind = TokenKind::ALL.get(usize::from(head.token_kind));
+        let presented = match kind.ok_or_else(|| garbled("token kind"))? {
+            TokenKind::Number => Presented::Plain(epoch_from_f64(head.number)),
+            TokenKind::Exact => Presented::Plain(epoch_from_u64(head.exact)),
+            TokenKind::Signed => Presented::Signed(token_text),
+            TokenKind::HostVerified => Presented::HostVerified(token_text),
+            TokenKind::Missing => Presented::Plain(Err(TokenError::Missing)),
+            TokenKind::Malformed => Presented::Plain(Err(TokenError::Malformed(
                 "a token must be a number or a bigint",
             ))),
-            _ => return Err(garbled("token kind")),
         };
-        let ceiling = match CEILING_KINDS.get(usize::from(head.ceiling_kind)).copied() {
-            Some("policy") => None,
-            Some("none") => Some(None),
-            Some("number") => Some(Some(head.ceiling_number as u64)),
-            Some("exact") => Some(Some(head.ceiling_exact)),
-            _ => return Err(garbled("ceiling kind")),
+        let ceiling = CeilingKind::ALL.get(usize::from(head.ceiling_kind));
+        let ceiling = match ceiling.ok_or_else(|| garbled("ceiling kind"))? {
+            CeilingKind::Policy => None,
+            CeilingKind::None => Some(None),
+            CeilingKind::Number => Some(Some(head.ceiling_number as u64)),
+            CeilingKind::Exact => Some(Some(head.ceiling_exact)),
         };
         Ok(Request {
             op: if head.establish != 0 {
@@ -466,7 +516,12 @@ mod tests {
             assert_eq!(at, size);
         }
         assert_eq!(camel("token_text_bytes"), "tokenTextBytes");
-        assert_eq!(TOKEN_KINDS.len(), 6);
+        for (i, k) in TokenKind::ALL.iter().enumerate() {
+            assert_eq!(*k as usize, i, "{}", k.as_str());
+        }
+        for (i, k) in CeilingKind::ALL.iter().enumerate() {
+            assert_eq!(*k as usize, i, "{}", k.as_str());
+        }
     }
 
     /// A request written by the layout reads back as the request it describes.
