@@ -590,3 +590,113 @@ mod tests {
         }
     }
 }
+
+/// The TypeScript declarations of the records this module defines, as
+/// `pkg/index.d.ts` publishes them (docs/decisions/generated-types.md):
+/// `src/typescript.rs` renders each one there; tests/js/api/types-sync.test.mjs
+/// compares their members with what the built package answers.
+#[cfg(test)]
+pub(crate) const TYPESCRIPT: &[(&str, &str)] = &[
+    (
+        "PersistedStateV1",
+        r##"/** Format version 1. */
+export interface PersistedStateV1 {
+  v: 1;
+  /** The high-water mark as canonical decimal text ("0" or `[1-9][0-9]*`, ≤ 2^64−1). */
+  mark: string;
+}"##,
+    ),
+    (
+        "PersistedStateV2",
+        r##"/** Format version 2 (read only; written before v4): v1 plus holder binding and the per-epoch operation-id window. */
+export interface PersistedStateV2 {
+  v: 2;
+  /** The high-water mark as canonical decimal text. */
+  mark: string;
+  /** The holder (or signed token's lease id) that established the current epoch, or null. */
+  holder: string | null;
+  /** Operation ids applied in the current epoch, oldest first → the mark before each (decimal text). */
+  ops: Record<string, string>;
+  /** Bloom filter of ids pushed out of the window in this epoch: two 1024-bit generations (current first), 512 lowercase hex digits; or null. */
+  evicted: string | null;
+}"##,
+    ),
+    (
+        "PersistedStateV3",
+        r##"/** Format version 3 (read only; written before v4 while a key was quarantined): v2 plus the quarantine floor. */
+export interface PersistedStateV3 extends Omit<PersistedStateV2, 'v'> {
+  v: 3;
+  /** The quarantine floor as decimal text (≤ mark), or null: epochs ≤ it are refused (QUARANTINED). */
+  quarantine: string | null;
+}"##,
+    ),
+    (
+        "PersistedOp",
+        r##"/**
+ * One applied operation in format 4: `[id, markBefore]`, or `[id, markBefore,
+ * fingerprint]` with the first 128 bits of the SHA-256 of the operation's
+ * `fingerprint` as 32 lowercase hex digits.
+ */
+export type PersistedOp = [id: string, markBefore: string] | [id: string, markBefore: string, fingerprint: string];"##,
+    ),
+    (
+        "PersistedStateV4",
+        r##"/** Format version 4: written whenever a key has a holder, operation ids or a quarantine. */
+export interface PersistedStateV4 {
+  v: 4;
+  /** The high-water mark as canonical decimal text. */
+  mark: string;
+  /** The holder (or signed token's lease id) that established the current epoch, or null. */
+  holder: string | null;
+  /** Operation ids applied in the current epoch, oldest first: an array, so hosts that reorder object members keep the order. */
+  ops: PersistedOp[];
+  /**
+   * Bloom filter of ids pushed out of the window in this epoch: two 1024-bit
+   * generations (current first), 512 lowercase hex digits; `"fnv1a:"` + 512
+   * hex digits for a filter carried over from a v2/v3 state (its old hash);
+   * or null.
+   */
+  evicted: string | null;
+  /** The quarantine floor as decimal text (≤ mark), or null. */
+  quarantine: string | null;
+}"##,
+    ),
+    (
+        "PersistedIssuerStateV2",
+        r##"/** Issuer state format 2: the lease id (random) and the acquiring ttl are stored. */
+export interface PersistedIssuerStateV2 {
+  v: 2;
+  /** The last epoch issued, canonical decimal text ("0" or `[1-9][0-9]*`, ≤ 2^64−1). */
+  epoch: string;
+  lease: {
+    /** The lease id: `"<epoch>.<22 base64url characters>"` (16 random bytes). */
+    id: string;
+    /** Non-empty holder id. */
+    holder: string;
+    /** Expiry in host ms, decimal text (≤ 2^53−1). */
+    expiresAt: string;
+    /** The acquiring request's ttlMs, decimal text (1..2^53−1); renewals keep it. */
+    ttlMs: string;
+    /** The acquiring request's id, or null. */
+    requestId: string | null;
+  } | null;
+}"##,
+    ),
+    (
+        "PersistedIssuerStateV1",
+        r##"/** Issuer state format 1 (before random lease ids): lease ids are derived, `"<scope>#<epoch>"`. */
+export interface PersistedIssuerStateV1 {
+  v: 1;
+  /** The last epoch issued, canonical decimal text ("0" or `[1-9][0-9]*`, ≤ 2^64−1). */
+  epoch: string;
+  lease: {
+    /** Non-empty holder id. */
+    holder: string;
+    /** Expiry in host ms, decimal text (≤ 2^53−1). */
+    expiresAt: string;
+    /** The acquiring request's id, or null. */
+    requestId: string | null;
+  } | null;
+}"##,
+    ),
+];

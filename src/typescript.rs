@@ -1,9 +1,11 @@
-//! The TypeScript declarations of lists Rust defines (codes, outcomes, the
-//! format versions the decoders read), rendered from the Rust items themselves (docs/decisions/generated-types.md): each alias below must
+//! The TypeScript declarations of what Rust defines (docs/decisions/generated-types.md):
+//! the lists (codes, outcomes, the format versions the decoders read) rendered
+//! from the Rust items themselves, and the records (persisted states, issuer
+//! records and results, the reconcile findings) declared beside their Rust types
+//! (`TYPESCRIPT` in src/format.rs, src/issuer.rs, src/reconcile.rs). Each must
 //! appear verbatim in `pkg/index.d.ts`, and `bash scripts/gen-types.sh` writes
-//! them there (`FENCEGATE_WRITE_TYPES=1`). The shapes of records (states, issuer
-//! records, the reconcile report) stay written by hand in `pkg/index.d.ts` and are
-//! compared with their Rust types by tests/js/api/types-sync.test.mjs.
+//! them there (`FENCEGATE_WRITE_TYPES=1`). The record members are compared with
+//! what the built package answers by tests/js/api/types-sync.test.mjs.
 
 use crate::decision::Outcome;
 use crate::error::Code;
@@ -106,6 +108,77 @@ fn alias_range(dts: &str, name: &str) -> Option<std::ops::Range<usize>> {
     let start = dts.find(&head)?;
     let end = dts[start..].find(";\n").map(|i| start + i + 1)?;
     Some(start..end)
+}
+
+/// Every record declared beside its Rust type: its name and its text.
+fn records() -> Vec<(&'static str, &'static str)> {
+    [
+        crate::format::TYPESCRIPT,
+        crate::issuer::TYPESCRIPT,
+        crate::reconcile::TYPESCRIPT,
+    ]
+    .concat()
+}
+
+/// The byte range of the declaration `export interface <name> {…}` (to its
+/// closing `}` line) or `export type <name> =…;` in `dts`, with the doc
+/// comment right above it.
+fn declaration_range(dts: &str, name: &str) -> Option<std::ops::Range<usize>> {
+    let interface = format!("\nexport interface {name} ");
+    let alias = format!("\nexport type {name} =");
+    let (at, end_mark) = match dts.find(&interface) {
+        Some(at) => (at + 1, "\n}\n"),
+        None => (dts.find(&alias)? + 1, ";\n"),
+    };
+    let end = dts[at..]
+        .find(end_mark)
+        .map(|i| at + i + end_mark.len() - 1)?;
+    let start = if dts[..at].ends_with("*/\n") {
+        dts[..at].rfind("\n/**").map_or(at, |i| i + 1)
+    } else {
+        at
+    };
+    Some(start..end)
+}
+
+#[test]
+fn index_d_ts_declares_the_rust_records() {
+    let path = concat!(env!("CARGO_MANIFEST_DIR"), "/pkg/index.d.ts");
+    let mut dts = std::fs::read_to_string(path).expect("pkg/index.d.ts");
+    let write = std::env::var("FENCEGATE_WRITE_TYPES").as_deref() == Ok("1");
+    let mut stale = Vec::new();
+    for (name, text) in records() {
+        let range = declaration_range(&dts, name)
+            .unwrap_or_else(|| panic!("pkg/index.d.ts does not declare {name}"));
+        if dts[range.clone()] != *text {
+            stale.push(name);
+            dts.replace_range(range, text);
+        }
+    }
+    if write {
+        std::fs::write(path, &dts).expect("write pkg/index.d.ts");
+    } else {
+        assert!(
+            stale.is_empty(),
+            "pkg/index.d.ts: {stale:?} differ from their declarations beside the Rust types; run `bash scripts/gen-types.sh`"
+        );
+    }
+}
+
+#[test]
+fn every_record_is_declared_once() {
+    let names: Vec<&str> = records().iter().map(|(n, _)| *n).collect();
+    let mut unique = names.clone();
+    unique.sort_unstable();
+    unique.dedup();
+    assert_eq!(unique.len(), names.len(), "{names:?}");
+    for (name, text) in records() {
+        assert!(
+            text.contains(&format!("export interface {name} "))
+                || text.contains(&format!("export type {name} =")),
+            "{name}"
+        );
+    }
 }
 
 #[test]
