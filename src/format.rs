@@ -535,62 +535,6 @@ pub(crate) fn cut(text: &str, max: usize) -> String {
     }
 }
 
-#[cfg(test)]
-mod tests {
-    use super::*;
-    use proptest::prelude::*;
-
-    proptest! {
-        /// Every string is written as the hand-written writer did, and reads back.
-        #[test]
-        fn strings_round_trip(s in any::<String>()) {
-            let text = to_text(&s);
-            let mut want = String::from("\"");
-            for c in s.chars() {
-                match c {
-                    '"' => want.push_str("\\\""),
-                    '\\' => want.push_str("\\\\"),
-                    '\n' => want.push_str("\\n"),
-                    '\r' => want.push_str("\\r"),
-                    '\t' => want.push_str("\\t"),
-                    c if (c as u32) < 0x20 => want.push_str(&format!("\\u{:04x}", c as u32)),
-                    c => want.push(c),
-                }
-            }
-            want.push('"');
-            prop_assert_eq!(&text, &want);
-            let back: String = from_text(&text).unwrap();
-            prop_assert_eq!(back, s);
-        }
-    }
-
-    #[test]
-    fn decimal_text_is_canonical() {
-        for (text, want) in [
-            ("\"0\"", Some(0)),
-            ("\"41\"", Some(41)),
-            ("\"18446744073709551615\"", Some(u64::MAX)),
-            ("\"18446744073709551616\"", None),
-            ("\"041\"", None),
-            ("\"00\"", None),
-            ("\"-1\"", None),
-            ("\"+1\"", None),
-            ("\" 1\"", None),
-            ("\"1.0\"", None),
-            ("\"\"", None),
-            ("1", None),
-            ("null", None),
-        ] {
-            let got = from_text::<Dec>(text).ok();
-            assert_eq!(got, want.map(Dec), "{text}");
-        }
-        let mut buf = [0u8; 20];
-        for n in [0, 9, 10, 41, u64::MAX] {
-            assert_eq!(decimal_str(n, &mut buf), n.to_string());
-        }
-    }
-}
-
 /// The TypeScript declarations of the records this module defines, as
 /// `pkg/index.d.ts` publishes them (docs/decisions/generated-types.md):
 /// `src/typescript.rs` renders each one there; tests/js/api/types-sync.test.mjs
@@ -700,3 +644,59 @@ export interface PersistedIssuerStateV1 {
 }"##,
     ),
 ];
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use proptest::prelude::*;
+
+    proptest! {
+        /// Every string is written as the hand-written writer did, and reads back.
+        #[test]
+        fn strings_round_trip(s in any::<String>()) {
+            let text = to_text(&s);
+            let mut want = String::from("\"");
+            for c in s.chars() {
+                match c {
+                    '"' => want.push_str("\\\""),
+                    '\\' => want.push_str("\\\\"),
+                    '\n' => want.push_str("\\n"),
+                    '\r' => want.push_str("\\r"),
+                    '\t' => want.push_str("\\t"),
+                    c if (c as u32) < 0x20 => want.push_str(&format!("\\u{:04x}", c as u32)),
+                    c => want.push(c),
+                }
+            }
+            want.push('"');
+            prop_assert_eq!(&text, &want);
+            let back: String = from_text(&text).unwrap();
+            prop_assert_eq!(back, s);
+        }
+    }
+
+    #[test]
+    fn decimal_text_is_canonical() {
+        for (text, want) in [
+            ("\"0\"", Some(0)),
+            ("\"41\"", Some(41)),
+            ("\"18446744073709551615\"", Some(u64::MAX)),
+            ("\"18446744073709551616\"", None),
+            ("\"041\"", None),
+            ("\"00\"", None),
+            ("\"-1\"", None),
+            ("\"+1\"", None),
+            ("\" 1\"", None),
+            ("\"1.0\"", None),
+            ("\"\"", None),
+            ("1", None),
+            ("null", None),
+        ] {
+            let got = from_text::<Dec>(text).ok();
+            assert_eq!(got, want.map(Dec), "{text}");
+        }
+        let mut buf = [0u8; 20];
+        for n in [0, 9, 10, 41, u64::MAX] {
+            assert_eq!(decimal_str(n, &mut buf), n.to_string());
+        }
+    }
+}

@@ -1068,6 +1068,132 @@ pub fn raise_revoking(state: &IssuerState, at_least: u64, now_ms: u64) -> Step {
     }
 }
 
+/// The TypeScript declarations of the records this module defines, as
+/// `pkg/index.d.ts` publishes them (docs/decisions/generated-types.md):
+/// `src/typescript.rs` renders each one there; tests/js/api/types-sync.test.mjs
+/// compares their members with what the built package answers.
+#[cfg(test)]
+pub(crate) const TYPESCRIPT: &[(&str, &str)] = &[
+    (
+        "IssuerGrant",
+        r##"/** A lease as granted, replayed or renewed. Times are host milliseconds. */
+export interface IssuerGrant {
+  ok: true;
+  code: null;
+  scope: string;
+  /** The fencing token of this lease: send it with every write (gate.write / establish). */
+  epoch: Epoch;
+  /**
+   * `"<epoch>.<22 base64url characters>"` (at most 43 characters, URL- and
+   * header-safe): 128 random bits from the host's CSPRNG, unique per
+   * acquisition even when a restored issuer repeats an epoch. With `holder`
+   * it is what renew and release check. (`"<scope>#<epoch>"` for a lease
+   * granted before random lease ids, state format 1.)
+   */
+  leaseId: string;
+  holder: string;
+  /** The lease is live while `now < expiresAt` (ms). */
+  expiresAt: number;
+  requestId: string | null;
+}"##,
+    ),
+    (
+        "LeaseHeld",
+        r##"/** `acquire` when the scope is held by a live lease (any holder, including the caller). */
+export interface LeaseHeld {
+  ok: false;
+  code: 'LEASE_HELD';
+  scope: string;
+  /** The live lease's epoch. */
+  epoch: Epoch;
+  holder: string;
+  /** When the live lease ends (ms); retry at or after it. */
+  expiresAt: number;
+}"##,
+    ),
+    (
+        "LeaseExpired",
+        r##"/** `renew` of a lease that expired, was released or superseded; or an acquire retried with a request id whose lease expired. */
+export interface LeaseExpired {
+  ok: false;
+  code: 'LEASE_EXPIRED';
+  scope: string;
+  /** The scope's current epoch. */
+  epoch: Epoch;
+}"##,
+    ),
+    (
+        "LeaseNotHeld",
+        r##"/**
+ * `renew` / `release` whose lease id and holder are not both the scope's
+ * current lease. Says nothing about that lease (no holder, id, epoch or
+ * expiry). Nothing changed.
+ */
+export interface LeaseNotHeld {
+  ok: false;
+  code: 'LEASE_NOT_HELD';
+  scope: string;
+}"##,
+    ),
+    (
+        "RequestIdReused",
+        r##"/**
+ * `acquire` with the request id of the scope's current lease but another
+ * holder or another ttlMs: the id was reused for a different request.
+ * Nothing changed; use a new request id per acquisition attempt.
+ */
+export interface RequestIdReused {
+  ok: false;
+  code: 'REQUEST_ID_REUSED';
+  scope: string;
+}"##,
+    ),
+    (
+        "IssuerReleased",
+        r##"/** What {@link Issuer.release} did (`released: false`: that lease was over already, nothing changed). */
+export interface IssuerReleased {
+  ok: true;
+  code: null;
+  scope: string;
+  released: boolean;
+  /** The scope's current epoch. */
+  epoch: Epoch;
+}"##,
+    ),
+    (
+        "IssuerRaised",
+        r##"/** What {@link Issuer.raise} did (`epochBefore === epoch` and `revoked: false`: nothing changed). */
+export interface IssuerRaised {
+  ok: true;
+  code: null;
+  scope: string;
+  epochBefore: Epoch;
+  epoch: Epoch;
+  revoked: boolean;
+}"##,
+    ),
+    (
+        "IssuerLeaseRecord",
+        r##"/** A lease as stored (see {@link IssuerRecord}). */
+export interface IssuerLeaseRecord {
+  leaseId: string;
+  holder: string;
+  /** Live while `now < expiresAt` (ms). */
+  expiresAt: number;
+  requestId: string | null;
+}"##,
+    ),
+    (
+        "IssuerRecord",
+        r##"/** A scope's issuer record as {@link Issuer.current} reads it: epoch 0 and `lease: null` for a scope never acquired. */
+export interface IssuerRecord {
+  scope: string;
+  epoch: Epoch;
+  lease: IssuerLeaseRecord | null;
+}"##,
+    ),
+];
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -2103,129 +2229,3 @@ mod tests {
         }
     }
 }
-
-/// The TypeScript declarations of the records this module defines, as
-/// `pkg/index.d.ts` publishes them (docs/decisions/generated-types.md):
-/// `src/typescript.rs` renders each one there; tests/js/api/types-sync.test.mjs
-/// compares their members with what the built package answers.
-#[cfg(test)]
-pub(crate) const TYPESCRIPT: &[(&str, &str)] = &[
-    (
-        "IssuerGrant",
-        r##"/** A lease as granted, replayed or renewed. Times are host milliseconds. */
-export interface IssuerGrant {
-  ok: true;
-  code: null;
-  scope: string;
-  /** The fencing token of this lease: send it with every write (gate.write / establish). */
-  epoch: Epoch;
-  /**
-   * `"<epoch>.<22 base64url characters>"` (at most 43 characters, URL- and
-   * header-safe): 128 random bits from the host's CSPRNG, unique per
-   * acquisition even when a restored issuer repeats an epoch. With `holder`
-   * it is what renew and release check. (`"<scope>#<epoch>"` for a lease
-   * granted before random lease ids, state format 1.)
-   */
-  leaseId: string;
-  holder: string;
-  /** The lease is live while `now < expiresAt` (ms). */
-  expiresAt: number;
-  requestId: string | null;
-}"##,
-    ),
-    (
-        "LeaseHeld",
-        r##"/** `acquire` when the scope is held by a live lease (any holder, including the caller). */
-export interface LeaseHeld {
-  ok: false;
-  code: 'LEASE_HELD';
-  scope: string;
-  /** The live lease's epoch. */
-  epoch: Epoch;
-  holder: string;
-  /** When the live lease ends (ms); retry at or after it. */
-  expiresAt: number;
-}"##,
-    ),
-    (
-        "LeaseExpired",
-        r##"/** `renew` of a lease that expired, was released or superseded; or an acquire retried with a request id whose lease expired. */
-export interface LeaseExpired {
-  ok: false;
-  code: 'LEASE_EXPIRED';
-  scope: string;
-  /** The scope's current epoch. */
-  epoch: Epoch;
-}"##,
-    ),
-    (
-        "LeaseNotHeld",
-        r##"/**
- * `renew` / `release` whose lease id and holder are not both the scope's
- * current lease. Says nothing about that lease (no holder, id, epoch or
- * expiry). Nothing changed.
- */
-export interface LeaseNotHeld {
-  ok: false;
-  code: 'LEASE_NOT_HELD';
-  scope: string;
-}"##,
-    ),
-    (
-        "RequestIdReused",
-        r##"/**
- * `acquire` with the request id of the scope's current lease but another
- * holder or another ttlMs: the id was reused for a different request.
- * Nothing changed; use a new request id per acquisition attempt.
- */
-export interface RequestIdReused {
-  ok: false;
-  code: 'REQUEST_ID_REUSED';
-  scope: string;
-}"##,
-    ),
-    (
-        "IssuerReleased",
-        r##"/** What {@link Issuer.release} did (`released: false`: that lease was over already, nothing changed). */
-export interface IssuerReleased {
-  ok: true;
-  code: null;
-  scope: string;
-  released: boolean;
-  /** The scope's current epoch. */
-  epoch: Epoch;
-}"##,
-    ),
-    (
-        "IssuerRaised",
-        r##"/** What {@link Issuer.raise} did (`epochBefore === epoch` and `revoked: false`: nothing changed). */
-export interface IssuerRaised {
-  ok: true;
-  code: null;
-  scope: string;
-  epochBefore: Epoch;
-  epoch: Epoch;
-  revoked: boolean;
-}"##,
-    ),
-    (
-        "IssuerLeaseRecord",
-        r##"/** A lease as stored (see {@link IssuerRecord}). */
-export interface IssuerLeaseRecord {
-  leaseId: string;
-  holder: string;
-  /** Live while `now < expiresAt` (ms). */
-  expiresAt: number;
-  requestId: string | null;
-}"##,
-    ),
-    (
-        "IssuerRecord",
-        r##"/** A scope's issuer record as {@link Issuer.current} reads it: epoch 0 and `lease: null` for a scope never acquired. */
-export interface IssuerRecord {
-  scope: string;
-  epoch: Epoch;
-  lease: IssuerLeaseRecord | null;
-}"##,
-    ),
-];

@@ -335,6 +335,121 @@ pub fn plan(input: &ScopeInput) -> ScopePlan {
     }
 }
 
+/// The TypeScript declarations of the records this module defines, as
+/// `pkg/index.d.ts` publishes them (docs/decisions/generated-types.md):
+/// `src/typescript.rs` renders each one there; tests/js/api/types-sync.test.mjs
+/// compares their members with what the built package answers.
+#[cfg(test)]
+pub(crate) const TYPESCRIPT: &[(&str, &str)] = &[
+    (
+        "FenceRecord",
+        r##"/** A key's fence record as stored (see {@link Gate.inspect}). */
+export interface FenceRecord {
+  key: string;
+  /** `false` when the key has no record (mark 0). */
+  exists: boolean;
+  mark: Epoch;
+  /** The holder bound to the current epoch, or null. */
+  holder: string | null;
+  /** The quarantine floor, or null when not quarantined. */
+  quarantine: Epoch | null;
+}"##,
+    ),
+    (
+        "ReconcileRevoked",
+        r##"/** A lease reconcile revoked. */
+export interface ReconcileRevoked {
+  holder: string;
+  epoch: Epoch;
+}"##,
+    ),
+    (
+        "ReconcileIssuerChange",
+        r##"/** The issuer's change. */
+export interface ReconcileIssuerChange {
+  scope: string;
+  target: 'issuer';
+  /** `raise+revoke`: a live lease that cannot be valid was dropped too. */
+  action: 'raise' | 'raise+revoke';
+  epochBefore: Epoch;
+  epochAfter: Epoch;
+  revoked: ReconcileRevoked | null;
+}"##,
+    ),
+    (
+        "ReconcileEstablish",
+        r##"/** A key raised to the issuer's epoch for the live lease's holder. */
+export interface ReconcileEstablish {
+  scope: string;
+  target: 'resource';
+  key: string;
+  action: 'establish';
+  markBefore: Epoch;
+  markAfter: Epoch;
+  holder: string;
+}"##,
+    ),
+    (
+        "ReconcileQuarantine",
+        r##"/** A key quarantined at the issuer's epoch (no live lease). */
+export interface ReconcileQuarantine {
+  scope: string;
+  target: 'resource';
+  key: string;
+  action: 'quarantine';
+  markBefore: Epoch;
+  markAfter: Epoch;
+  floor: Epoch;
+}"##,
+    ),
+    (
+        "ReconcileChange",
+        r##"/** One write reconcile made (or would make, in a dry run). */
+export type ReconcileChange = ReconcileIssuerChange | ReconcileEstablish | ReconcileQuarantine;"##,
+    ),
+    (
+        "ReconcileLease",
+        r##"/** The issuer's lease as reconcile read it (no lease id: it is the lease's credential, and reports get logged). */
+export interface ReconcileLease {
+  holder: string;
+  expiresAt: number;
+  /** Live at reconcile's `now`. */
+  live: boolean;
+}"##,
+    ),
+    (
+        "ReconcileIssuer",
+        r##"/** The issuer's record as reconcile read it. */
+export interface ReconcileIssuer {
+  epoch: Epoch;
+  lease: ReconcileLease | null;
+}"##,
+    ),
+    (
+        "ReconcileConflict",
+        r##"/**
+ * The issuer's current epoch bound to another holder at a resource than its
+ * lease names: one epoch handed to two owners. `live`: the lease was live (and was revoked).
+ */
+export interface ReconcileConflict {
+  key: string;
+  epoch: Epoch;
+  resourceHolder: string;
+  leaseHolder: string;
+  live: boolean;
+}"##,
+    ),
+    (
+        "ReconcileError",
+        r##"/** A key reconcile left untouched: its record could not be decoded (CORRUPT_STATE), its mark is above the issuer's limit (EPOCH_OVERFLOW) or its establish was refused. Repair by hand. */
+export interface ReconcileError {
+  key: string;
+  code: ErrorCode;
+  message: string;
+}"##,
+    ),
+];
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -589,118 +704,3 @@ mod tests {
         }
     }
 }
-
-/// The TypeScript declarations of the records this module defines, as
-/// `pkg/index.d.ts` publishes them (docs/decisions/generated-types.md):
-/// `src/typescript.rs` renders each one there; tests/js/api/types-sync.test.mjs
-/// compares their members with what the built package answers.
-#[cfg(test)]
-pub(crate) const TYPESCRIPT: &[(&str, &str)] = &[
-    (
-        "FenceRecord",
-        r##"/** A key's fence record as stored (see {@link Gate.inspect}). */
-export interface FenceRecord {
-  key: string;
-  /** `false` when the key has no record (mark 0). */
-  exists: boolean;
-  mark: Epoch;
-  /** The holder bound to the current epoch, or null. */
-  holder: string | null;
-  /** The quarantine floor, or null when not quarantined. */
-  quarantine: Epoch | null;
-}"##,
-    ),
-    (
-        "ReconcileRevoked",
-        r##"/** A lease reconcile revoked. */
-export interface ReconcileRevoked {
-  holder: string;
-  epoch: Epoch;
-}"##,
-    ),
-    (
-        "ReconcileIssuerChange",
-        r##"/** The issuer's change. */
-export interface ReconcileIssuerChange {
-  scope: string;
-  target: 'issuer';
-  /** `raise+revoke`: a live lease that cannot be valid was dropped too. */
-  action: 'raise' | 'raise+revoke';
-  epochBefore: Epoch;
-  epochAfter: Epoch;
-  revoked: ReconcileRevoked | null;
-}"##,
-    ),
-    (
-        "ReconcileEstablish",
-        r##"/** A key raised to the issuer's epoch for the live lease's holder. */
-export interface ReconcileEstablish {
-  scope: string;
-  target: 'resource';
-  key: string;
-  action: 'establish';
-  markBefore: Epoch;
-  markAfter: Epoch;
-  holder: string;
-}"##,
-    ),
-    (
-        "ReconcileQuarantine",
-        r##"/** A key quarantined at the issuer's epoch (no live lease). */
-export interface ReconcileQuarantine {
-  scope: string;
-  target: 'resource';
-  key: string;
-  action: 'quarantine';
-  markBefore: Epoch;
-  markAfter: Epoch;
-  floor: Epoch;
-}"##,
-    ),
-    (
-        "ReconcileChange",
-        r##"/** One write reconcile made (or would make, in a dry run). */
-export type ReconcileChange = ReconcileIssuerChange | ReconcileEstablish | ReconcileQuarantine;"##,
-    ),
-    (
-        "ReconcileLease",
-        r##"/** The issuer's lease as reconcile read it (no lease id: it is the lease's credential, and reports get logged). */
-export interface ReconcileLease {
-  holder: string;
-  expiresAt: number;
-  /** Live at reconcile's `now`. */
-  live: boolean;
-}"##,
-    ),
-    (
-        "ReconcileIssuer",
-        r##"/** The issuer's record as reconcile read it. */
-export interface ReconcileIssuer {
-  epoch: Epoch;
-  lease: ReconcileLease | null;
-}"##,
-    ),
-    (
-        "ReconcileConflict",
-        r##"/**
- * The issuer's current epoch bound to another holder at a resource than its
- * lease names: one epoch handed to two owners. `live`: the lease was live (and was revoked).
- */
-export interface ReconcileConflict {
-  key: string;
-  epoch: Epoch;
-  resourceHolder: string;
-  leaseHolder: string;
-  live: boolean;
-}"##,
-    ),
-    (
-        "ReconcileError",
-        r##"/** A key reconcile left untouched: its record could not be decoded (CORRUPT_STATE), its mark is above the issuer's limit (EPOCH_OVERFLOW) or its establish was refused. Repair by hand. */
-export interface ReconcileError {
-  key: string;
-  code: ErrorCode;
-  message: string;
-}"##,
-    ),
-];
