@@ -55,6 +55,8 @@ cp node_modules/devalue/LICENSE "$OUT/dist/devalue.LICENSE"
 # API for require() (node.cjs instantiates it from bytes); devalue and the issuer side's glue
 # in CommonJS files they require on first use (docs/design.md "Issue 14: cold start").
 node scripts/build-node.mjs "$OUT"
+# The types: pkg/index.d.ts.in with the declarations Rust defines rendered in (scripts/gen-types.sh).
+bash scripts/gen-types.sh "$OUT/index.d.ts"
 cp "$OUT/index.d.ts" "$OUT/dist/index.d.cts"
 # CommonJS copies of the store adapters and ESM copies for Node, importing lib/'s error class,
 # codec and memory store through the package's bundles (scripts/build-adapters.mjs).

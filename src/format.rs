@@ -539,7 +539,6 @@ pub(crate) fn cut(text: &str, max: usize) -> String {
 /// `pkg/index.d.ts` publishes them (docs/decisions/generated-types.md):
 /// `src/typescript.rs` renders each one there; tests/js/api/types-sync.test.mjs
 /// compares their members with what the built package answers.
-#[cfg(test)]
 pub(crate) const TYPESCRIPT: &[(&str, &str)] = &[
     (
         "PersistedStateV1",

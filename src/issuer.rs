@@ -1072,7 +1072,6 @@ pub fn raise_revoking(state: &IssuerState, at_least: u64, now_ms: u64) -> Step {
 /// `pkg/index.d.ts` publishes them (docs/decisions/generated-types.md):
 /// `src/typescript.rs` renders each one there; tests/js/api/types-sync.test.mjs
 /// compares their members with what the built package answers.
-#[cfg(test)]
 pub(crate) const TYPESCRIPT: &[(&str, &str)] = &[
     (
         "IssuerGrant",

@@ -28,8 +28,8 @@ pub mod signed;
 pub mod state;
 pub mod store;
 pub mod token;
-#[cfg(test)]
-mod typescript;
+#[doc(hidden)]
+pub mod typescript;
 pub mod wasm;
 
 pub use decision::{decide, Operation, Outcome, SameEpoch, Verdict};

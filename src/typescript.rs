@@ -2,10 +2,14 @@
 //! the lists (codes, outcomes, the format versions the decoders read) rendered
 //! from the Rust items themselves, and the records (persisted states, issuer
 //! records and results, the reconcile findings) declared beside their Rust types
-//! (`TYPESCRIPT` in src/format.rs, src/issuer.rs, src/reconcile.rs). Each must
-//! appear verbatim in `pkg/index.d.ts`, and `bash scripts/gen-types.sh` writes
-//! them there (`FENCEGATE_WRITE_TYPES=1`). The record members are compared with
-//! what the built package answers by tests/js/api/types-sync.test.mjs.
+//! (`TYPESCRIPT` in src/format.rs, src/issuer.rs, src/reconcile.rs).
+//!
+//! `pkg/index.d.ts` is built from the hand-written `pkg/index.d.ts.in`
+//! (the JS-only declarations, with a line `// rendered from Rust: NAME` where
+//! each of these goes) by [`render`], which `scripts/gen-types.sh` runs (the
+//! `fencegate-types` binary) from `scripts/build.sh`; the built file is not
+//! tracked. tests/js/api/types-sync.test.mjs compares the declarations with
+//! what the built package answers.
 
 use crate::decision::Outcome;
 use crate::error::Code;
@@ -91,138 +95,106 @@ fn persisted_issuer_state() -> String {
     version_union("PersistedIssuerState", &versions)
 }
 
-/// Every generated alias: its name and its text.
-fn aliases() -> Vec<(&'static str, String)> {
-    vec![
+/// Every declaration Rust defines, by name: the lists rendered from Rust and
+/// the records declared beside their types.
+pub fn declarations() -> Vec<(&'static str, String)> {
+    let mut out = vec![
         ("ErrorCode", error_code()),
         ("Outcome", outcome()),
         ("PersistedState", persisted_state()),
         ("PersistedIssuerState", persisted_issuer_state()),
-    ]
-}
-
-/// The byte range of `export type <name> =…;` in `dts` (the alias ends at the
-/// first `;` that ends a line).
-fn alias_range(dts: &str, name: &str) -> Option<std::ops::Range<usize>> {
-    let head = format!("export type {name} =");
-    let start = dts.find(&head)?;
-    let end = dts[start..].find(";\n").map(|i| start + i + 1)?;
-    Some(start..end)
-}
-
-/// Every record declared beside its Rust type: its name and its text.
-fn records() -> Vec<(&'static str, &'static str)> {
-    [
+    ];
+    let records = [
         crate::format::TYPESCRIPT,
         crate::issuer::TYPESCRIPT,
         crate::reconcile::TYPESCRIPT,
-    ]
-    .concat()
+    ];
+    out.extend(records.concat().iter().map(|(n, t)| (*n, (*t).to_owned())));
+    out
 }
 
-/// The byte range of the declaration `export interface <name> {…}` (to its
-/// closing `}` line) or `export type <name> =…;` in `dts`, with the doc
-/// comment right above it.
-fn declaration_range(dts: &str, name: &str) -> Option<std::ops::Range<usize>> {
-    let interface = format!("\nexport interface {name} ");
-    let alias = format!("\nexport type {name} =");
-    let (at, end_mark) = match dts.find(&interface) {
-        Some(at) => (at + 1, "\n}\n"),
-        None => (dts.find(&alias)? + 1, ";\n"),
-    };
-    let end = dts[at..]
-        .find(end_mark)
-        .map(|i| at + i + end_mark.len() - 1)?;
-    let start = if dts[..at].ends_with("*/\n") {
-        dts[..at].rfind("\n/**").map_or(at, |i| i + 1)
-    } else {
-        at
-    };
-    Some(start..end)
-}
+/// What marks the place of a declaration in the template: a line of its own.
+const PLACE: &str = "// rendered from Rust: ";
 
-#[test]
-fn index_d_ts_declares_the_rust_records() {
-    let path = concat!(env!("CARGO_MANIFEST_DIR"), "/pkg/index.d.ts");
-    let mut dts = std::fs::read_to_string(path).expect("pkg/index.d.ts");
-    let write = std::env::var("FENCEGATE_WRITE_TYPES").as_deref() == Ok("1");
-    let mut stale = Vec::new();
-    for (name, text) in records() {
-        let range = declaration_range(&dts, name)
-            .unwrap_or_else(|| panic!("pkg/index.d.ts does not declare {name}"));
-        if dts[range.clone()] != *text {
-            stale.push(name);
-            dts.replace_range(range, text);
+/// `pkg/index.d.ts` from its template: every line `// rendered from Rust: NAME`
+/// replaced by the declaration of NAME. An error names a place with no
+/// declaration, a declaration with no place or with two.
+pub fn render(template: &str) -> Result<String, String> {
+    let decls = declarations();
+    let mut used = vec![0usize; decls.len()];
+    let mut out = String::with_capacity(template.len() * 2);
+    for line in template.split_inclusive('\n') {
+        let Some(name) = line.strip_prefix(PLACE) else {
+            out.push_str(line);
+            continue;
+        };
+        let name = name.trim_end();
+        let i = decls
+            .iter()
+            .position(|(n, _)| *n == name)
+            .ok_or_else(|| format!("the template names {name}, which Rust does not declare"))?;
+        used[i] += 1;
+        out.push_str(&decls[i].1);
+        out.push('\n');
+    }
+    for ((name, _), n) in decls.iter().zip(used) {
+        if n != 1 {
+            return Err(format!(
+                "the template places {name} {n} times (once expected)"
+            ));
         }
     }
-    if write {
-        std::fs::write(path, &dts).expect("write pkg/index.d.ts");
-    } else {
-        assert!(
-            stale.is_empty(),
-            "pkg/index.d.ts: {stale:?} differ from their declarations beside the Rust types; run `bash scripts/gen-types.sh`"
-        );
-    }
+    Ok(out)
 }
 
-#[test]
-fn every_record_is_declared_once() {
-    let names: Vec<&str> = records().iter().map(|(n, _)| *n).collect();
-    let mut unique = names.clone();
-    unique.sort_unstable();
-    unique.dedup();
-    assert_eq!(unique.len(), names.len(), "{names:?}");
-    for (name, text) in records() {
-        assert!(
-            text.contains(&format!("export interface {name} "))
-                || text.contains(&format!("export type {name} =")),
-            "{name}"
-        );
-    }
-}
+#[cfg(test)]
+mod tests {
+    use super::*;
 
-#[test]
-fn index_d_ts_declares_the_rust_lists() {
-    let path = concat!(env!("CARGO_MANIFEST_DIR"), "/pkg/index.d.ts");
-    let mut dts = std::fs::read_to_string(path).expect("pkg/index.d.ts");
-    let write = std::env::var("FENCEGATE_WRITE_TYPES").as_deref() == Ok("1");
-    let mut stale = Vec::new();
-    for (name, text) in aliases() {
-        let range = alias_range(&dts, name)
-            .unwrap_or_else(|| panic!("pkg/index.d.ts has no `export type {name} = …;`"));
-        if dts[range.clone()] != text {
-            stale.push(name);
-            dts.replace_range(range, &text);
+    #[test]
+    fn the_template_places_every_declaration_once() {
+        let path = concat!(env!("CARGO_MANIFEST_DIR"), "/pkg/index.d.ts.in");
+        let template = std::fs::read_to_string(path).expect("pkg/index.d.ts.in");
+        let dts = render(&template).unwrap_or_else(|e| panic!("{e}"));
+        for (name, text) in declarations() {
+            assert_eq!(dts.matches(text.as_str()).count(), 1, "{name}");
+        }
+        assert!(render("// rendered from Rust: Nothing\n").is_err());
+        assert!(render("").is_err());
+    }
+
+    #[test]
+    fn every_declaration_names_itself() {
+        let decls = declarations();
+        for (name, text) in &decls {
+            assert!(
+                text.contains(&format!("export interface {name} "))
+                    || text.contains(&format!("export type {name} =")),
+                "{name}"
+            );
+            assert_eq!(decls.iter().filter(|(n, _)| n == name).count(), 1, "{name}");
         }
     }
-    if write {
-        std::fs::write(path, &dts).expect("write pkg/index.d.ts");
-    } else {
-        assert!(
-            stale.is_empty(),
-            "pkg/index.d.ts: {stale:?} differ from what Rust defines; run `bash scripts/gen-types.sh`"
-        );
-    }
-}
 
-#[test]
-fn the_generated_aliases_have_every_name_once() {
-    let codes = error_code();
-    for (i, code) in Code::ALL.into_iter().enumerate() {
-        // the discriminants are the indexes (the binding's status numbers are 2 + index)
-        assert_eq!(code as usize, i);
-        assert_eq!(codes.matches(&format!("'{}'", code.as_str())).count(), 1);
-    }
-    assert_eq!(
-        outcome(),
-        "export type Outcome = 'advance' | 'accept' | 'reject' | 'duplicate';"
-    );
-    assert_eq!(
+    #[test]
+    fn the_generated_aliases_have_every_name_once() {
+        let codes = error_code();
+        for (i, code) in Code::ALL.into_iter().enumerate() {
+            // the discriminants are the indexes (the binding's status numbers are 2 + index)
+            assert_eq!(code as usize, i);
+            assert_eq!(codes.matches(&format!("'{}'", code.as_str())).count(), 1);
+        }
+        assert_eq!(
+            outcome(),
+            "export type Outcome = 'advance' | 'accept' | 'reject' | 'duplicate';"
+        );
+        assert_eq!(
         persisted_state(),
         "export type PersistedState = PersistedStateV1 | PersistedStateV2 | PersistedStateV3 | PersistedStateV4;"
     );
-    assert_eq!(
-        persisted_issuer_state(),
-        "export type PersistedIssuerState = PersistedIssuerStateV1 | PersistedIssuerStateV2;"
-    );
+        assert_eq!(
+            persisted_issuer_state(),
+            "export type PersistedIssuerState = PersistedIssuerStateV1 | PersistedIssuerStateV2;"
+        );
+    }
 }
