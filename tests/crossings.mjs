@@ -78,7 +78,7 @@ export async function measure(pkgUrl) {
   };
   const store = new fg.MemoryHostStore();
   const gate = new fg.Gate(store);
-  await gate.write('warm-up', 1, 'v'); // the first request sizes the exchange buffer once (`exchangeBuffer`)
+  await gate.write('warm-up', 1, 'v'); // the first request sizes the exchange buffer once (`__exchangeBuffer`)
   await gate.write('warm-up', 1, 'v');
   let e = 10;
   await run('Gate.write number', () => gate.write('a', ++e, 'v'));

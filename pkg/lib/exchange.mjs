@@ -4,7 +4,7 @@
 // `__tables().layout` at start-up; this module writes a request's fields and
 // texts into the exchange buffer before the deciding call and reads the
 // answer after it. Nothing here decides anything.
-import { exchangeBuffer } from '../dist/fencegate.js';
+import { __exchangeBuffer } from '../dist/fencegate.js';
 
 /** The largest u64 epoch: a bigint token above it is malformed. */
 export const MAX_U64 = 0xffff_ffff_ffff_ffffn;
@@ -72,7 +72,7 @@ function offsets(head, expected, what) {
 function reserve(bytes) {
   if (bytes > capacity) {
     capacity = Math.max(bytes, capacity * 2, 4096);
-    base = exchangeBuffer(capacity);
+    base = __exchangeBuffer(capacity);
     u8 = new Uint8Array(0);
   }
   if (u8.length === 0) views(); // new, or detached by memory growth

@@ -152,7 +152,7 @@ function stateInput(key, state) {
   // (well-formed text, the common case, builds no message)
   if (typeof state === 'string') return wellFormed(state) ? state : checkStateText(state, storedStateOf(key), { key });
   if (typeof state === 'object' || typeof state === 'function') return stateTextOf(state, storedStateOf(key), { key });
-  throw wasm.stateError(state); // a number, a boolean…: the decoder's CORRUPT_STATE
+  throw wasm.__stateError(state); // a number, a boolean…: the decoder's CORRUPT_STATE
 }
 
 /** How errors name the stored state of `key`. */
@@ -177,7 +177,7 @@ function stateError(key, state, e) {
 }
 
 /**
- * The decision, in Wasm, in one call whatever the token kind (`gateDecide`,
+ * The decision, in Wasm, in one call whatever the token kind (`__gateDecide`,
  * the request and answer through the exchange): decode the stored state,
  * check provenance under the gate's policy (the plain policy when it has
  * none), compare, and give the verdict and the next state's JSON text to
@@ -190,7 +190,7 @@ function decide(key, state, token, establish, strict, policy, meta, window, chan
     const presented = scope === null ? token : bounded(token);
     const ceiling = policy === null ? undefined : policy.ceiling;
     writeRequest(0, establish, strict, presented, scope, policy?.verified === true, meta, stateInput(key, state), ceiling, window);
-    wasm.gateDecide(policy === null ? plainPolicy() : policy.p.raw);
+    wasm.__gateDecide(policy === null ? plainPolicy() : policy.p.raw);
   } catch (e) {
     throw stateError(key, state, e);
   }
@@ -204,7 +204,7 @@ function decide(key, state, token, establish, strict, policy, meta, window, chan
 
 /** Mark, holder and quarantine floor of a stored state, decoded in Wasm in one call; throws CORRUPT_STATE. */
 function fieldsOf(key, state) {
-  const holder = onState(key, state, (input) => wasm.gateInspect(input));
+  const holder = onState(key, state, (input) => wasm.__gateInspect(input));
   const [mark, floor] = readMarks();
   return { mark, holder: holder ?? null, quarantine: readHasFloor() ? floor : null };
 }
@@ -556,7 +556,7 @@ export class Gate {
     checkKey(key);
     return this.#driver.run(key, key, (state) => {
       this.#live();
-      const text = onState(key, state, (input) => wasm.gateQuarantine(input, floor));
+      const text = onState(key, state, (input) => wasm.__gateQuarantine(input, floor));
       const [markBefore, markAfter] = readMarks();
       return stepOf({ key, ok: true, changed: text !== undefined, floor: markAfter, markBefore, markAfter }, text ?? null, NONE);
     });

@@ -212,7 +212,7 @@ thread_local! {
 /// either head) and returns its address. The JS side calls it at start-up and
 /// when a request needs more room; the address stays valid until the next
 /// call of this function (Wasm memory never moves).
-#[wasm_bindgen(js_name = "exchangeBuffer")]
+#[wasm_bindgen(js_name = "__exchangeBuffer")]
 pub fn exchange_buffer(bytes: usize) -> usize {
     let mut buf = BUFFER.with(Cell::take);
     let words = bytes.max(HEAD).max(ANSWER).div_ceil(8);

@@ -2,12 +2,12 @@
 //! commit, retry, errors of host callbacks) runs in `pkg/lib/driver.mjs`,
 //! because the callbacks may return Promises; the decision itself stays here.
 //!
-//! One decision attempt is one call, whatever the token kind: `gateDecide`
+//! One decision attempt is one call, whatever the token kind: `__gateDecide`
 //! reads the request from the exchange ([`super::exchange`]: the stored
 //! state's text and every other text come with it), decodes the stored state,
 //! decides under the policy handle (the plain policy for a gate without policy
 //! options) and answers the verdict, the claims and the next state's JSON text
-//! in the exchange. `gateQuarantine` and `gateInspect` answer their marks
+//! in the exchange. `__gateQuarantine` and `__gateInspect` answer their marks
 //! there too. Nothing is kept between calls.
 
 use wasm_bindgen::prelude::*;
@@ -59,7 +59,7 @@ pub(crate) fn decode_canonical_text(text: &str) -> Option<ResourceState> {
 
 /// The CORRUPT_STATE of a stored state that is neither null, text nor an
 /// object (a number, a boolean…), with the decoder's message.
-#[wasm_bindgen(js_name = "stateError")]
+#[wasm_bindgen(js_name = "__stateError")]
 pub fn state_error(value: JsValue) -> JsValue {
     match decode_state_js(&value) {
         Err(e) => corrupt(&e, value).into(),
@@ -77,7 +77,7 @@ pub fn state_error(value: JsValue) -> JsValue {
 /// operation options. Answers, in the exchange, the verdict, the claims of a
 /// signed token, and the next state's JSON text when the verdict applies;
 /// returns the verdict's status.
-#[wasm_bindgen(js_name = "gateDecide")]
+#[wasm_bindgen(js_name = "__gateDecide")]
 pub fn gate_decide(policy: &mut RawPolicy) -> Result<u32, JsError> {
     decide_request(|req| {
         let stored = stored_from_text(req.state)?;
@@ -113,7 +113,7 @@ pub(crate) fn op_meta<'a>(req: &Request<'a>) -> Result<OpMeta<'a>, JsError> {
 /// text when it changes, `undefined` when it is already quarantined at that
 /// floor or above; the marks before and after in the exchange. CORRUPT_STATE
 /// for the state first, then INVALID_ARGUMENT for a floor that is not 0 or an epoch.
-#[wasm_bindgen(js_name = "gateQuarantine")]
+#[wasm_bindgen(js_name = "__gateQuarantine")]
 pub fn gate_quarantine(state: Option<String>, floor: JsValue) -> Result<Option<String>, JsValue> {
     let mut state = stored_from_text(state.as_deref())?.unwrap_or_default();
     let floor = floor_from_js(&floor)?;
@@ -127,7 +127,7 @@ pub fn gate_quarantine(state: Option<String>, floor: JsValue) -> Result<Option<S
 /// current epoch (`undefined`: none) returned; in the exchange the mark as
 /// `markBefore` and the quarantine floor as `markAfter` (`hasFloor`).
 /// Throws CORRUPT_STATE.
-#[wasm_bindgen(js_name = "gateInspect")]
+#[wasm_bindgen(js_name = "__gateInspect")]
 pub fn gate_inspect(state: Option<String>) -> Result<Option<String>, JsValue> {
     let stored = stored_from_text(state.as_deref())?;
     let s = stored.as_ref();

@@ -1,7 +1,7 @@
 //! The resource side of the binding (feature `resource`, the default module
 //! `fencegate_bg.wasm`): the names and limits table, token and state
 //! conversions, and the in-memory gate. Decisions cross through the exchange
-//! ([`super::exchange`]), which `gateDecide` ([`super::gate`]) and
+//! ([`super::exchange`]), which `__gateDecide` ([`super::gate`]) and
 //! [`RawMemoryGate`] share.
 
 use js_sys::{Array, Object, Reflect};

@@ -41,9 +41,9 @@ test('crossings per operation: one per decision attempt for every token kind (pl
 });
 
 // The decision entries: Gate's, MemoryGate's general one, and MemoryGate's one numeric lane (a number token, no options).
-const DECISION_ENTRIES = ['gateDecide', 'rawmemorygate_apply', 'rawmemorygate_fence'];
+const DECISION_ENTRIES = ['__gateDecide', 'rawmemorygate_apply', 'rawmemorygate_fence'];
 
-test('the one call is the decision entry: gateDecide / RawMemoryGate.apply / RawMemoryGate.fence', () => {
+test('the one call is the decision entry: __gateDecide / RawMemoryGate.apply / RawMemoryGate.fence', () => {
   for (const [name, c] of rows) {
     if (name === 'Gate.quarantine' || name === 'Gate.inspect') continue;
     const decisions = c.names.filter((n) => DECISION_ENTRIES.includes(n));
