@@ -2,7 +2,7 @@
 //!
 //! Everything the model does to a store goes through these functions, which
 //! call the shipped Rust functions: [`fencegate::decision::decide_state`] (the
-//! decision every host-store gate makes, `pkg/lib/gate.mjs` → `__gate_decide`),
+//! decision every host-store gate makes, `pkg/lib/gate.mjs` → `__gateDecide`),
 //! [`fencegate::state::ResourceState::quarantine_at`] (`gate.quarantine`) and
 //! the issuer transitions [`fencegate::issuer::acquire`], [`release`] and
 //! [`raise_revoking`] (`Issuer.acquire`, `.release`, `.raise({ revoke: true })`).
