@@ -17,7 +17,9 @@
 //   transaction       transaction(key, fn): run `fn(state)` inside the host's own
 //                     atomic boundary; apply `{ nextState, change }` or nothing (null)
 //
-// The issuer's change is always `{ kind: 'none' }`: only the state is written.
+// The issuer's change is always `{ kind: 'none' }`: only the state is written,
+// as the JSON text Rust's encoder wrote (a store that takes the object form
+// gets it parsed from that text, as the gate's stores do).
 // Its records live under their own keys, `issuer:<scope>` by default
 // (`keyPrefix`), so one store can hold gate records and issuer records.
 import * as wasm from '../dist/fencegate_issuer.js';
@@ -25,6 +27,7 @@ import { FencegateError } from './errors.mjs';
 import { randomBytes, TABLES, loadIssuerSide } from './runtime.mjs';
 import { invalid, checkReady, checkOptions, messageOf, wellFormed, describe, stateTextOf, checkStateText, MAX_KEY_BYTES, utf8Length, cut } from './common.mjs';
 import { StoreDriver, driverOptions, checkStore } from './driver.mjs';
+import { stepOf } from './verdict.mjs';
 import { MemoryHostStore } from './memory.mjs';
 
 const NONE = Object.freeze({ kind: 'none' });
@@ -117,15 +120,16 @@ function stateText(scope, key, state) {
  * One transition on one scope's stored state, decided in Wasm (`__issuerStep`:
  * the stored record, the operation and its options in — typed, in the order
  * of Rust's `StepOptions` — and one object out: the result, `ok`/`code`
- * decided in Rust, and the next record in its object form, the object
- * JSON.parse gives for the record's text): `{ result, nextState }`
- * (nextState null: write nothing).
+ * decided in Rust, and the JSON text of the next record, written by Rust's
+ * encoder): the driver step (`stepOf`, the gate's too) whose `nextText` goes
+ * to the stores that take text as it is, and whose object form `next` is
+ * parsed only when a store reads it (nextText null: write nothing).
  */
 function step(scope, key, state, o) {
   const text = stateText(scope, key, state);
   try {
     const { result, next } = wasm.__issuerStep(text, scope, o.op, o.holder, o.leaseId, o.ttlMs ?? 0, o.now ?? 0, o.requestId, o.bigint === true, o.atLeast, o.random);
-    return { result, nextState: next };
+    return stepOf(result, next, NONE);
   } catch (e) {
     if (e instanceof FencegateError && e.key === undefined) e.key = key;
     throw e;
@@ -372,9 +376,6 @@ export class Issuer {
     const key = this.#o.keyPrefix + scope;
     // `op`: which retry advice a failure gives (RETRY_HINTS).
     const hint = op.op === 'acquire' && op.requestId === undefined ? 'acquireNoId' : op.op === 'raiseRevoking' ? 'raise' : op.op;
-    return this.#driver.run({ scope, key, op: hint }, key, (state) => {
-      const { result, nextState } = step(scope, key, state, op);
-      return { result, next: nextState, change: NONE };
-    });
+    return this.#driver.run({ scope, key, op: hint }, key, (state) => step(scope, key, state, op));
   }
 }

@@ -12,8 +12,10 @@
 //! The stored state comes in as JSON text (the JS side stringifies an object
 //! a store returned): one string instead of a dozen property reads, and the
 //! same strict decoder ([`IssuerState::from_json`]) as the native tests. The
-//! next state goes out in its object form ([`WireIssuerState`], the object
-//! `JSON.parse` gives for its text), which is what the stores are handed.
+//! next state goes out as its JSON text, written by the same encoder
+//! ([`IssuerState::to_json`]): the gate's convention, so both sides of the
+//! package hand the stores text written in Rust, and JS parses it only where
+//! a store takes the object form.
 
 use serde::Serialize;
 use wasm_bindgen::prelude::*;
@@ -22,7 +24,7 @@ use super::{epoch_to_js, error, message_of, token_from_js};
 use crate::error::Code;
 use crate::issuer::{
     acquire, ms_from_f64, raise, raise_floor, raise_revoking, release, renew, AcquireRequest,
-    EpochLimit, IssuerError, IssuerState, ScopedResult, WireIssuerState, LEASE_KEY_BYTES,
+    EpochLimit, IssuerError, IssuerState, ScopedResult, LEASE_KEY_BYTES,
 };
 
 fn issuer_error(e: &IssuerError, scope: &str) -> JsValue {
@@ -96,12 +98,9 @@ pub struct StepOptions {
 pub struct StepAnswer<'a> {
     /// `{ ok, code, scope, … }` ([`ScopedResult`]).
     pub result: ScopedResult<'a>,
-    /// The record to commit in its object form (the object `JSON.parse` gives
-    /// for its text: the same members in the same order), or `None` (null)
-    /// when nothing changes. The object, not the text: the `Issuer` hands the
-    /// host store an object, and building it here saves writing the text,
-    /// copying it out and parsing it in JS (docs/design.md "Issue 12: Issuer speed").
-    pub next: Option<WireIssuerState>,
+    /// The JSON text of the record to commit ([`IssuerState::to_json`]), or
+    /// `None` (null) when nothing changes.
+    pub next: Option<String>,
 }
 
 /// Serializes an answer object (`None` as `null`).
@@ -129,8 +128,8 @@ fn floor_of(at_least: &JsValue, limit: EpochLimit) -> Result<u64, IssuerError> {
 ///
 /// Answers `{ result, next }` ([`StepAnswer`]): `result` is the `Issuer`'s
 /// result object (`ok`/`code` from [`crate::issuer::IssuerResult::code`]);
-/// `next` the record to commit before the result is handed out (its object
-/// form, [`WireIssuerState`]), or `null`.
+/// `next` the JSON text of the record to commit before the result is handed
+/// out ([`IssuerState::to_json`]), or `null`.
 /// Throws INVALID_ARGUMENT, CORRUPT_STATE, EPOCH_OVERFLOW (nothing changes on any).
 #[allow(clippy::too_many_arguments)]
 #[wasm_bindgen(js_name = "__issuerStep")]
@@ -211,7 +210,7 @@ pub fn issuer_step(
             scope,
             result: &step.result,
         },
-        next: step.next.map(IssuerState::into_wire),
+        next: step.next.map(|next| next.into_wire().to_json()),
     })
 }
 

@@ -342,3 +342,38 @@ test('a gate record and an issuer record under one key never pass for each other
   assert.equal((await other.current('z')).epoch, 1);
   assert.deepEqual(store.keys(), ['issuer:x', 'locks/y', 'locks/z']);
 });
+
+test("the next record crosses as Rust's JSON text: a text store writes it as it is, an object store gets that text parsed", async () => {
+  const texts = [];
+  const records = new Map();
+  // a store that keeps text (the shipped SQL, Redis and etcd stores' shape)
+  const textStore = {
+    textTransaction(key, fn) {
+      const r = records.get(key);
+      const out = fn(r === undefined ? null : r.state);
+      if (out === null) return null;
+      texts.push(out.nextStateText);
+      records.set(key, { state: out.nextStateText, version: (r?.version ?? 0) + 1 });
+      return { version: records.get(key).version };
+    },
+  };
+  const issuer = new Issuer(textStore);
+  const a = await issuer.acquire({ scope: 'jobs', holder: 'n"o\\d/é🔒', ttlMs: 1000, now: T0, requestId: 'r-1' });
+  await issuer.renew({ scope: 'jobs', leaseId: a.leaseId, holder: a.holder, ttlMs: 2000, now: T0 + 1 });
+  await issuer.release({ scope: 'jobs', leaseId: a.leaseId, holder: a.holder });
+  assert.deepEqual(texts, [
+    `{"v":2,"epoch":"1","lease":{"id":"${a.leaseId}","holder":"n\\"o\\\\d/é🔒","expiresAt":"${T0 + 1000}","ttlMs":"1000","requestId":"r-1"}}`,
+    `{"v":2,"epoch":"1","lease":{"id":"${a.leaseId}","holder":"n\\"o\\\\d/é🔒","expiresAt":"${T0 + 2001}","ttlMs":"1000","requestId":"r-1"}}`,
+    '{"v":2,"epoch":"1","lease":null}',
+  ]);
+  // the bytes JSON.stringify of the record's object form writes (what a store that stringifies the object gets)
+  for (const t of texts) assert.equal(JSON.stringify(JSON.parse(t)), t);
+
+  // an object store's commit gets the same record as an object
+  const store = new SpyStore();
+  const other = new Issuer(store);
+  const b = await other.acquire({ scope: 'jobs', holder: 'A', ttlMs: 1000, now: T0 });
+  assert.deepEqual(JSON.parse(store.raw('issuer:jobs')), {
+    v: 2, epoch: '1', lease: { id: b.leaseId, holder: 'A', expiresAt: String(T0 + 1000), ttlMs: '1000', requestId: null },
+  });
+});
