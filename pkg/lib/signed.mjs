@@ -81,7 +81,7 @@ function addKey(raw, kid, k, host = false) {
       kid,
     });
   }
-  wipingStack(() => raw.add_key(kid, alg, bytes));
+  wipingStack(() => raw.addKey(kid, alg, bytes));
   return alg;
 }
 
@@ -168,7 +168,7 @@ export function policyFromOptions(options, host = false) {
     const hostKey = addKeys(raw, keys, retired, host);
     let ceilingFn = null;
     if (typeof h.ceiling === 'function') ceilingFn = h.ceiling;
-    else if (h.ceiling !== undefined) raw.set_ceiling(h.ceiling);
+    else if (h.ceiling !== undefined) raw.setCeiling(h.ceiling);
     return { raw, scopeOf, ceilingFn, mode: h.mode, host, hostKeys: hostKey ? new Map() : null };
   } catch (e) {
     wipingStack(() => raw.free());
@@ -177,7 +177,7 @@ export function policyFromOptions(options, host = false) {
 }
 
 /**
- * The kind of an Ed25519 public key for `RawPolicy.add_key`: verified in Wasm
+ * The kind of an Ed25519 public key for `RawPolicy.addKey`: verified in Wasm
  * on the Ed25519 build; on the default build, by the host's WebCrypto for an
  * asynchronous gate (`host`), else refused (no verifier: INVALID_ARGUMENT).
  */
@@ -185,7 +185,7 @@ function ed25519Kind(host) {
   return host && !wasm.__features().includes('ed25519') ? HOST_KEY : 'ed25519-public';
 }
 
-/** The `add_key` kind of an Ed25519 public key that the host's WebCrypto verifies. */
+/** The `addKey` kind of an Ed25519 public key that the host's WebCrypto verifies. */
 const HOST_KEY = 'ed25519-host';
 
 /** The WebCrypto key of an Ed25519 public key; INVALID_ARGUMENT when the runtime's Web Crypto has no Ed25519. */
@@ -204,14 +204,14 @@ async function importEd25519(publicKey) {
  * For an asynchronous gate on a build without Ed25519: whether the host's
  * WebCrypto verifies `token`'s Ed25519 signature under the key it names. Rust
  * parses the token and hands over the key, signing input and signature
- * (`host_check`), or nothing when the token is malformed or names a retired,
+ * (`hostCheck`), or nothing when the token is malformed or names a retired,
  * unknown or non-Ed25519 key (the decision then refuses it exactly as the
  * Wasm verifier would). The decision takes the answer as the signature check
  * of that key and runs every other check itself. @internal used by Gate
  */
 export async function hostVerified(p, token) {
   if (p.hostKeys === null || typeof token !== 'string') return false;
-  const check = p.raw.host_check(bounded(token));
+  const check = p.raw.hostCheck(bounded(token));
   if (check === undefined) return false;
   const [kid, publicKey, input, signature] = check;
   let key = p.hostKeys.get(kid);
@@ -237,7 +237,7 @@ export function refreshCeiling(p) {
   if (c !== null && typeof c === 'object' && typeof c.then === 'function') {
     throw invalid('higherEpoch.ceiling() must return an epoch synchronously for a MemoryGate');
   }
-  p.raw.set_ceiling(c);
+  p.raw.setCeiling(c);
 }
 
 /**
@@ -262,7 +262,7 @@ export async function ceilingOf(p) {
   } catch (e) {
     throw ceilingFailed(e);
   }
-  p.raw.set_ceiling(c); // validates now, before the store is touched
+  p.raw.setCeiling(c); // validates now, before the store is touched
   return c;
 }
 
@@ -291,7 +291,7 @@ export function setPolicyCeiling(p, ceiling) {
     throw invalid("setCeiling needs higherEpoch mode 'reject-future'");
   }
   p.ceilingFn = null;
-  p.raw.set_ceiling(ceiling);
+  p.raw.setCeiling(ceiling);
 }
 
 function signingKey(key) {

@@ -5,7 +5,8 @@
 //! higher-epoch mode) plus the host's ceiling; gates take it by reference, so a
 //! host-store gate can reuse it. `mintToken` / `verifyToken` are thin wrappers
 //! over [`crate::signed`]. The JS wrapper (`pkg/lib/signed.mjs`) validates
-//! option shapes before calling in.
+//! option shapes before calling in. Names reach JS in camelCase (`addKey`,
+//! `hostCheck`, `setCeiling`).
 
 use wasm_bindgen::prelude::*;
 
@@ -176,6 +177,7 @@ impl RawPolicy {
     /// `"ed25519-host"` (a 32-byte public key the host verifies with, WebCrypto). Throws
     /// INVALID_ARGUMENT for bad ids, lengths, duplicates or retired ids.
     /// The copy of `bytes` in Wasm memory is wiped when the call returns.
+    #[wasm_bindgen(js_name = "addKey")]
     pub fn add_key(&mut self, kid: &str, alg: &str, bytes: Vec<u8>) -> Result<(), JsValue> {
         make_key(alg, &Secret(bytes).0)
             .and_then(|key| self.policy.keyring.insert(kid, key))
@@ -186,6 +188,7 @@ impl RawPolicy {
     /// key (WebCrypto): `[kid, publicKey, signingInput, signature]`, or
     /// `undefined` when the token does not parse, names a retired, unknown or
     /// other kind of key, or another algorithm (the decision then refuses it).
+    #[wasm_bindgen(js_name = "hostCheck")]
     pub fn host_check(&self, text: &str) -> JsValue {
         let Some(c) = self.policy.keyring.host_check(text) else {
             return JsValue::UNDEFINED;
@@ -210,6 +213,7 @@ impl RawPolicy {
 
     /// Sets the host's ceiling for reject-future (a number or bigint ≥ 0), or
     /// clears it with `undefined` / `null`.
+    #[wasm_bindgen(js_name = "setCeiling")]
     pub fn set_ceiling(&mut self, ceiling: JsValue) -> Result<(), JsValue> {
         self.ceiling = if ceiling.is_undefined() || ceiling.is_null() {
             None
