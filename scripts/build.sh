@@ -36,12 +36,8 @@ module() { # feature, target dir, extra features, out name
     --enable-bulk-memory --enable-reference-types --enable-nontrapping-float-to-int \
     --enable-sign-ext --enable-multivalue --enable-mutable-globals \
     "$OUT/dist/$4_bg.wasm" -o "$OUT/dist/$4_bg.wasm"
-  # Short import, export and import-module names, the glue rewritten to match (the resource module
-  # only: scripts/minify-names.mjs; about 720 B gzip, docs/design.md "Issue 14: size, round 4").
-  if [ "$1" = resource ]; then
-    node scripts/minify-names.mjs "$OUT/dist" "$4" --enable-bulk-memory --enable-reference-types \
-      --enable-nontrapping-float-to-int --enable-sign-ext --enable-multivalue --enable-mutable-globals
-  fi
+  # The import and export names and the glue stay as wasm-bindgen writes them: no rewrite
+  # (docs/decisions/wasm-size.md).
 }
 rm -rf "$OUT/dist"
 module resource "$TARGET_DIR" "$FEATURES" fencegate

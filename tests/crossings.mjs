@@ -2,19 +2,15 @@
 // export (the decision entries, the input buffer's sizing and wasm-bindgen's
 // malloc/realloc/free and externref helpers alike) and every call from Wasm into a JS import, made by
 // one public-API operation. It wraps the instance's exports and imports, so it
-// must be installed before the package is imported, in a process of its own.
+// must be installed before the package is imported, in a process of its own. Calls are named
+// as the module's exports and imports are: wasm-bindgen's names (`__gate_decide`,
+// `rawmemorygate_fence`, `__wbg_…`), which the build leaves as they are.
 //
 // Run: node tests/crossings.mjs [path/to/pkg] [--json]   (default: ./pkg)
 // Imported by tests/js/gate/crossings.test.mjs, which asserts the counts.
 
-import { existsSync, readFileSync } from 'node:fs';
-
 const counts = { exports: 0, imports: 0, names: [] };
 let recording = false;
-// The resource module's exports and imports have short names (scripts/minify-names.mjs); the
-// build leaves the map beside it (dist/fencegate_bg.names.json, not shipped), so calls are
-// named as in Rust / wasm-bindgen.
-let original = { imports: {}, exports: {} };
 
 /** Wraps every function of `obj` (exports or one import module) with a counter. */
 function wrap(obj, kind) {
@@ -27,7 +23,7 @@ function wrap(obj, kind) {
     out[name] = function (...args) {
       if (recording) {
         counts[kind]++;
-        counts.names.push(original[kind][name] ?? name);
+        counts.names.push(name);
       }
       return value.apply(this, args);
     };
@@ -65,8 +61,6 @@ export async function count(f) {
  * `[name, { exports, imports, names }]`, each after a warm-up call of the same kind.
  */
 export async function measure(pkgUrl) {
-  const map = new URL('dist/fencegate_bg.names.json', pkgUrl);
-  if (existsSync(map)) original = JSON.parse(readFileSync(map, 'utf8'));
   install();
   const fg = await import(new URL('node.mjs', pkgUrl).href);
   const K = new Uint8Array(32).fill(7);
