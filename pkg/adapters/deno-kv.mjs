@@ -10,10 +10,8 @@
 //
 // Values go through a codec (default `valueCodec`, docs/stores.md "Values").
 import { valueCodec } from '../lib/codec.mjs';
-import { FencegateError } from '../lib/errors.mjs';
 import { codecOf, encodeWith, encodedOf, loadedRecord, storeOptions, CODEC_OPTIONS } from './support.mjs';
-
-const invalid = (message, details) => new FencegateError('INVALID_ARGUMENT', message, details);
+import { invalid } from '../lib/options.mjs';
 
 /**
  * Whether `e` is SQLite's "database is locked" (SQLITE_BUSY) from a commit on a local KV

@@ -35,8 +35,8 @@
 // The client is passed in (an `Etcd3`); this module imports only the codec.
 import { randomBytes } from 'node:crypto';
 import { valueCodec } from '../lib/codec.mjs';
-import { FencegateError } from '../lib/errors.mjs';
 import { codecOf, encodeWith, encodedOf, loadedRecord, storeOptions, CODEC_OPTIONS } from './support.mjs';
+import { invalid } from '../lib/options.mjs';
 
 // etcdserverpb Compare.CompareTarget (CREATE, MOD, VALUE) and Compare.CompareResult.EQUAL.
 const COMPARE_CREATE = 1;
@@ -80,7 +80,7 @@ function unknown(e) {
 function revisionOf(version, name) {
   const text = String(version);
   if (!/^(0|[1-9][0-9]{0,18})$/.test(text)) {
-    throw new FencegateError('INVALID_ARGUMENT', `${name} must be a mod_revision, got ${JSON.stringify(text)}`, { [name]: text });
+    throw invalid(`${name} must be a mod_revision, got ${JSON.stringify(text)}`, { [name]: text });
   }
   return text;
 }
@@ -105,13 +105,13 @@ export class EtcdStore {
 
   constructor(client, options = {}) {
     if (client === null || typeof client !== 'object' || client.kv === null || typeof client.kv !== 'object' || typeof client.kv.txn !== 'function') {
-      throw new FencegateError('INVALID_ARGUMENT', 'EtcdStore needs an etcd3 client (new Etcd3(...))', {
+      throw invalid('EtcdStore needs an etcd3 client (new Etcd3(...))', {
         client: client === null ? 'null' : typeof client,
       });
     }
     options = storeOptions(options, 'EtcdStore', { prefix: null, ...CODEC_OPTIONS });
     const prefix = options.prefix ?? 'fencegate/';
-    if (typeof prefix !== 'string') throw new FencegateError('INVALID_ARGUMENT', 'prefix must be a string', { prefix });
+    if (typeof prefix !== 'string') throw invalid('prefix must be a string', { prefix });
     this.#kv = client.kv;
     this.#prefix = prefix;
     [this.#encode, this.#decode] = codecOf(options, valueCodec);
@@ -174,7 +174,7 @@ export class EtcdStore {
     } else {
       after = revisionOf(expected.version, 'expected.version');
       if (typeof expected.state !== 'string') {
-        throw new FencegateError('INVALID_ARGUMENT', `expected.state must be the state text, got ${typeof expected.state}`, { state: typeof expected.state });
+        throw invalid(`expected.state must be the state text, got ${typeof expected.state}`, { state: typeof expected.state });
       }
       compare = [
         { key: b.state, target: COMPARE_MOD, result: COMPARE_EQUAL, mod_revision: after },
@@ -306,25 +306,25 @@ export class EtcdStore {
     const success = [{ request_put: { key: b.state, value: Buffer.from(plan.nextStateText, 'utf8') } }];
     const own = (k) => {
       const text = Buffer.isBuffer(k) ? k.toString('utf8') : k;
-      if (typeof text !== 'string') throw new FencegateError('INVALID_ARGUMENT', 'EtcdStore: a key of the Txn builder is a string or a Buffer', {});
-      if (text.startsWith(this.#prefix)) throw new FencegateError('INVALID_ARGUMENT', `EtcdStore: ${JSON.stringify(text)} is under the fence prefix (the fence keys belong to fencegate)`, { key: text });
+      if (typeof text !== 'string') throw invalid('EtcdStore: a key of the Txn builder is a string or a Buffer', {});
+      if (text.startsWith(this.#prefix)) throw invalid(`EtcdStore: ${JSON.stringify(text)} is under the fence prefix (the fence keys belong to fencegate)`, { key: text });
       return Buffer.from(text, 'utf8');
     };
     const bytes = (v) => (Buffer.isBuffer(v) || v instanceof Uint8Array ? Buffer.from(v) : Buffer.from(String(v), 'utf8'));
     let open = true;
     const tx = Object.freeze({
       put: (k, v) => {
-        if (!open) throw new FencegateError('INVALID_ARGUMENT', 'EtcdStore: the Txn builder is used after the body returned', {});
+        if (!open) throw invalid('EtcdStore: the Txn builder is used after the body returned', {});
         success.push({ request_put: { key: own(k), value: bytes(v) } });
         return tx;
       },
       delete: (k) => {
-        if (!open) throw new FencegateError('INVALID_ARGUMENT', 'EtcdStore: the Txn builder is used after the body returned', {});
+        if (!open) throw invalid('EtcdStore: the Txn builder is used after the body returned', {});
         success.push({ request_delete_range: { key: own(k) } });
         return tx;
       },
       compare: (k, target, op, value) => {
-        if (!open) throw new FencegateError('INVALID_ARGUMENT', 'EtcdStore: the Txn builder is used after the body returned', {});
+        if (!open) throw invalid('EtcdStore: the Txn builder is used after the body returned', {});
         compare.push(callerCompare(Buffer.from(typeof k === 'string' ? k : bytes(k)), target, op, value, bytes));
         return tx;
       },
@@ -355,7 +355,7 @@ export class EtcdStore {
    * carries a commit id for that case. Always INVALID_ARGUMENT.
    */
   fenceIn() {
-    throw new FencegateError('INVALID_ARGUMENT', 'EtcdStore.fenceIn: an etcd Txn cannot be fenced from outside (a refusal would run its else branch; a resent Txn that landed answers succeeded: false): use gate.transaction(key, token, (tx) => { tx.put(…) })');
+    throw invalid('EtcdStore.fenceIn: an etcd Txn cannot be fenced from outside (a refusal would run its else branch; a resent Txn that landed answers succeeded: false): use gate.transaction(key, token, (tx) => { tx.put(…) })');
   }
 
   /**
@@ -399,10 +399,10 @@ const OPS = { '==': 0, '>': 1, '<': 2, '!=': 3 };
 /** One etcd Compare of the caller's: target 'value' | 'version' | 'create' | 'mod', op '==' | '!=' | '<' | '>'. */
 function callerCompare(key, target, op, value, bytes) {
   if (!Object.prototype.hasOwnProperty.call(TARGETS, target)) {
-    throw new FencegateError('INVALID_ARGUMENT', `EtcdStore: compare target must be 'value', 'version', 'create' or 'mod', got ${JSON.stringify(String(target))}`, { target: String(target) });
+    throw invalid(`EtcdStore: compare target must be 'value', 'version', 'create' or 'mod', got ${JSON.stringify(String(target))}`, { target: String(target) });
   }
   if (!Object.prototype.hasOwnProperty.call(OPS, op)) {
-    throw new FencegateError('INVALID_ARGUMENT', `EtcdStore: compare op must be '==', '!=', '<' or '>', got ${JSON.stringify(String(op))}`, { op: String(op) });
+    throw invalid(`EtcdStore: compare op must be '==', '!=', '<' or '>', got ${JSON.stringify(String(op))}`, { op: String(op) });
   }
   const v = target === 'value' ? bytes(value) : revisionOf(value, `compare ${target}`);
   return { key, target: TARGETS[target], result: OPS[op], [FIELDS[target]]: v };

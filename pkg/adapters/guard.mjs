@@ -26,7 +26,7 @@
 //     also check the rows a REPLACE or an upsert would change (the table's unique keys).
 // The SQL text is also available as text (guardSql) for migration tools.
 import { FencegateError } from '../lib/errors.mjs';
-import { checkOptions } from '../lib/options.mjs';
+import { invalid, checkOptions } from '../lib/options.mjs';
 
 /** SQLSTATE of a refused change to a protected row (no fence passed for its key in this transaction). */
 export const GUARD_SQLSTATE = 'FG001';
@@ -38,10 +38,6 @@ const ENGINES = ['postgres', 'mysql', 'sqlite'];
 // table names up to 47 characters keep them within PostgreSQL's 63.
 const NAME = /^[A-Za-z_][A-Za-z0-9_]{0,46}$/;
 const MAX_KEY_SQL = 2000;
-
-function invalid(message, details) {
-  return new FencegateError('INVALID_ARGUMENT', message, details);
-}
 
 function nameOf(value, what) {
   if (typeof value !== 'string' || !NAME.test(value)) {

@@ -19,8 +19,7 @@
 import { valueCodec } from '../lib/codec.mjs';
 import { FencegateError } from '../lib/errors.mjs';
 import { codecOf, encodeWith, encodedOf, loadedRecord, nextStateTextOf, storeOptions, CODEC_OPTIONS } from './support.mjs';
-
-const invalid = (message, details) => new FencegateError('INVALID_ARGUMENT', message, details);
+import { invalid } from '../lib/options.mjs';
 
 function done(tx) {
   return new Promise((resolve, reject) => {

@@ -22,9 +22,9 @@
 // The client is passed in (a mysql2 Pool or Connection, promise or callback
 // API); this module imports only the codec.
 import { valueCodec } from '../lib/codec.mjs';
-import { FencegateError } from '../lib/errors.mjs';
 import { codecOf, encodeWith, encodedOf, loadedRecord, tableOf, storeOptions, endedItself, runWatched, CODEC_OPTIONS } from './support.mjs';
 import { sqlRunner, poolKind } from './handles.mjs';
+import { invalid } from '../lib/options.mjs';
 
 // The caller's own data (Gate.transaction, Gate.fenceIn; docs/stores.md "Your
 // own data"): `fencedTransaction` runs one transaction on one connection
@@ -115,10 +115,6 @@ function watchedConnection(conn) {
       );
   }
   return out;
-}
-
-function invalid(message, details) {
-  return new FencegateError('INVALID_ARGUMENT', message, details);
 }
 
 /** The promise API of a mysql2 Pool / Connection / PoolConnection (the callback API has `.promise()`). */

@@ -26,8 +26,8 @@
 // Uint8Array, any ArrayBufferView, ArrayBuffer), read back as a Uint8Array
 // (`readAs: 'text'`: a string); no value codec applies. With `encode`/`decode`
 // (a codec, e.g. `valueCodec`) values are JS values stored as the codec's text.
-import { FencegateError } from '../lib/errors.mjs';
 import { encodeWith, loadedRecord, storeOptions } from './support.mjs';
+import { invalid } from '../lib/options.mjs';
 
 const MAGIC = 'fencegate-object:1 ';
 /** The longest first line a fenced object has (magic, length, flag, id, newline). */
@@ -40,12 +40,8 @@ export const MAX_OBJECT_KEY_BYTES = 1024;
 const encoder = new TextEncoder();
 const fatal = new TextDecoder('utf-8', { fatal: true, ignoreBOM: true });
 
-function invalid(message, details) {
-  return new FencegateError('INVALID_ARGUMENT', message, details);
-}
-
 /** Whether `s` is well-formed UTF-16 (no lone surrogate), so its UTF-8 bytes say exactly the same. */
-export function wellFormed(s) {
+function noLoneSurrogates(s) {
   return !/[\ud800-\udbff](?![\udc00-\udfff])|(?:^|[^\ud800-\udbff])[\udc00-\udfff]/.test(s);
 }
 
@@ -64,7 +60,7 @@ export function objectKeyOf(prefix, key) {
   const full = prefix + key;
   const refuse = (reason, why) => invalid(`object key ${JSON.stringify(cut(full))}: ${why}`, { reason, key: cut(key) });
   if (key.length === 0) throw refuse('KEY_EMPTY', 'the resource key must not be empty');
-  if (!wellFormed(full)) throw refuse('KEY_NOT_WELL_FORMED', 'must be well-formed Unicode (no lone surrogates): it is sent as UTF-8');
+  if (!noLoneSurrogates(full)) throw refuse('KEY_NOT_WELL_FORMED', 'must be well-formed Unicode (no lone surrogates): it is sent as UTF-8');
   if (/[\u0000-\u001f\u007f]/.test(full)) throw refuse('KEY_CONTROL_CHARACTER', 'must not contain control characters');
   if (full.split('/').some((s) => s === '.' || s === '..')) throw refuse('KEY_DOT_SEGMENT', "must not have a '.' or '..' path segment");
   if (full.length > MAX_OBJECT_KEY_BYTES / 3) {
@@ -189,7 +185,7 @@ export class ObjectStore {
   constructor(what, options, limits, extra = {}) {
     const o = storeOptions(options, what, { ...OBJECT_OPTIONS, ...extra });
     this.#prefix = o.prefix ?? '';
-    if (this.#prefix !== '' && !wellFormed(this.#prefix)) throw invalid('prefix must be well-formed Unicode', { option: 'prefix' });
+    if (this.#prefix !== '' && !noLoneSurrogates(this.#prefix)) throw invalid('prefix must be well-formed Unicode', { option: 'prefix' });
     const readAs = o.readAs ?? 'bytes';
     if (readAs !== 'bytes' && readAs !== 'text') throw invalid(`readAs must be 'bytes' or 'text', got ${JSON.stringify(readAs)}`, { option: 'readAs' });
     if ((o.encode === undefined) !== (o.decode === undefined)) {
@@ -228,12 +224,12 @@ export class ObjectStore {
   encodeValue(value) {
     if (this.#codec !== null) {
       const text = encodeWith(this.#codec.encode, value);
-      if (!wellFormed(text)) throw invalid("value: the store's encode returned text with lone surrogates (not UTF-8)");
+      if (!noLoneSurrogates(text)) throw invalid("value: the store's encode returned text with lone surrogates (not UTF-8)");
       if (text.length > this.#maxBytes) this.#sizeOf(encoder.encode(text).length);
       return text;
     }
     if (typeof value === 'string') {
-      if (!wellFormed(value)) throw invalid('value: a string value must be well-formed Unicode (no lone surrogates): it is stored as UTF-8', { reason: 'NOT_UTF8' });
+      if (!noLoneSurrogates(value)) throw invalid('value: a string value must be well-formed Unicode (no lone surrogates): it is stored as UTF-8', { reason: 'NOT_UTF8' });
       if (value.length > this.#maxBytes / 3) this.#sizeOf(encoder.encode(value).length);
       return '';
     }

@@ -6,16 +6,12 @@
 // one the caller's transaction lives in. The fence statements then run on the
 // very connection and transaction the ORM's callback holds, so they commit or
 // roll back with the caller's statements.
-import { FencegateError } from '../lib/errors.mjs';
+import { invalid } from '../lib/options.mjs';
 
 const DIALECTS = ['postgres', 'mysql', 'sqlite'];
 
 // Drizzle tags its classes with this registered symbol (`is(value, Class)` reads it).
 const DRIZZLE_KIND = Symbol.for('drizzle:entityKind');
-
-function refuse(message) {
-  return new FencegateError('INVALID_ARGUMENT', message);
-}
 
 /** `object[name]`, or undefined when reading it throws (a Proxy, a revoked handle): the shape tests never throw. */
 function read(object, name) {
@@ -38,7 +34,7 @@ function dialectOf(name) {
 function sameDialect(orm, named, dialect) {
   const theirs = dialectOf(named);
   if (theirs !== null && theirs !== dialect) {
-    throw refuse(`fenceIn: this ${orm} transaction is on ${theirs}, but the store is a ${dialect} store`);
+    throw invalid(`fenceIn: this ${orm} transaction is on ${theirs}, but the store is a ${dialect} store`);
   }
 }
 
@@ -64,7 +60,7 @@ function knexRaw(text, params, dialect) {
       let j = i + 1;
       while (j < text.length && /[0-9]/.test(text[j])) j++;
       const n = Number(text.slice(i + 1, j));
-      if (n < 1 || n > params.length) throw refuse(`fenceIn: statement placeholder $${n} has no parameter`);
+      if (n < 1 || n > params.length) throw invalid(`fenceIn: statement placeholder $${n} has no parameter`);
       bindings.push(params[n - 1]);
       out += '?';
       i = j - 1;
@@ -158,13 +154,13 @@ function drizzleClient(client, dialect) {
  * names another dialect than `dialect`, and for an unknown `dialect`.
  */
 export function ormRunner(handle, dialect) {
-  if (!DIALECTS.includes(dialect)) throw refuse(`ormRunner: dialect must be one of ${DIALECTS.join(', ')}`);
+  if (!DIALECTS.includes(dialect)) throw invalid(`ormRunner: dialect must be one of ${DIALECTS.join(', ')}`);
   if (handle === null || (typeof handle !== 'object' && typeof handle !== 'function')) return null;
 
   // Prisma: a client or an interactive transaction's client (a Proxy; unknown members read as undefined)
   if (typeof read(handle, '$queryRawUnsafe') === 'function') {
     if (typeof read(handle, '$connect') === 'function') {
-      throw refuse('fenceIn: this is a PrismaClient, not an interactive transaction: call it inside prisma.$transaction(async (tx) => …) with tx');
+      throw invalid('fenceIn: this is a PrismaClient, not an interactive transaction: call it inside prisma.$transaction(async (tx) => …) with tx');
     }
     return async (text, params) => {
       const rows = await handle.$queryRawUnsafe(text, ...params);
@@ -175,11 +171,11 @@ export function ormRunner(handle, dialect) {
   // Knex: the knex instance and its transactions are functions (query builders) with `raw`
   if (typeof handle === 'function' && typeof read(handle, 'raw') === 'function' && typeof read(handle, 'transaction') === 'function') {
     if (read(handle, 'isTransaction') !== true) {
-      throw refuse('fenceIn: this is a knex instance, not a transaction: call it inside knex.transaction(async (trx) => …) with trx');
+      throw invalid('fenceIn: this is a knex instance, not a transaction: call it inside knex.transaction(async (trx) => …) with trx');
     }
     const isCompleted = read(handle, 'isCompleted');
     if (typeof isCompleted === 'function' && isCompleted.call(handle) === true) {
-      throw refuse('fenceIn: this Knex transaction has already committed or rolled back');
+      throw invalid('fenceIn: this Knex transaction has already committed or rolled back');
     }
     sameDialect('Knex', read(read(handle, 'client') ?? {}, 'dialect'), dialect);
     return async (text, params) => {
@@ -191,10 +187,10 @@ export function ormRunner(handle, dialect) {
   // Kysely: Kysely, Transaction and ControlledTransaction all execute compiled queries
   if (typeof read(handle, 'executeQuery') === 'function' && typeof read(handle, 'selectFrom') === 'function') {
     if (read(handle, 'isTransaction') !== true) {
-      throw refuse('fenceIn: this is a Kysely instance, not a transaction: call it inside db.transaction().execute(async (trx) => …) with trx');
+      throw invalid('fenceIn: this is a Kysely instance, not a transaction: call it inside db.transaction().execute(async (trx) => …) with trx');
     }
     if (read(handle, 'isCommitted') === true || read(handle, 'isRolledBack') === true) {
-      throw refuse('fenceIn: this Kysely transaction has already committed or rolled back');
+      throw invalid('fenceIn: this Kysely transaction has already committed or rolled back');
     }
     return async (text, params) => {
       const result = await handle.executeQuery(kyselyQuery(text, params));
@@ -207,12 +203,12 @@ export function ormRunner(handle, dialect) {
   const session = read(handle, 'session');
   if (typeof kind === 'string' && session !== null && typeof session === 'object') {
     if (!kind.endsWith('Transaction')) {
-      throw refuse('fenceIn: this is a Drizzle database, not a transaction: call it inside db.transaction(async (tx) => …) with tx');
+      throw invalid('fenceIn: this is a Drizzle database, not a transaction: call it inside db.transaction(async (tx) => …) with tx');
     }
     const dialectObject = read(handle, 'dialect');
     sameDialect('Drizzle', read(read(dialectObject ?? {}, 'constructor') ?? {}, DRIZZLE_KIND), dialect);
     const run = drizzleClient(read(session, 'client'), dialect);
-    if (run === null) throw refuse(`fenceIn: this Drizzle transaction's driver client is not one fencegate runs ${dialect} statements on (pg, postgres.js, mysql2, better-sqlite3)`);
+    if (run === null) throw invalid(`fenceIn: this Drizzle transaction's driver client is not one fencegate runs ${dialect} statements on (pg, postgres.js, mysql2, better-sqlite3)`);
     return run;
   }
   return null;

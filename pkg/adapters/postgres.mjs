@@ -32,9 +32,9 @@
 // (adapters/handles.mjs). The fence row's lock orders every fenced
 // transaction on a key, under any isolation level.
 import { valueCodec } from '../lib/codec.mjs';
-import { FencegateError } from '../lib/errors.mjs';
 import { codecOf, encodeWith, encodedOf, loadedRecord, tableOf, storeOptions, endedItself as ended, runWatched, CODEC_OPTIONS } from './support.mjs';
 import { sqlRunner, poolKind, pgInTransaction } from './handles.mjs';
+import { invalid } from '../lib/options.mjs';
 
 const IDENT = /^[A-Za-z_][A-Za-z0-9_]{0,62}$/;
 
@@ -180,10 +180,6 @@ function watchedSql(tx) {
   return out;
 }
 
-function invalid(message, details) {
-  return new FencegateError('INVALID_ARGUMENT', message, details);
-}
-
 function notInTransaction() {
   return invalid(
     'PostgresStore.fenceIn: no transaction is open on the handle: call it after BEGIN (or inside sql.begin / your ORM\'s transaction) so the fence and your statements commit together',
@@ -218,14 +214,14 @@ export class PostgresStore {
   constructor(pg, options = {}) {
     const query = queryOf(pg);
     if (query === null) {
-      throw new FencegateError('INVALID_ARGUMENT', 'PostgresStore needs a pg Pool or Client, or a postgres.js sql instance', {
+      throw invalid('PostgresStore needs a pg Pool or Client, or a postgres.js sql instance', {
         client: pg === null ? 'null' : typeof pg,
       });
     }
     options = storeOptions(options, 'PostgresStore', { table: null, prepare: null, isolation: null, ...CODEC_OPTIONS });
     const table = tableOf(options, IDENT);
     const prepare = options.prepare ?? true;
-    if (typeof prepare !== 'boolean') throw new FencegateError('INVALID_ARGUMENT', 'prepare must be true or false', { prepare });
+    if (typeof prepare !== 'boolean') throw invalid('prepare must be true or false', { prepare });
     const isolation = options.isolation ?? null;
     if (isolation !== null && !Object.hasOwn(ISOLATION, isolation)) {
       throw invalid(`isolation must be one of ${Object.keys(ISOLATION).map((x) => JSON.stringify(x)).join(', ')}`, { isolation: String(isolation) });

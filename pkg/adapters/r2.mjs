@@ -11,8 +11,8 @@
 // R2's refusal of the request's metadata (code 10012, seen in Miniflare):
 // nothing was written, STORE_ERROR. Other R2 refusals are reported as
 // COMMIT_UNKNOWN, which is never wrong, only more cautious.
-import { FencegateError } from '../lib/errors.mjs';
 import { ObjectStore } from './object-store.mjs';
+import { invalid } from '../lib/options.mjs';
 
 export { decodeObjectBody, encodeObjectBody } from './object-store.mjs';
 
@@ -31,7 +31,7 @@ export class R2Store extends ObjectStore {
 
   constructor(bucket, options) {
     if (bucket === null || typeof bucket !== 'object' || typeof bucket.put !== 'function' || typeof bucket.get !== 'function') {
-      throw new FencegateError('INVALID_ARGUMENT', 'R2Store needs an R2 bucket binding (env.MY_BUCKET)', { bucket: bucket === null ? 'null' : typeof bucket });
+      throw invalid('R2Store needs an R2 bucket binding (env.MY_BUCKET)', { bucket: bucket === null ? 'null' : typeof bucket });
     }
     super('R2Store', options, R2_LIMITS);
     this.#bucket = bucket;

@@ -26,6 +26,7 @@
 import { valueCodec } from '../lib/codec.mjs';
 import { FencegateError } from '../lib/errors.mjs';
 import { codecOf, encodeWith, encodedOf, loadedRecord, storeOptions, CODEC_OPTIONS } from './support.mjs';
+import { invalid } from '../lib/options.mjs';
 
 // KEYS[1] the hash; ARGV: expected version ('' = no record), state, change kind, value.
 const COMPARE_AND_SET = `
@@ -264,7 +265,7 @@ export function hashSlot(key) {
 }
 
 function badBody(message, details = {}) {
-  return new FencegateError('INVALID_ARGUMENT', `RedisStore transaction: ${message}`, details);
+  return invalid(`RedisStore transaction: ${message}`, details);
 }
 
 /**
@@ -360,7 +361,7 @@ function clusterError(key, e) {
       'and this client does not follow redirections; nothing was written: pass an ioredis Cluster client', { key, cause: e });
   }
   if (/^CROSSSLOT /.test(e.message)) {
-    return new FencegateError('INVALID_ARGUMENT', `RedisStore transaction: the server answered ${JSON.stringify(e.message)}: the fence record and your keys are in more than one ` +
+    return invalid(`RedisStore transaction: the server answered ${JSON.stringify(e.message)}: the fence record and your keys are in more than one ` +
       'hash slot; nothing was written: give the resource key and your keys one hash tag (e.g. key "{job:7}", keys "{job:7}:state")', { key, reason: 'CROSSSLOT', cause: e });
   }
   return null;
@@ -606,14 +607,14 @@ export class RedisStore {
 
   constructor(redis, options = {}) {
     if (redis !== null && typeof redis === 'object' && typeof redis.sendCommand === 'function' && typeof redis.nodeClient === 'function') {
-      throw new FencegateError('INVALID_ARGUMENT', 'RedisStore does not take a node-redis cluster (createCluster); use an ioredis Cluster', {});
+      throw invalid('RedisStore does not take a node-redis cluster (createCluster); use an ioredis Cluster', {});
     }
     options = storeOptions(options, 'RedisStore', { prefix: null, allowEviction: null, ...CODEC_OPTIONS });
     const prefix = options.prefix ?? 'fencegate:';
-    if (typeof prefix !== 'string') throw new FencegateError('INVALID_ARGUMENT', 'prefix must be a string', { prefix });
+    if (typeof prefix !== 'string') throw invalid('prefix must be a string', { prefix });
     const driver = driverOf(redis);
     if (driver === null) {
-      throw new FencegateError('INVALID_ARGUMENT', 'RedisStore needs an ioredis client (Redis or Cluster) or a node-redis client (createClient)', {
+      throw invalid('RedisStore needs an ioredis client (Redis or Cluster) or a node-redis client (createClient)', {
         client: redis === null ? 'null' : typeof redis,
       });
     }
@@ -622,7 +623,7 @@ export class RedisStore {
     [this.#encode, this.#decode] = codecOf(options, valueCodec);
     const allow = options.allowEviction ?? false;
     if (typeof allow !== 'boolean') {
-      throw new FencegateError('INVALID_ARGUMENT', 'allowEviction must be true or false', { allowEviction: allow });
+      throw invalid('allowEviction must be true or false', { allowEviction: allow });
     }
     this.#allowEviction = allow;
     if (allow) this.#checked = []; // opted in: operations never wait for the check

@@ -23,17 +23,13 @@
 // The client: an `S3` (aggregated client: `putObject`, `getObject`), or an
 // `S3Client` with `commands: { GetObjectCommand, PutObjectCommand }`. This
 // module imports no SDK code.
-import { FencegateError } from '../lib/errors.mjs';
 import { ObjectStore, decodeObjectBody } from './object-store.mjs';
+import { invalid } from '../lib/options.mjs';
 
 export { decodeObjectBody, encodeObjectBody } from './object-store.mjs';
 
 /** S3's limits: the largest single PUT (5 GiB) and user metadata (2 KB, names and values). */
 export const S3_LIMITS = Object.freeze({ maxBytes: 5 * 2 ** 30, metadataBytes: 2048 });
-
-function invalid(message, details) {
-  return new FencegateError('INVALID_ARGUMENT', message, details);
-}
 
 const statusOf = (e) => (e !== null && typeof e === 'object' && e.$metadata ? e.$metadata.httpStatusCode : undefined);
 const attemptsOf = (e) => (e !== null && typeof e === 'object' && e.$metadata && Number.isSafeInteger(e.$metadata.attempts) ? e.$metadata.attempts : 1);

@@ -18,6 +18,7 @@ import { valueCodec } from '../lib/codec.mjs';
 import { FencegateError } from '../lib/errors.mjs';
 import { codecOf, encodeWith, encodedOf, loadedRecord, tableOf, nextStateTextOf, storeOptions, endedItself as ended, CODEC_OPTIONS } from './support.mjs';
 import { ormRunner } from './orm-handles.mjs';
+import { invalid } from '../lib/options.mjs';
 
 const IDENT = /^[A-Za-z_][A-Za-z0-9_]{0,62}$/;
 
@@ -140,7 +141,7 @@ export class SqliteStore {
 
   constructor(db, options = {}) {
     if (db === null || typeof db !== 'object' || typeof db.prepare !== 'function' || typeof db.transaction !== 'function') {
-      throw new FencegateError('INVALID_ARGUMENT', 'SqliteStore needs an open better-sqlite3 Database');
+      throw invalid('SqliteStore needs an open better-sqlite3 Database');
     }
     options = storeOptions(options, 'SqliteStore', { table: null, createTable: 'boolean', ...CODEC_OPTIONS });
     const table = tableOf(options, IDENT);
@@ -245,7 +246,7 @@ export class SqliteStore {
       const file = theirs == null ? undefined : theirs.file;
       // an in-memory or temporary database has no file: only this Database's own open transaction can be it
       if (file !== ours || (ours === '' && db.inTransaction !== true)) {
-        throw new FencegateError('INVALID_ARGUMENT', 'SqliteStore.fenceIn: the ORM transaction is on another database than this store\'s');
+        throw invalid('SqliteStore.fenceIn: the ORM transaction is on another database than this store\'s');
       }
       const [row] = await run(`SELECT state, version FROM "${table}" WHERE key = ?`, [key]);
       const plan = step.decide(row == null ? null : row.state);
@@ -268,7 +269,7 @@ export class SqliteStore {
       if (db.inTransaction !== true) throw endedItself();
       if (out !== null && (typeof out === 'object' || typeof out === 'function') && typeof out.then === 'function') {
         out.then(undefined, () => {});
-        throw new FencegateError('INVALID_ARGUMENT', 'SqliteStore: a SQLite transaction is synchronous: the statements function returned a Promise (rolled back; run the statements without await)');
+        throw invalid('SqliteStore: a SQLite transaction is synchronous: the statements function returned a Promise (rolled back; run the statements without await)');
       }
       return { version };
     });
@@ -312,10 +313,10 @@ export class SqliteStore {
     if (!sameDatabase(handle, db)) {
       const run = ormRunner(handle, 'sqlite');
       if (run !== null) return this.#fenceVia(run, key, step);
-      throw new FencegateError('INVALID_ARGUMENT', 'SqliteStore.fenceIn: the handle is not this store\'s Database (nor an ORM transaction over it)');
+      throw invalid('SqliteStore.fenceIn: the handle is not this store\'s Database (nor an ORM transaction over it)');
     }
     if (db.inTransaction !== true) {
-      throw new FencegateError('INVALID_ARGUMENT', 'SqliteStore.fenceIn: no transaction is open on the Database: call it inside db.transaction(…) so the fence and your statements commit together');
+      throw invalid('SqliteStore.fenceIn: no transaction is open on the Database: call it inside db.transaction(…) so the fence and your statements commit together');
     }
     let version;
     try {

@@ -89,8 +89,7 @@ export function loadedRecord(state, version, text, decode) {
  * statements threw after that, if they did.
  */
 export function endedItself(store, how, cause) {
-  return new FencegateError(
-    'INVALID_ARGUMENT',
+  return invalid(
     `${store}: the statements function ended the transaction itself (${how}); what ran after that ran outside the fence, and this transaction is not reported as applied`,
     cause === undefined ? {} : { cause },
   );

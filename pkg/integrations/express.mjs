@@ -5,7 +5,7 @@
 // operation inside the handler and sends the status and body of docs/http.md.
 // Express is an optional peer dependency: this module does not import it.
 import { readFencing, verdictReply, errorReply, tokenProblemReply } from './http.mjs';
-import { fencingOptions } from '../lib/options.mjs';
+import { invalid, fencingOptions } from '../lib/options.mjs';
 import { FencegateError } from '../lib/errors.mjs';
 
 function send(res, reply) {
@@ -53,9 +53,9 @@ export async function fenced(res, run) {
     f = undefined; // not a response: said below
   }
   if (f === undefined || f === null || typeof f !== 'object') {
-    throw new FencegateError('INVALID_ARGUMENT', 'fenced(res, run) needs the fencing() middleware on this route', { option: 'res' });
+    throw invalid('fenced(res, run) needs the fencing() middleware on this route', { option: 'res' });
   }
-  if (typeof run !== 'function') throw new FencegateError('INVALID_ARGUMENT', 'fenced(res, run): run must be a function (token, options) => verdict', { option: 'run' });
+  if (typeof run !== 'function') throw invalid('fenced(res, run): run must be a function (token, options) => verdict', { option: 'run' });
   let reply;
   let verdict;
   try {

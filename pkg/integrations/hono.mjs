@@ -5,7 +5,7 @@
 // inside the handler and answers with the status and body of docs/http.md.
 // Hono is an optional peer dependency: this module does not import it.
 import { readFencing, verdictReply, errorReply, tokenProblemReply, toResponse } from './http.mjs';
-import { fencingOptions } from '../lib/options.mjs';
+import { invalid, fencingOptions } from '../lib/options.mjs';
 import { FencegateError } from '../lib/errors.mjs';
 
 /**
@@ -47,9 +47,9 @@ export async function fenced(c, run) {
     f = undefined; // not a Hono context: said below
   }
   if (f === undefined || f === null || typeof f !== 'object') {
-    throw new FencegateError('INVALID_ARGUMENT', 'fenced(c, run) needs the fencing() middleware on this route', { option: 'c' });
+    throw invalid('fenced(c, run) needs the fencing() middleware on this route', { option: 'c' });
   }
-  if (typeof run !== 'function') throw new FencegateError('INVALID_ARGUMENT', 'fenced(c, run): run must be a function (token, options) => verdict', { option: 'run' });
+  if (typeof run !== 'function') throw invalid('fenced(c, run): run must be a function (token, options) => verdict', { option: 'run' });
   let verdict;
   try {
     verdict = await run(f.token, f.options);

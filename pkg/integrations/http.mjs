@@ -5,7 +5,7 @@
 // reasons: docs/http.md. Framework middleware (fencegate/hono,
 // fencegate/express) is built on the neutral functions here.
 import { parseToken, FencegateError, __operationLimits } from '../lib/core.mjs';
-import { replyOptions, headerNames } from '../lib/options.mjs';
+import { invalid, replyOptions, headerNames } from '../lib/options.mjs';
 
 /** Reply/fence options checked (unknown names, wrong types, bad header names and a non-integer retryAfter are INVALID_ARGUMENT). */
 function fenceOptions(options, what) {
@@ -131,7 +131,7 @@ function header(source, name) {
     return headerText(headersOf(source), name);
   } catch (e) {
     if (e instanceof FencegateError) throw e;
-    throw new FencegateError('INVALID_ARGUMENT', `reading the ${name} header threw: ${e instanceof Error ? e.message : 'a non-error value'}`, { header: name, cause: e });
+    throw invalid(`reading the ${name} header threw: ${e instanceof Error ? e.message : 'a non-error value'}`, { header: name, cause: e });
   }
 }
 
@@ -170,11 +170,11 @@ function headerText(headers, name) {
   if (typeof v === 'string') return v;
   if (typeof v === 'number' || typeof v === 'bigint' || typeof v === 'boolean') return String(v);
   if (Array.isArray(v) && v.every((x) => typeof x === 'string')) return v.join(', ');
-  throw new FencegateError('INVALID_ARGUMENT', `the ${name} header is not text (a string, or an array of strings)`, { header: name });
+  throw invalid(`the ${name} header is not text (a string, or an array of strings)`, { header: name });
 }
 
 function badHeader(name, value, what) {
-  return new FencegateError('INVALID_ARGUMENT', `the ${name} header must be ${what}`, { header: name, value });
+  return invalid(`the ${name} header must be ${what}`, { header: name, value });
 }
 
 /**
@@ -227,7 +227,8 @@ function codeOf(error) {
   }
 }
 
-function messageOf(error) {
+/** The message of the error a refused request got, for a problem body's `detail` (unreadable: a fixed text). */
+function refusalMessage(error) {
   try {
     const m = error.message;
     return typeof m === 'string' ? m : 'the request was refused';
@@ -278,8 +279,7 @@ function verdictOf(x) {
   } catch {
     what = 'an object that cannot be read';
   }
-  throw new FencegateError(
-    'INVALID_ARGUMENT',
+  throw invalid(
     `run(token, options) must return (or resolve to) the gate's verdict, e.g. \`(t, o) => gate.write(key, t, value, o)\`; it returned ${what}. The operation may have been applied: nothing was answered`,
     { returned: x },
   );
@@ -370,7 +370,7 @@ export function verdictReply(verdict, input = null, options = {}) {
  */
 export function errorReply(error, key = null, options = {}) {
   options = fenceOptions(options, 'errorReply');
-  if (key !== null && typeof key !== 'string') throw new FencegateError('INVALID_ARGUMENT', 'errorReply(error, key): key must be a string or null', { option: 'key' });
+  if (key !== null && typeof key !== 'string') throw invalid('errorReply(error, key): key must be a string or null', { option: 'key' });
   const code = codeOf(error);
   if (code === null) return null;
   const status = statusFor(code);
@@ -382,7 +382,7 @@ export function errorReply(error, key = null, options = {}) {
   } else if (code === 'STORE_ERROR' || code === 'COMMIT_CONFLICT') {
     detail = 'nothing was written; retry the same request';
   } else if (status < 500) {
-    detail = messageOf(error);
+    detail = refusalMessage(error);
   } else {
     detail = 'the server could not complete the fenced operation; nothing is known to have changed';
   }
@@ -414,7 +414,7 @@ export function tokenProblemReply(key, input, mark, options = {}) {
     problem = undefined;
   }
   if (problem !== 'MISSING_TOKEN' && problem !== 'MALFORMED_TOKEN') {
-    throw new FencegateError('INVALID_ARGUMENT', "tokenProblemReply(key, input, mark): input must be readFencing's result with problem 'MISSING_TOKEN' or 'MALFORMED_TOKEN'", { option: 'input' });
+    throw invalid("tokenProblemReply(key, input, mark): input must be readFencing's result with problem 'MISSING_TOKEN' or 'MALFORMED_TOKEN'", { option: 'input' });
   }
   const v = { key, ok: false, outcome: 'reject', code: problem, token: null, markBefore: mark, markAfter: mark };
   return verdictReply(v, input, options);
@@ -434,8 +434,8 @@ export function toResponse(reply) {
  */
 export async function fenceReply(source, key, run, options = {}) {
   options = fenceOptions(options, 'fence'); // before the request is read or the gate called
-  if (typeof key !== 'string') throw new FencegateError('INVALID_ARGUMENT', 'fence(request, key, run): key must be the resource key (a string)', { option: 'key' });
-  if (typeof run !== 'function') throw new FencegateError('INVALID_ARGUMENT', 'fence(request, key, run): run must be a function (token, options) => verdict', { option: 'run' });
+  if (typeof key !== 'string') throw invalid('fence(request, key, run): key must be the resource key (a string)', { option: 'key' });
+  if (typeof run !== 'function') throw invalid('fence(request, key, run): run must be a function (token, options) => verdict', { option: 'run' });
   let input;
   let verdict;
   try {
