@@ -25,8 +25,9 @@ export function codecOf(options, fallback) {
 
 /**
  * The JSON text to store for a transaction's answer `out`: `nextStateText`
- * when the gate gave it (the state's text as it came from Wasm: no parse and
- * no re-serialisation), else `nextState` as JSON (the issuer, older callers).
+ * when it has one (a gate's and an issuer's: the text as it came from Wasm, no
+ * parse and no re-serialisation), else `nextState` as JSON (a caller of the
+ * store's `transaction` that answers only the object form).
  */
 export function nextStateTextOf(out) {
   return typeof out.nextStateText === 'string' ? out.nextStateText : JSON.stringify(out.nextState);
