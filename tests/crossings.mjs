@@ -3,7 +3,7 @@
 // malloc/realloc/free and externref helpers alike) and every call from Wasm into a JS import, made by
 // one public-API operation. It wraps the instance's exports and imports, so it
 // must be installed before the package is imported, in a process of its own. Calls are named
-// as the module's exports and imports are: wasm-bindgen's names (`gateDecide`,
+// as the module's exports and imports are: wasm-bindgen's names (`__gateDecide`,
 // `rawmemorygate_fence`, `__wbg_…`), which the build leaves as they are.
 //
 // Run: node tests/crossings.mjs [path/to/pkg] [--json]   (default: ./pkg)

@@ -28,13 +28,18 @@ export function checkReady() {
   if (!ready) notReady();
 }
 
+/** A lone surrogate: a high one not followed by a low one, or a low one not preceded by a high one. */
+const LONE_SURROGATE = /[\uD800-\uDBFF](?![\uDC00-\uDFFF])|(?<![\uD800-\uDBFF])[\uDC00-\uDFFF]/;
+
 /**
- * Whether `s` is a string with no lone UTF-16 surrogates. Text crossing into
- * Wasm (or into a UTF-8 store) is UTF-8: a lone surrogate would be replaced by
- * U+FFFD there, and two different strings would become one.
+ * Whether `s` is a string UTF-8 can carry (no lone surrogates): what
+ * `String.prototype.isWellFormed` answers, and the same on runtimes without
+ * it (Node 18), where a lone surrogate would otherwise be written as U+FFFD
+ * and two different texts would become one.
  */
 export function wellFormed(s) {
-  return typeof s === 'string' && (typeof s.isWellFormed !== 'function' || s.isWellFormed());
+  if (typeof s !== 'string') return false;
+  return typeof s.isWellFormed === 'function' ? s.isWellFormed() : !LONE_SURROGATE.test(s);
 }
 
 export { MAX_KEY_BYTES };
