@@ -28,7 +28,7 @@
 // What each failure says (message, details) is the caller's (`faults`): a gate
 // and an issuer describe the same failure to different readers.
 import { invalid, isThenable, marksCommitUnknown, TIMED_OUT, withTimeout, describe, messageOf, MAX_TIMER_MS } from './common.mjs';
-import { CachedSteps, textOf } from './state-cache.mjs';
+import { CachedSteps } from './state-cache.mjs';
 
 const DEFAULT_MAX_RETRIES = 8;
 /** Default `stateCache`: keys whose last known state a driver keeps (0: none). */
@@ -67,8 +67,39 @@ function marksConflict(cause) {
 
 const idle = () => {};
 
+/**
+ * A driver step (`StoreDriver.run`'s `decide` answer) whose next state is the
+ * text `nextText` (null: nothing to write): stores that take text (the
+ * shipped SQL, Redis and etcd stores, `commitFrom`) get the text as Rust
+ * wrote it (the gate's next state, the issuer's next record); the object form `next` (what `commit` and a host transaction's
+ * `nextState` hand to user stores) is parsed only when something reads it.
+ */
+export function stepOf(result, nextText, change) {
+  return new Step(result, nextText, change);
+}
+
+/**
+ * A driver step: a class with `next` on its prototype, so a step costs one
+ * small object per write (an object literal with its own getter costs a
+ * closure, its context and an accessor pair each time).
+ */
+class Step {
+  constructor(result, nextText, change) {
+    this.result = result;
+    this.nextText = nextText;
+    this.change = change;
+    this.parsed = undefined;
+  }
+
+  /** The next state's object form (null: nothing to write), parsed from `nextText` on first read. */
+  get next() {
+    if (this.nextText === null) return null;
+    return (this.parsed ??= JSON.parse(this.nextText));
+  }
+}
+
 /** Whether a step writes nothing (a refusal, a duplicate, an unchanged state). */
-const writesNothing = (d) => (d.nextText !== undefined ? d.nextText === null : d.next === null);
+const writesNothing = (d) => d.nextText === null;
 
 /**
  * The `decide(state)` an own-data store step calls: the decision of `state`
@@ -495,9 +526,8 @@ export class StoreDriver {
           const d = decide(state === undefined ? null : state);
           decision = d;
           if (writesNothing(d)) return null;
-          // `textTransaction`: the state's text, written as it is (the gate's comes from Wasm; the issuer's is its JSON)
-          if (takesText) return { nextStateText: textOf(d), change: d.change };
-          if (d.nextText === undefined) return { nextState: d.next, change: d.change };
+          // `textTransaction`: the state's text, written as it is (as Rust wrote it)
+          if (takesText) return { nextStateText: d.nextText, change: d.change };
           // The state's text beside its object form (parsed only if the host reads it):
           // a store that keeps text may write `nextStateText` as it is.
           return {
@@ -539,7 +569,7 @@ export class StoreDriver {
       // The transaction has returned, so its write (if any) is committed: only now may the result leave.
       // `textTransaction` answers `{ version }` of what it wrote (null: nothing written)
       if (cache !== null && takesText && !writesNothing(decision) && answer !== null && typeof answer === 'object' && answer.version !== undefined && answer.version !== null) {
-        cache.remember(key, textOf(decision), answer.version);
+        cache.remember(key, decision.nextText, answer.version);
       }
       return decision.result;
     } finally {

@@ -22,9 +22,9 @@ import * as wasm from '../dist/fencegate.js';
 import { FencegateError, isGuardRefusal } from './errors.mjs';
 import { writeRequest, readVerdict, readClaims, readNext, readBoundHolder, readMarks, readHasFloor } from './exchange.mjs';
 import { policyFromOptions, ceilingOf, hostVerified, addPolicyKey, retirePolicyKey, freePolicy } from './signed.mjs';
-import { metaOf, establishOpId, windowOf, auditOf, Observer, bounded, plainPolicy, stepOf, bindHolder } from './verdict.mjs';
+import { metaOf, establishOpId, windowOf, auditOf, Observer, bounded, plainPolicy, bindHolder } from './verdict.mjs';
 import { invalid, checkReady, checkKey, checkOptions, messageOf, GATE_OPTIONS, describe, listOf, stateTextOf, checkStateText, wellFormed, isThenable } from './common.mjs';
-import { StoreDriver, driverOptions, DEFAULT_STATE_CACHE } from './driver.mjs';
+import { StoreDriver, driverOptions, DEFAULT_STATE_CACHE, stepOf } from './driver.mjs';
 
 const NONE = Object.freeze({ kind: 'none' });
 const DELETE = Object.freeze({ kind: 'delete' });

@@ -26,8 +26,7 @@ import * as wasm from '../dist/fencegate_issuer.js';
 import { FencegateError } from './errors.mjs';
 import { randomBytes, TABLES, loadIssuerSide } from './runtime.mjs';
 import { invalid, checkReady, checkOptions, messageOf, wellFormed, describe, stateTextOf, checkStateText, MAX_KEY_BYTES, utf8Length, cut } from './common.mjs';
-import { StoreDriver, driverOptions, checkStore } from './driver.mjs';
-import { stepOf } from './verdict.mjs';
+import { StoreDriver, driverOptions, checkStore, stepOf } from './driver.mjs';
 import { MemoryHostStore } from './memory.mjs';
 
 const NONE = Object.freeze({ kind: 'none' });

@@ -59,13 +59,6 @@ export class StateCache {
 }
 
 /**
- * The next state's JSON text of a step, null when it writes nothing: the text
- * the step carries (`nextText`: the gate's, as it came from Wasm), else its
- * object form as JSON (the issuer's).
- */
-export const textOf = (d) => (d.nextText !== undefined ? d.nextText : d.next === null ? null : JSON.stringify(d.next));
-
-/**
  * The steps of a driver with a state cache. `loop` is the driver's side:
  * `{ store, faults, maxRetries, commitTimeoutMs, transactional, load(ctx, key),
  * release(key, slot), plain(ctx, key, decide, timing), transaction(ctx, key,
@@ -134,7 +127,7 @@ export class CachedSteps {
     let text;
     try {
       d = decide(entry.state);
-      text = textOf(d);
+      text = d.nextText;
     } catch (e) {
       this.entries.forget(key);
       loop.release(key, slot);
@@ -212,7 +205,7 @@ export class CachedSteps {
           const version = record === null || record === undefined ? null : record.version ?? null;
           // Only text states with a version are cached (the shipped adapters'); another form takes the plain loop.
           const textual = state === null || (typeof state === 'string' && version !== null);
-          const text = textOf(d);
+          const text = d.nextText;
           if (text === null) {
             if (textual && state !== null) entries.remember(key, state, version);
             return d.result;

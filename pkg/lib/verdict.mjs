@@ -1,5 +1,5 @@
 // What MemoryGate and Gate share around a decision: the operation options,
-// the plain policy handle, the driver step, and the audit trail. The request
+// the plain policy handle and the audit trail. The request
 // and the answer cross in pkg/lib/exchange.mjs.
 import * as wasm from '../dist/fencegate.js';
 import { CODES, DUPLICATE, TABLES } from './runtime.mjs';
@@ -26,37 +26,6 @@ let plain = null;
 export function plainPolicy() {
   if (plain === null) plain = new wasm.RawPolicy(false, TABLES.higherEpochModes.indexOf('adopt'), undefined);
   return plain;
-}
-
-/**
- * A driver step (`StoreDriver.run`'s `decide` answer) whose next state is the
- * text `nextText` (null: nothing to write): stores that take text (the
- * shipped SQL, Redis and etcd stores, `commitFrom`) get the text as it came
- * from Wasm; the object form `next` (what `commit` and a host transaction's
- * `nextState` hand to user stores) is parsed only when something reads it.
- */
-export function stepOf(result, nextText, change) {
-  return new Step(result, nextText, change);
-}
-
-/**
- * A driver step: a class with `next` on its prototype, so a step costs one
- * small object per write (an object literal with its own getter costs a
- * closure, its context and an accessor pair each time).
- */
-class Step {
-  constructor(result, nextText, change) {
-    this.result = result;
-    this.nextText = nextText;
-    this.change = change;
-    this.parsed = undefined;
-  }
-
-  /** The next state's object form (null: nothing to write), parsed from `nextText` on first read. */
-  get next() {
-    if (this.nextText === null) return null;
-    return (this.parsed ??= JSON.parse(this.nextText));
-  }
 }
 
 const utf8 = new TextEncoder();
