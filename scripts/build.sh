@@ -15,12 +15,9 @@ if [ "$OUT" != pkg ]; then
   rm -rf "$OUT" && mkdir -p "$OUT" && cp -r pkg/. "$OUT"/ && rm -rf "$OUT/dist"
 fi
 
-# LLVM's default inlining (issue 12's speed must-hold): `-C llvm-args=-inline-threshold=40`
-# took 2.3 KB gzip off the resource side but made MemoryGate writes 6-12 % slower
-# (number 109 -> 116-126 ns, bigint 137-151 -> 147-169 ns, op id 314 -> 331-356 ns,
-# alternating runs of bench/decision.mjs); since the two-module split the resource side
-# is 8 KB under its size before issue 12 without it (docs/design.md "Issue 12: two .wasm modules").
-# Two modules from one crate (src/wasm/mod.rs; docs/design.md "Issue 12: two .wasm modules"):
+# LLVM's default inlining: a lower inline threshold took 2.3 KB gzip off the resource side
+# but made MemoryGate writes 6-12 % slower (docs/decisions/wasm-size.md).
+# Two modules from one crate (src/wasm/mod.rs; docs/decisions/two-wasm-modules.md):
 # the resource side, which every entry loads at start-up, and the issuer side (Issuer steps,
 # the reconcile planner), loaded on first use. The issuer side never needs the variant features
 # (Ed25519 verifies and mints on the resource side), so it builds in the default target dir.
@@ -49,7 +46,7 @@ npx --no-install esbuild node_modules/devalue/src/index.js --bundle --format=esm
 cp node_modules/devalue/LICENSE "$OUT/dist/devalue.LICENSE"
 # The Node bundles: dist/node.mjs, the Node ESM entry as one file, and dist/fencegate.cjs, the
 # API for require() (node.cjs instantiates it from bytes); devalue and the issuer side's glue
-# in CommonJS files they require on first use (docs/design.md "Issue 14: cold start").
+# in CommonJS files they require on first use (docs/decisions/cold-start.md).
 node scripts/build-node.mjs "$OUT"
 # The types: pkg/index.d.ts.in with the declarations Rust defines rendered in (scripts/gen-types.sh).
 bash scripts/gen-types.sh "$OUT/index.d.ts"

@@ -137,9 +137,9 @@ function step(scope, key, state, o) {
 
 // The random keys of lease ids come from the host's CSPRNG (`randomBytes`:
 // crypto.getRandomValues), drawn KEYS_PER_DRAW keys at a time and handed out
-// once each, in order: one draw of 16 bytes cost about as much as the rest of
-// an in-memory acquire (bench/issuer-ab.mjs, docs/design.md "Issue 12: Issuer
-// speed"). Node's crypto.randomUUID pools its randomness the same way.
+// once each, in order: one draw per lease cost about as much as the rest of an
+// in-memory acquire (docs/decisions/issuer-step.md). Node's crypto.randomUUID
+// pools its randomness the same way.
 const KEYS_PER_DRAW = 256;
 let keyPool = null;
 let keyAt = 0;
