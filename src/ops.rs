@@ -65,6 +65,11 @@ pub fn valid_op_id(id: &str) -> bool {
 /// Bytes of an operation's fingerprint: the first 128 bits of SHA-256.
 pub const FINGERPRINT_BYTES: usize = 16;
 
+/// The longest operation a fingerprint is taken of, in bytes (256 MiB): its
+/// bytes cross into Wasm memory to be hashed, and a request must fit there
+/// with room to spare (a larger one is INVALID_ARGUMENT before Wasm is entered).
+pub const MAX_FINGERPRINT_INPUT: usize = 256 << 20;
+
 /// The fingerprint of an operation's payload bytes (whatever the caller
 /// chose to identify "the same operation": the request body, a canonical
 /// serialisation of the value): the first 16 bytes of their SHA-256.

@@ -77,6 +77,12 @@ pub struct ResourceState {
     pub quarantine: Option<u64>,
 }
 
+/// The longest stored state text a gate hands to the decoder, in UTF-16 units
+/// (64 Mi): the largest valid state (a full operation-id window of the longest
+/// ids, a holder, a filter) is under 1 MiB, and a longer text is CORRUPT_STATE
+/// before it is copied into Wasm memory.
+pub const MAX_STATE_TEXT: usize = 64 << 20;
+
 impl ResourceState {
     /// A state with only a mark (format v1).
     pub const fn at(mark: u64) -> ResourceState {

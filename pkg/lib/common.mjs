@@ -249,3 +249,30 @@ export function checkStateText(text, what, details) {
   }
   return text;
 }
+
+/**
+ * The version of a loaded record (null: none); a `version` getter that throws
+ * is the store's failure (STORE_ERROR), read once.
+ */
+export function versionOf(faults, ctx, record) {
+  if (record === null || record === undefined) return null;
+  try {
+    return record.version ?? null;
+  } catch (cause) {
+    throw faults.store(ctx, 'load', cause);
+  }
+}
+
+/**
+ * `{ version }` of a commit's answer, or null when it names none; a getter
+ * that throws reads as "no version" (the caller's COMMIT_UNKNOWN: it may have committed).
+ */
+export function answeredVersion(answer) {
+  if (answer === null || typeof answer !== 'object') return null;
+  try {
+    const version = answer.version;
+    return version === undefined || version === null ? null : { version };
+  } catch {
+    return null;
+  }
+}

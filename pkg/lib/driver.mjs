@@ -27,7 +27,7 @@
 // of the decision itself (CORRUPT_STATE, …) is thrown as it is, nothing written.
 // What each failure says (message, details) is the caller's (`faults`): a gate
 // and an issuer describe the same failure to different readers.
-import { invalid, isThenable, marksCommitUnknown, TIMED_OUT, withTimeout, describe, messageOf, MAX_TIMER_MS } from './common.mjs';
+import { invalid, isThenable, marksCommitUnknown, TIMED_OUT, withTimeout, describe, messageOf, MAX_TIMER_MS, versionOf, answeredVersion } from './common.mjs';
 import { CachedSteps } from './state-cache.mjs';
 
 const DEFAULT_MAX_RETRIES = 8;
@@ -111,7 +111,7 @@ function planner(decide, seen, failed) {
   return (state) => {
     let d;
     try {
-      d = decide(state === undefined ? null : state);
+      d = decide(state);
     } catch (e) {
       failed(e);
       throw e;
@@ -254,7 +254,7 @@ export class StoreDriver {
     try {
       answer = await withTimeout(
         this.#store.transaction(key, (state) => {
-          seen = state === undefined ? null : state;
+          seen = state;
           return null;
         }),
         this.#loadTimeoutMs,
@@ -399,8 +399,9 @@ export class StoreDriver {
         if (applies && !ran) throw faults.store(ctx, 'transaction', new Error('the host transaction committed without running the caller\'s statements'));
         if (cache !== null) {
           // `{ version }`: the fence row's version this transaction wrote, remembered with the state text written.
-          if (applies && answer !== null && typeof answer === 'object' && answer.version !== undefined && answer.version !== null && typeof decision.nextText === 'string') {
-            cache.remember(key, decision.nextText, answer.version);
+          const written = answeredVersion(answer);
+          if (applies && written !== null && typeof decision.nextText === 'string') {
+            cache.remember(key, decision.nextText, written.version);
           } else cache.forget(key);
         }
         return { result: decision.result, ran: applies, value };
@@ -478,7 +479,7 @@ export class StoreDriver {
         if (isThenable(record)) record = await record;
         const d = decide(faults.record(ctx, record));
         if (writesNothing(d)) return d.result; // nothing changes: nothing to persist
-        const expected = record === null || record === undefined ? null : record.version ?? null;
+        const expected = versionOf(faults, ctx, record);
         let committed;
         const t0 = timing === null ? 0 : performance.now();
         try {
@@ -522,8 +523,9 @@ export class StoreDriver {
         decision = null;
         ownError = null;
         try {
-          // Inside a transaction the host passes only the state: null/undefined = no record.
-          const d = decide(state === undefined ? null : state);
+          // Inside a transaction the host passes only the state: null = no record
+          // (undefined is the caller's CORRUPT_STATE: a misnamed column must not read as mark 0).
+          const d = decide(state);
           decision = d;
           if (writesNothing(d)) return null;
           // `textTransaction`: the state's text, written as it is (as Rust wrote it)
@@ -568,8 +570,9 @@ export class StoreDriver {
       if (decision === null) throw faults.store(ctx, 'transaction', new Error('the host transaction returned without calling fn'));
       // The transaction has returned, so its write (if any) is committed: only now may the result leave.
       // `textTransaction` answers `{ version }` of what it wrote (null: nothing written)
-      if (cache !== null && takesText && !writesNothing(decision) && answer !== null && typeof answer === 'object' && answer.version !== undefined && answer.version !== null) {
-        cache.remember(key, decision.nextText, answer.version);
+      const written = cache === null ? null : answeredVersion(answer);
+      if (written !== null && takesText && !writesNothing(decision)) {
+        cache.remember(key, decision.nextText, written.version);
       }
       return decision.result;
     } finally {

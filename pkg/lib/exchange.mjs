@@ -71,8 +71,11 @@ function offsets(head, expected, what) {
 /** Makes the exchange buffer at least `bytes` long (asks Wasm only when it has less) and the views current. */
 function reserve(bytes) {
   if (bytes > capacity) {
-    capacity = Math.max(bytes, capacity * 2, 4096);
-    base = __exchangeBuffer(capacity);
+    // Doubling, but never more than 64 MiB of spare room (a request is bounded:
+    // maxFingerprintInput, maxStateText); the capacity is what Wasm has given.
+    const cap = Math.max(bytes, Math.min(capacity * 2, bytes + (64 << 20)), 4096);
+    base = __exchangeBuffer(cap);
+    capacity = cap;
     u8 = new Uint8Array(0);
   }
   if (u8.length === 0) views(); // new, or detached by memory growth

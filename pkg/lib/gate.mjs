@@ -20,6 +20,7 @@
 // keep the fence record) or `{ kind: 'none' }` (establish: only the state).
 import * as wasm from '../dist/fencegate.js';
 import { FencegateError, isGuardRefusal } from './errors.mjs';
+import { TABLES } from './runtime.mjs';
 import { writeRequest, readVerdict, readClaims, readNext, readBoundHolder, readMarks, readHasFloor } from './exchange.mjs';
 import { policyFromOptions, ceilingOf, hostVerified, addPolicyKey, retirePolicyKey, freePolicy } from './signed.mjs';
 import { metaOf, establishOpId, windowOf, auditOf, Observer, bounded, plainPolicy, bindHolder } from './verdict.mjs';
@@ -149,6 +150,14 @@ function unknownError(key, callback, cause, why) {
  */
 function stateInput(key, state) {
   if (state === null) return null;
+  if (state === undefined) {
+    // A transaction store's `fn(undefined)`: a misnamed column or a missing field, never "no record" (that is null).
+    throw new FencegateError('CORRUPT_STATE', `${storedStateOf(key)} is undefined: a store passes null for a key without a fence record`, { key });
+  }
+  if (typeof state === 'string' && state.length > TABLES.maxStateText) {
+    // No valid state is near this long: refused before it is copied into Wasm memory.
+    throw new FencegateError('CORRUPT_STATE', `${storedStateOf(key)} is ${state.length} UTF-16 units long, over the ${TABLES.maxStateText} a state can be`, { key });
+  }
   // (well-formed text, the common case, builds no message)
   if (typeof state === 'string') return wellFormed(state) ? state : checkStateText(state, storedStateOf(key), { key });
   if (typeof state === 'object' || typeof state === 'function') return stateTextOf(state, storedStateOf(key), { key });
@@ -215,14 +224,20 @@ function stateOf(key, record) {
   if (typeof record !== 'object') {
     throw storeError(key, 'load', new TypeError('load must return null or an object { state, version, value }'));
   }
-  if (record.state === null || record.state === undefined) {
+  let state;
+  try {
+    state = record.state;
+  } catch (cause) {
+    throw storeError(key, 'load', cause); // a getter (a lazy column) that threw: nothing decided
+  }
+  if (state === null || state === undefined) {
     throw new FencegateError(
       'CORRUPT_STATE',
       `the stored record of ${JSON.stringify(key)} has no fence state (load returns null for a key without a record)`,
-      { key, state: record.state },
+      { key, state },
     );
   }
-  return record.state;
+  return state;
 }
 
 /**

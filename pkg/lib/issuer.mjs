@@ -74,14 +74,20 @@ function stateOf({ scope, key }, record) {
   if (typeof record !== 'object') {
     throw storeError(scope, key, 'load', new TypeError('load must return null or an object { state, version }'));
   }
-  if (record.state === null || record.state === undefined) {
+  let state;
+  try {
+    state = record.state;
+  } catch (cause) {
+    throw storeError(scope, key, 'load', cause); // a getter (a lazy column) that threw: nothing decided
+  }
+  if (state === null || state === undefined) {
     throw new FencegateError(
       'CORRUPT_STATE',
       `the stored issuer record ${JSON.stringify(key)} has no state (load returns null for a key without a record)`,
-      { scope, key, state: record.state },
+      { scope, key, state },
     );
   }
-  return record.state;
+  return state;
 }
 
 /** How the store driver reports an issuer's failures (see driver.mjs); the context is `{ scope, key }`. */
@@ -100,14 +106,18 @@ const FAULTS = {
 };
 
 /**
- * The stored state as the JSON text the Wasm decoder reads (undefined: no
- * record). The object form is read field by field (`stateTextOf`: NaN,
+ * The stored state as the JSON text the Wasm decoder reads (null: no record,
+ * answered as undefined; a state of undefined is CORRUPT_STATE: a transaction
+ * store's misnamed column must not read as a new scope). The object form is read field by field (`stateTextOf`: NaN,
  * undefined members, toJSON and accessors are CORRUPT_STATE, never silently
  * changed by JSON.stringify); which fields it has is for the decoder to check.
  */
 function stateText(scope, key, state) {
-  if (state === null || state === undefined) return undefined;
+  if (state === null) return undefined;
   const what = `the stored issuer state of ${JSON.stringify(scope)}`;
+  if (state === undefined) {
+    throw new FencegateError('CORRUPT_STATE', `${what} is undefined: a store passes null for a scope without a record`, { scope, key });
+  }
   if (typeof state === 'string') return checkStateText(state, what, { scope, key });
   if (typeof state !== 'object') {
     throw new FencegateError('CORRUPT_STATE', `${what} is not a JSON object or its text`, { scope, key, state });

@@ -6,7 +6,7 @@ import { bounded } from './verdict.mjs';
 import { readClaims } from './exchange.mjs';
 import * as wasm from '../dist/fencegate.js';
 import { ready, TABLES } from './runtime.mjs';
-import { invalid, notReady, wellFormed, describe, describeKind, listOf, checkOptions, messageOf, plainObject } from './common.mjs';
+import { invalid, notReady, wellFormed, describe, describeKind, listOf, checkOptions, messageOf, plainObject, utf8Length } from './common.mjs';
 import { FencegateError } from './errors.mjs';
 
 // Mode and algorithm names and the longest token text come from Rust
@@ -20,10 +20,12 @@ function checkText(value, what) {
   if (!wellFormed(value)) throw invalid(`${what} must be a well-formed string`, { [what]: value });
 }
 
-/** A scope: a non-empty well-formed string (one rule with resource keys: neither is ever empty). */
+/** A scope: a non-empty well-formed string of at most `maxKeyBytes` UTF-8 bytes (the rule of resource keys). */
 function checkScope(value) {
   checkText(value, 'scope');
   if (value.length === 0) throw invalid('scope must not be empty', { scope: value });
+  const max = TABLES.maxKeyBytes;
+  if (utf8Length(value, max) > max) throw invalid(`scope is at most ${max} UTF-8 bytes`, { scopeBytes: utf8Length(value, max) });
 }
 
 /** Adds `keys` ({ kid: secret | {hmac} | {ed25519} }) and `retired` ([kid]) to a RawPolicy. */
@@ -154,7 +156,12 @@ export function policyFromOptions(options, host = false) {
   if (scope === undefined) scopeOf = (key) => key;
   else if (typeof scope === 'function') {
     scopeOf = (key) => {
-      const s = scope(key);
+      let s;
+      try {
+        s = scope(key);
+      } catch (e) {
+        throw new FencegateError('STORE_ERROR', `the gate's scope(key) threw (nothing was read or written): ${messageOf(e)}`, { callback: 'scope', key, cause: e });
+      }
       checkScope(s);
       return s;
     };

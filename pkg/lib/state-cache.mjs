@@ -8,7 +8,7 @@
 // entry and runs the loop (load → decide → commitFrom, remembering what it
 // wrote). No answer leaves without the store: a decision that writes nothing
 // (a refusal, a duplicate) is made again on a fresh load.
-import { isThenable, withTimeout, describe, marksCommitUnknown, messageOf, TIMED_OUT } from './common.mjs';
+import { isThenable, withTimeout, describe, marksCommitUnknown, messageOf, TIMED_OUT, versionOf, answeredVersion } from './common.mjs';
 
 /**
  * Per key, `{ state (text), version }` last loaded or committed. Least
@@ -202,7 +202,7 @@ export class CachedSteps {
           const record = await loop.load(ctx, key);
           const state = loop.faults.record(ctx, record);
           const d = decide(state);
-          const version = record === null || record === undefined ? null : record.version ?? null;
+          const version = versionOf(loop.faults, ctx, record);
           // Only text states with a version are cached (the shipped adapters'); another form takes the plain loop.
           const textual = state === null || (typeof state === 'string' && version !== null);
           const text = d.nextText;
@@ -246,7 +246,8 @@ export class CachedSteps {
     if (answer === TIMED_OUT) throw faults.unknown(ctx, 'commit', undefined, `no answer within ${commitTimeoutMs} ms`);
     if (timing !== null) timing.commitMs = (timing.commitMs ?? 0) + (performance.now() - t0);
     if (answer === false) return false;
-    if (answer !== null && typeof answer === 'object' && answer.version !== undefined && answer.version !== null) return answer;
+    const written = answeredVersion(answer);
+    if (written !== null) return written;
     throw faults.unknown(ctx, 'commit', undefined, `commitFrom returned ${describe(answer)}, not { version } or false`);
   }
 

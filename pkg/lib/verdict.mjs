@@ -36,13 +36,38 @@ const utf8 = new TextEncoder();
  */
 function fingerprintOf(fingerprint) {
   if (fingerprint === undefined) return undefined;
+  let bytes;
   if (typeof fingerprint === 'string') {
     if (!wellFormed(fingerprint)) throw invalid('fingerprint must be a well-formed string (no lone surrogates)');
-    return utf8.encode(fingerprint);
+    if (fingerprint.length > TABLES.maxFingerprintInput) throw tooLong(fingerprint.length);
+    bytes = utf8.encode(fingerprint);
+  } else if (fingerprint instanceof Uint8Array || fingerprint instanceof ArrayBuffer) {
+    // A detached buffer (transferred, or its ArrayBuffer resized away) has no bytes to hash.
+    const buffer = fingerprint instanceof ArrayBuffer ? fingerprint : fingerprint.buffer;
+    if (buffer.detached === true || (fingerprint.byteLength === 0 && isDetached(buffer))) {
+      throw invalid('fingerprint is (a view of) a detached ArrayBuffer: it has no bytes to hash');
+    }
+    bytes = fingerprint instanceof ArrayBuffer ? new Uint8Array(fingerprint) : fingerprint;
+  } else {
+    throw invalid('fingerprint must be a string, a Uint8Array or an ArrayBuffer', { fingerprint });
   }
-  if (fingerprint instanceof Uint8Array) return fingerprint;
-  if (fingerprint instanceof ArrayBuffer) return new Uint8Array(fingerprint);
-  throw invalid('fingerprint must be a string, a Uint8Array or an ArrayBuffer', { fingerprint });
+  if (bytes.length > TABLES.maxFingerprintInput) throw tooLong(bytes.length);
+  return bytes;
+}
+
+/** INVALID_ARGUMENT for a fingerprint over `maxFingerprintInput` bytes. */
+function tooLong(bytes) {
+  return invalid(`fingerprint is at most ${TABLES.maxFingerprintInput} bytes (hash a larger body yourself and pass the digest)`, { fingerprintBytes: bytes });
+}
+
+/** Whether `buffer` is detached, on runtimes without `ArrayBuffer.prototype.detached` (Node 18, 20). */
+function isDetached(buffer) {
+  try {
+    new Uint8Array(buffer, 0, 0);
+    return false;
+  } catch {
+    return true;
+  }
 }
 
 /**

@@ -29,6 +29,8 @@ use crate::token::{epoch_from_f64, parse_token};
 /// * `maxWindow`, `defaultWindow`: the `opWindow` bounds;
 /// * `leaseKeyBytes`: the random bytes an issuer's `acquire` takes;
 /// * `maxHolderBytes`, `maxOpIdBytes`: the longest holder and operation id in UTF-8 bytes;
+/// * `maxFingerprintInput`: the longest operation a fingerprint is taken of, in bytes;
+/// * `maxStateText`: the longest stored state text, in UTF-16 units;
 /// * `layout`: the exchange's request and decision heads, field by field
 ///   ([`super::exchange`]), and the token and ceiling kinds.
 #[wasm_bindgen(js_name = "__tables")]
@@ -51,7 +53,12 @@ pub fn tables() -> Object {
         Outcome::Reject,
         duplicate,
     ];
-    let fields: [(&str, JsValue); 15] = [
+    let fields: [(&str, JsValue); 17] = [
+        (
+            "maxFingerprintInput",
+            (crate::ops::MAX_FINGERPRINT_INPUT as u32).into(),
+        ),
+        ("maxStateText", (crate::state::MAX_STATE_TEXT as u32).into()),
         ("layout", layout_js()),
         ("codes", names(&mut Code::ALL.iter().map(|c| c.as_str()))),
         (
