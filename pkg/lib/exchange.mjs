@@ -4,7 +4,7 @@
 // `__tables().layout` at start-up; this module writes a request's fields and
 // texts into the exchange buffer before the deciding call and reads the
 // answer after it. Nothing here decides anything.
-import { __exchangeBuffer } from '../dist/fencegate.js';
+import { __exchangeBuffer, __decisionHead } from '../dist/fencegate.js';
 
 /** The largest u64 epoch: a bigint token above it is malformed. */
 export const MAX_U64 = 0xffff_ffff_ffff_ffffn;
@@ -33,12 +33,17 @@ let OUTCOMES = null;
 let CODES = null;
 let ALGORITHMS = null;
 
+/** The request buffer (sized on the first request) and its views. */
 let base = 0;
 let capacity = 0;
 let u8 = new Uint8Array(0);
 let u32 = new Uint32Array(0);
 let f64 = new Float64Array(0);
 let u64 = new BigUint64Array(0);
+/** The answer (`DecisionHead`, at a fixed address) and its views. */
+let answer = 0;
+let a8 = new Uint8Array(0);
+let a32 = new Uint32Array(0);
 
 /** Binds the exchange to an instantiated module: its memory and `__tables()` (throws when lib/ and the .wasm differ). */
 export function attachExchange(exports, tables) {
@@ -51,21 +56,23 @@ export function attachExchange(exports, tables) {
   OUTCOMES = tables.outcomes;
   CODES = tables.codes;
   ALGORITHMS = tables.algorithms;
-  reserve(4096);
+  answer = __decisionHead();
 }
 
 /**
  * `{ name: offset }` of a head, after checking that every field this module
- * uses has the type it expects. Built by `Object.fromEntries`, which V8 keeps
- * as a fast-mode object (one built by keyed stores turns into a dictionary,
- * and every field access into a lookup).
+ * uses has the type it expects. A copy of the `expected` literal with its
+ * values replaced, so V8 keeps it in fast mode (one built by keyed stores
+ * from `{}` turns into a dictionary, and every field access into a lookup).
  */
 function offsets(head, expected, what) {
-  return Object.fromEntries(Object.entries(expected).map(([name, type]) => {
+  const out = { ...expected };
+  for (const name in expected) {
     const field = head.fields[name];
-    if (field === undefined || field[1] !== type) throw new Error(`fencegate: pkg/lib does not match the Wasm build (the ${what} field ${name})`);
-    return [name, field[0]];
-  }));
+    if (field === undefined || field[1] !== expected[name]) throw new Error(`fencegate: pkg/lib does not match the Wasm build (the ${what} field ${name})`);
+    out[name] = field[0];
+  }
+  return out;
 }
 
 /** Makes the exchange buffer at least `bytes` long (asks Wasm only when it has less) and the views current. */
@@ -89,9 +96,12 @@ function views() {
   u64 = new BigUint64Array(buffer, base, capacity >> 3);
 }
 
-/** The current views (re-made when memory growth detached them). */
+/** The answer's views (re-made when memory growth detached them). */
 function current() {
-  if (u8.length === 0) views();
+  if (a8.length === 0) {
+    a8 = new Uint8Array(memory.buffer, answer, layout.decision.size);
+    a32 = new Uint32Array(memory.buffer, answer, layout.decision.size >> 2);
+  }
 }
 
 const encoder = new TextEncoder();
@@ -179,8 +189,8 @@ export function writeRequest(slot, establish, strict, token, scope, hostVerified
 
 /** The u64 epoch at byte `offset` of the answer: a number when ≤ 2^53−1, a bigint above. */
 function epochAt(offset) {
-  const lo = u32[offset >> 2];
-  const hi = u32[(offset >> 2) + 1];
+  const lo = a32[offset >> 2];
+  const hi = a32[(offset >> 2) + 1];
   return hi < 0x200000 ? hi * 4294967296 + lo : (BigInt(hi) << 32n) | BigInt(lo);
 }
 
@@ -193,16 +203,16 @@ function epochAt(offset) {
  */
 export function readVerdict(key, token) {
   current();
-  const outcome = OUTCOMES[u8[D.outcome]];
-  const valid = u8[D.hasToken] === 1;
+  const outcome = OUTCOMES[a8[D.outcome]];
+  const valid = a8[D.hasToken] === 1;
   const t = !valid ? null : typeof token === 'bigint' && token > 0x1fffffffffffffn ? token : epochAt(D.token);
   const markBefore = epochAt(D.markBefore);
   const markAfter = epochAt(D.markAfter);
   if (outcome === 'duplicate') {
-    return { key, ok: true, outcome, code: null, original: u8[D.originalAdvanced] === 1 ? 'advance' : 'accept', token: t, markBefore, markAfter };
+    return { key, ok: true, outcome, code: null, original: a8[D.originalAdvanced] === 1 ? 'advance' : 'accept', token: t, markBefore, markAfter };
   }
   const rejected = outcome === 'reject';
-  return { key, ok: !rejected, outcome, code: rejected ? CODES[u8[D.code]] : null, token: t, markBefore, markAfter };
+  return { key, ok: !rejected, outcome, code: rejected ? CODES[a8[D.code]] : null, token: t, markBefore, markAfter };
 }
 
 /**
@@ -213,10 +223,10 @@ export function readVerdict(key, token) {
 export function readNumberVerdict(key, token, status) {
   current();
   const ok = status < 2;
-  const t = u8[D.hasToken] === 1 ? token : null;
-  const markBefore = u32[(D.markBefore >> 2) + 1] === 0 ? u32[D.markBefore >> 2] : epochAt(D.markBefore);
-  const markAfter = u32[(D.markAfter >> 2) + 1] === 0 ? u32[D.markAfter >> 2] : epochAt(D.markAfter);
-  return { key, ok, outcome: OUTCOMES[u8[D.outcome]], code: ok ? null : CODES[u8[D.code]], token: t, markBefore, markAfter };
+  const t = a8[D.hasToken] === 1 ? token : null;
+  const markBefore = a32[(D.markBefore >> 2) + 1] === 0 ? a32[D.markBefore >> 2] : epochAt(D.markBefore);
+  const markAfter = a32[(D.markAfter >> 2) + 1] === 0 ? a32[D.markAfter >> 2] : epochAt(D.markAfter);
+  return { key, ok, outcome: OUTCOMES[a8[D.outcome]], code: ok ? null : CODES[a8[D.code]], token: t, markBefore, markAfter };
 }
 
 /** The UTF-8 text of `bytes` bytes at `ptr` in Wasm memory. */
@@ -227,16 +237,16 @@ function textAt(ptr, bytes) {
 /** The claims of the token the last decision (or verification) verified: `{ alg, kid, scope, epoch, leaseId, generation }`, or null. */
 export function readClaims() {
   current();
-  if (u8[D.hasClaims] === 0) return null;
-  const ptr = u32[D.textPtr >> 2];
-  const kid = u32[D.kidBytes >> 2];
-  const scope = u32[D.scopeBytes >> 2];
+  if (a8[D.hasClaims] === 0) return null;
+  const ptr = a32[D.textPtr >> 2];
+  const kid = a32[D.kidBytes >> 2];
+  const scope = a32[D.scopeBytes >> 2];
   return {
-    alg: ALGORITHMS[u8[D.alg]],
+    alg: ALGORITHMS[a8[D.alg]],
     kid: textAt(ptr, kid),
     scope: textAt(ptr + kid, scope),
     epoch: epochAt(D.claimsEpoch),
-    leaseId: textAt(ptr + kid + scope, u32[D.leaseIdBytes >> 2]),
+    leaseId: textAt(ptr + kid + scope, a32[D.leaseIdBytes >> 2]),
     generation: epochAt(D.claimsGeneration),
   };
 }
@@ -244,15 +254,15 @@ export function readClaims() {
 /** The next state's JSON text to commit after the last decision (as Rust wrote it), or null when nothing applies. */
 export function readNext() {
   current();
-  if (u8[D.hasNext] === 0) return null;
-  return textAt(u32[D.textPtr >> 2] + u32[D.claimsTextBytes >> 2], u32[D.nextBytes >> 2]);
+  if (a8[D.hasNext] === 0) return null;
+  return textAt(a32[D.textPtr >> 2] + a32[D.claimsTextBytes >> 2], a32[D.nextBytes >> 2]);
 }
 
 /** The holder the last decision's operation binds (a verified token's non-empty lease id, else its own holder), or null. */
 export function readBoundHolder() {
   current();
-  const n = u32[D.boundHolderBytes >> 2];
-  return n === 0 ? null : textAt(u32[D.textPtr >> 2] + u32[D.claimsTextBytes >> 2] + u32[D.nextBytes >> 2], n);
+  const n = a32[D.boundHolderBytes >> 2];
+  return n === 0 ? null : textAt(a32[D.textPtr >> 2] + a32[D.claimsTextBytes >> 2] + a32[D.nextBytes >> 2], n);
 }
 
 /** `[markBefore, markAfter]` of the last answer (quarantine; inspect: the mark and the floor). */
@@ -264,5 +274,5 @@ export function readMarks() {
 /** Whether the last inspect found a quarantine floor (its `markAfter`). */
 export function readHasFloor() {
   current();
-  return u8[D.hasFloor] === 1;
+  return a8[D.hasFloor] === 1;
 }

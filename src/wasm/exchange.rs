@@ -5,8 +5,8 @@
 //! Before a decision call the JS side writes a [`RequestHead`] at its start
 //! and the request's texts (UTF-8) and fingerprint bytes right after it, in
 //! the order of the head's `…_bytes` fields; the call reads them as one
-//! [`Request`], decides, and writes a [`DecisionHead`] at the buffer's start,
-//! with the texts it answers (a verified token's claims, the next state's
+//! [`Request`], decides, and writes a [`DecisionHead`] at a fixed address
+//! (`__decisionHead`), with the texts it answers (a verified token's claims, the next state's
 //! JSON) in the output text buffer at `text_ptr`. Errors are thrown, never
 //! written here: a decision entry returns `Result<_, JsError>`.
 //!
@@ -18,6 +18,7 @@
 //! field, and nothing is kept between calls (the buffers are transport only).
 
 use std::cell::Cell;
+use std::sync::atomic::{AtomicU64, Ordering};
 
 use js_sys::{Array, Object, Reflect};
 use wasm_bindgen::prelude::*;
@@ -200,6 +201,18 @@ impl CeilingKind {
 const HEAD: usize = std::mem::size_of::<RequestHead>();
 const ANSWER: usize = std::mem::size_of::<DecisionHead>();
 
+/// Where the last answer's [`DecisionHead`] is: a static, so an answer needs
+/// no allocation (MemoryGate's numeric lane writes no request and never sizes
+/// the exchange buffer). Stored as words in atomics so no `unsafe` is needed;
+/// wasm32 has one thread. Output only: nothing here is read back by Rust.
+static ANSWER_WORDS: [AtomicU64; ANSWER / 8] = [const { AtomicU64::new(0) }; ANSWER / 8];
+
+/// The address of the answer ([`DecisionHead`]) in Wasm memory; it never moves.
+#[wasm_bindgen(js_name = "__decisionHead")]
+pub fn decision_head() -> usize {
+    ANSWER_WORDS.as_ptr() as usize
+}
+
 thread_local! {
     /// The exchange buffer (see the module documentation), in 8-byte words so
     /// the JS side can view it as typed arrays of any field type.
@@ -209,13 +222,13 @@ thread_local! {
 }
 
 /// Makes the exchange buffer at least `bytes` long (and never shorter than
-/// either head) and returns its address. The JS side calls it at start-up and
+/// a request head) and returns its address. The JS side calls it at start-up and
 /// when a request needs more room; the address stays valid until the next
 /// call of this function (Wasm memory never moves).
 #[wasm_bindgen(js_name = "__exchangeBuffer")]
 pub fn exchange_buffer(bytes: usize) -> usize {
     let mut buf = BUFFER.with(Cell::take);
-    let words = bytes.max(HEAD).max(ANSWER).div_ceil(8);
+    let words = bytes.max(HEAD).div_ceil(8);
     if buf.len() < words {
         // Exactly what was asked: the JS side leaves the room to grow.
         buf = vec![0; words];
@@ -483,14 +496,10 @@ pub(crate) fn put_marks(before: u64, after: u64, has_floor: bool) {
 }
 
 fn put_head(head: &DecisionHead) {
-    let mut buf = BUFFER.with(Cell::take);
-    if buf.len() * 8 < ANSWER {
-        // The JS side sizes the buffer at start-up; a host build (tests) may not have.
-        buf.resize(ANSWER.max(HEAD).div_ceil(8), 0);
+    let words: [u64; ANSWER / 8] = bytemuck::cast(*head);
+    for (slot, word) in ANSWER_WORDS.iter().zip(words) {
+        slot.store(word, Ordering::Relaxed);
     }
-    bytemuck::cast_slice_mut::<u64, u8>(&mut buf)[..ANSWER]
-        .copy_from_slice(bytemuck::bytes_of(head));
-    BUFFER.with(|b| b.set(buf));
 }
 
 #[cfg(test)]
