@@ -20,6 +20,17 @@ pub enum SameEpoch {
     Strict,
 }
 
+impl SameEpoch {
+    /// `Strict` when `strict`, else `Allow` (a gate's `sameEpoch` option as a flag).
+    pub const fn strict_if(strict: bool) -> SameEpoch {
+        if strict {
+            SameEpoch::Strict
+        } else {
+            SameEpoch::Allow
+        }
+    }
+}
+
 /// The kind of operation being fenced.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Operation {
@@ -29,6 +40,17 @@ pub enum Operation {
     /// working, DESIGN R7). Establishing the current mark again is an idempotent
     /// accept under either same-epoch rule, so a retried barrier is harmless.
     Establish,
+}
+
+impl Operation {
+    /// `Establish` when `establish`, else `Write` (a request's flag).
+    pub const fn establish_if(establish: bool) -> Operation {
+        if establish {
+            Operation::Establish
+        } else {
+            Operation::Write
+        }
+    }
 }
 
 /// The outcome of a fence check: advance, accept, reject, or duplicate (an

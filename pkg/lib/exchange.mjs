@@ -164,27 +164,26 @@ export function writeRequest(slot, establish, strict, token, scope, hostVerified
   u8[R.establish] = establish ? 1 : 0;
   u8[R.strict] = strict ? 1 : 0;
   let at = layout.request.size;
-  let n = signed ? putText(token, at) : 0;
-  u32[R.tokenTextBytes >> 2] = n;
-  at += n;
-  n = signed ? putText(scope, at) : 0;
-  u32[R.scopeBytes >> 2] = n;
-  at += n;
-  u8[R.hasOpId] = opId === undefined ? 0 : 1;
-  n = opId === undefined ? 0 : putText(opId, at);
-  u32[R.opIdBytes >> 2] = n;
-  at += n;
-  u8[R.hasHolder] = holder === undefined ? 0 : 1;
-  n = holder === undefined ? 0 : putText(holder, at);
-  u32[R.holderBytes >> 2] = n;
-  at += n;
-  u8[R.hasState] = state === null || state === undefined ? 0 : 1;
-  n = state === null || state === undefined ? 0 : putText(state, at);
-  u32[R.stateBytes >> 2] = n;
-  at += n;
+  at = putField(signed ? token : undefined, -1, R.tokenTextBytes, at);
+  at = putField(signed ? scope : undefined, -1, R.scopeBytes, at);
+  at = putField(opId, R.hasOpId, R.opIdBytes, at);
+  at = putField(holder, R.hasHolder, R.holderBytes, at);
+  at = putField(state ?? undefined, R.hasState, R.stateBytes, at);
   u8[R.hasFingerprint] = fingerprint === undefined ? 0 : 1;
   if (fingerprint !== undefined) u8.set(fingerprint, at);
   u32[R.fingerprintBytes >> 2] = fingerprint?.length ?? 0;
+}
+
+/**
+ * Writes one optional text of a request at byte `at`: its `has…` flag (at
+ * offset `has`; −1: the field has none), its UTF-8 length (at offset
+ * `bytes`) and its bytes. Returns where the next text goes.
+ */
+function putField(text, has, bytes, at) {
+  if (has >= 0) u8[has] = text === undefined ? 0 : 1;
+  const n = text === undefined ? 0 : putText(text, at);
+  u32[bytes >> 2] = n;
+  return at + n;
 }
 
 /** The u64 epoch at byte `offset` of the answer: a number when ≤ 2^53−1, a bigint above. */

@@ -356,16 +356,8 @@ impl<'a> Request<'a> {
             CeilingKind::Exact => Some(Some(head.ceiling_exact)),
         };
         Ok(Request {
-            op: if head.establish != 0 {
-                Operation::Establish
-            } else {
-                Operation::Write
-            },
-            same_epoch: if head.strict != 0 {
-                SameEpoch::Strict
-            } else {
-                SameEpoch::Allow
-            },
+            op: Operation::establish_if(head.establish != 0),
+            same_epoch: SameEpoch::strict_if(head.strict != 0),
             presented,
             scope,
             op_id: (head.has_op_id != 0).then_some(op_id),
@@ -402,14 +394,7 @@ pub(crate) struct Answer {
 
 /// Writes `answer` to the exchange (see [`DecisionHead`]); returns the status.
 pub(crate) fn put_answer(answer: &Answer) -> u32 {
-    let v = &answer.verdict;
-    let mut head = DecisionHead {
-        mark_before: v.mark_before,
-        mark_after: v.mark_after,
-        status: v.status(),
-        ..DecisionHead::default()
-    };
-    verdict_fields(&mut head, v);
+    let mut head = verdict_head(&answer.verdict);
     put_texts(
         &mut head,
         answer.claims.as_ref(),
@@ -427,7 +412,8 @@ pub(crate) fn put_claims(claims: &Claims) {
     put_head(&head);
 }
 
-fn verdict_fields(head: &mut DecisionHead, v: &Verdict) {
+/// The verdict's part of an answer: marks, status, outcome, code, token.
+fn verdict_head(v: &Verdict) -> DecisionHead {
     let (outcome, original) = match v.outcome {
         Outcome::Advance => (0, false),
         Outcome::Accept => (1, false),
@@ -436,12 +422,16 @@ fn verdict_fields(head: &mut DecisionHead, v: &Verdict) {
             original_advanced, ..
         } => (3, original_advanced),
     };
-    head.outcome = outcome;
-    head.original_advanced = u8::from(original);
-    head.code = v.code.map_or(0, |c| c as u8);
-    if let Some(t) = v.token {
-        head.has_token = 1;
-        head.token = t;
+    DecisionHead {
+        mark_before: v.mark_before,
+        mark_after: v.mark_after,
+        status: v.status(),
+        outcome,
+        original_advanced: u8::from(original),
+        code: v.code.map_or(0, |c| c as u8),
+        has_token: u8::from(v.token.is_some()),
+        token: v.token.unwrap_or(0),
+        ..DecisionHead::default()
     }
 }
 

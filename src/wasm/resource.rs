@@ -247,13 +247,8 @@ impl RawMemoryGate {
     /// A gate with the same-epoch rule `"allow"` (false) or `"strict"` (true).
     #[wasm_bindgen(constructor)]
     pub fn new(strict: bool) -> RawMemoryGate {
-        let same_epoch = if strict {
-            SameEpoch::Strict
-        } else {
-            SameEpoch::Allow
-        };
         RawMemoryGate {
-            same_epoch,
+            same_epoch: SameEpoch::strict_if(strict),
             slots: Vec::new(),
         }
     }
@@ -265,11 +260,7 @@ impl RawMemoryGate {
     /// [`RawMemoryGate::apply`] and returns the status. Three scalars and no
     /// request to read: the JS side calls it for every plain number write.
     pub fn fence(&mut self, slot: u32, establish: bool, number: f64) -> u32 {
-        let op = if establish {
-            Operation::Establish
-        } else {
-            Operation::Write
-        };
+        let op = Operation::establish_if(establish);
         let token = epoch_from_f64(number);
         let same_epoch = self.same_epoch;
         let verdict = self.decide(op, slot, &OpMeta::NONE, |mark| {
